@@ -1,0 +1,1 @@
+"""The example company's config root: what a company keeps in its repo."""

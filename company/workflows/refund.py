@@ -1,0 +1,31 @@
+"""Refund an order: read it, refund it (the policy holds money for finance), tell the customer."""
+from pydantic import BaseModel, Field
+
+from company.vendors.shop import shop
+from runs.authoring import define_workflow
+
+
+class RefundInput(BaseModel):
+    order_id: str = Field(min_length=1)
+    amount_cents: int = Field(gt=0)
+    reason: str = "customer request"
+
+
+def run(ctx, input: RefundInput):
+    order = ctx.shop.order.get({"order_id": input.order_id})
+    refund = ctx.shop.order.refund({"order_id": order.order_id, "amount_cents": input.amount_cents, "reason": input.reason})
+    ctx.shop.customer.notify({
+        "customer": order.customer,
+        "subject": f"Your refund for order {order.order_id}",
+        "body": f"We refunded {refund.amount_cents / 100:.2f}.",
+    })
+    return {"refund_id": refund.refund_id, "amount_cents": refund.amount_cents}
+
+
+refund = define_workflow(
+    name="refund",
+    title="Refund an order",
+    input=RefundInput,
+    uses=[shop.op("shop.order.get"), shop.op("shop.order.refund"), shop.op("shop.customer.notify")],
+    run=run,
+)

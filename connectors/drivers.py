@@ -1,0 +1,81 @@
+"""Drivers: the functions that carry an operation to its vendor."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from pydantic import BaseModel
+
+from connectors.errors import DriverError  # noqa: F401  (re-exported for driver authors)
+from connectors.operations import Connector
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a driver is told about the call besides its input.
+
+    `idempotency_key` is the same on every retry and replay of one call (`<run>:<seq>`): a driver
+    passes it to the vendor so a repeated call takes effect once.
+    """
+
+    idempotency_key: str
+    run_id: str
+    op_id: str
+    attempt: int = 1
+    by: str | None = None
+    secrets: Mapping[str, str] = field(default_factory=dict)
+
+
+DriverFn = Callable[[BaseModel, CallContext], Any]
+
+
+@dataclass(frozen=True, eq=False)
+class Driver:
+    vendor: str
+    functions: Mapping[str, DriverFn]
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def call(self, op_id: str, payload: BaseModel, context: CallContext) -> Any:
+        return self.functions[op_id](payload, context)
+
+
+def flatten_impl(vendor: str, impl: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+    """`{resource: {name: fn}}` as `{<vendor>.<resource>.<name>: fn}`."""
+    flat: dict[str, Callable[..., Any]] = {}
+    for resource, group in impl.items():
+        if not isinstance(group, Mapping):
+            raise TypeError(f"{vendor}: {resource} must map operation names to functions")
+        for name, fn in group.items():
+            if not callable(fn):
+                raise TypeError(f"{vendor}.{resource}.{name} must be a function")
+            flat[f"{vendor}.{resource}.{name}"] = fn
+    return flat
+
+
+def check_complete(what: str, connector: Connector, implemented: set[str]) -> None:
+    declared = set(connector.operations)
+    missing = sorted(declared - implemented)
+    extra = sorted(implemented - declared)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing)}")
+        if extra:
+            parts.append(f"not declared by the connector: {', '.join(extra)}")
+        raise ValueError(f"{what} for {connector.vendor} must implement every declared operation and nothing else: {'; '.join(parts)}")
+
+
+def define_driver(
+    connector: Connector,
+    impl: Mapping[str, Mapping[str, DriverFn]],
+    *,
+    env: Mapping[str, str] | None = None,
+) -> Driver:
+    """A driver implementing every operation of `connector` and nothing else.
+
+    `env` names the environment variables the driver reads at call time, with a one-line
+    description each; credentials never come from the config.
+    """
+    functions = flatten_impl(connector.vendor, impl)
+    check_complete("A driver", connector, set(functions))
+    return Driver(vendor=connector.vendor, functions=functions, env=dict(env or {}))

@@ -1,0 +1,167 @@
+"""Errors with machine-readable codes, shared by every layer.
+
+Code branches on `error_code(err)`, never on the class: an error replayed from a checkpoint is a
+copy (a `SanomaError` carrying the recorded code and name), not an instance of the original class.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+KNOWN_CODES = frozenset(
+    {
+        "policy_denied",
+        "approval_rejected",
+        "approval_withdrawn",
+        "not_approver",
+        "no_pending_approval",
+        "already_decided",
+        "run_not_found",
+        "driver_failed",
+        "invalid_input",
+        "run_ended",
+        "run_running",
+        "run_cancelled",
+        "permission_denied",
+        "workflow_not_found",
+        "config_invalid",
+    }
+)
+
+
+class SanomaError(Exception):
+    """An error the runtime raises on purpose: a `code`, a message and JSON-safe `data`."""
+
+    code: str | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        data: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.data: dict[str, Any] = dict(data or {})
+        self.name = name or type(self).__name__
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidInput(SanomaError):
+    code = "invalid_input"
+
+
+class ConfigError(SanomaError):
+    """The company's config cannot be resolved; the message lists every problem."""
+
+    code = "config_invalid"
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        if len(problems) == 1:
+            text = f"The config cannot be resolved: {problems[0]}"
+        else:
+            text = "The config cannot be resolved:\n" + "\n".join(f"- {p}" for p in problems)
+        super().__init__(text, data={"problems": self.problems})
+
+
+class DriverError(SanomaError):
+    """A vendor said no. `retryable` says whether trying again may succeed."""
+
+    code = "driver_failed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        vendor_code: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = bool(retryable)
+        self.status = status
+        self.vendor_code = vendor_code
+        if cause is not None:
+            self.__cause__ = cause
+
+
+def retryable_status(status: int) -> bool:
+    """The HTTP rule: 408, 429 and 5xx may succeed on a later try."""
+    return status in (408, 429) or 500 <= status <= 599
+
+
+def error_code(err: BaseException | None) -> str | None:
+    """The error's code when it is one the runtime knows, else None."""
+    code = getattr(err, "code", None)
+    return code if isinstance(code, str) and code in KNOWN_CODES else None
+
+
+def error_to_dict(err: BaseException) -> dict[str, Any]:
+    """An error as the ledger records it (SPEC 9.3).
+
+    Vendor `status`/`vendor_code` only from a DriverError and `data` only from the runtime's own
+    errors, so an HTTP client error escaping a driver cannot leak the vendor's reply.
+    """
+    record: dict[str, Any] = {}
+    code = error_code(err)
+    if code:
+        record["code"] = code
+    record["name"] = getattr(err, "name", None) or type(err).__name__
+    record["message"] = str(err)
+    retryable = getattr(err, "retryable", None)
+    if isinstance(retryable, bool):
+        record["retryable"] = retryable
+    if code == "driver_failed":
+        if getattr(err, "status", None) is not None:
+            record["status"] = err.status  # type: ignore[attr-defined]
+        if getattr(err, "vendor_code", None) is not None:
+            record["vendor_code"] = err.vendor_code  # type: ignore[attr-defined]
+    if isinstance(err, SanomaError) and err.data and code:
+        record["data"] = err.data
+    return record
+
+
+def error_from_dict(record: dict[str, Any]) -> SanomaError:
+    """The copy of a recorded error that a replay raises: same code, name, message and data."""
+    err = SanomaError(
+        record.get("message", ""),
+        code=record.get("code"),
+        data=record.get("data"),
+        name=record.get("name"),
+    )
+    if "retryable" in record:
+        err.retryable = record["retryable"]  # type: ignore[attr-defined]
+    if "status" in record:
+        err.status = record["status"]  # type: ignore[attr-defined]
+    if "vendor_code" in record:
+        err.vendor_code = record["vendor_code"]  # type: ignore[attr-defined]
+    return err
+
+
+def issues_of(validation_error: Any) -> list[dict[str, Any]]:
+    """Pydantic validation errors as `{path, message, code}` issues (no symbols)."""
+    issues = []
+    for item in validation_error.errors(include_url=False):
+        issues.append(
+            {
+                "path": [p if isinstance(p, (int, str)) else str(p) for p in item.get("loc", ())],
+                "message": item.get("msg", ""),
+                "code": item.get("type", "invalid"),
+            }
+        )
+    return issues
+
+
+def describe_issues(issues: list[dict[str, Any]]) -> str:
+    parts = []
+    for issue in issues:
+        path = ".".join(str(p) for p in issue["path"]) or "(input)"
+        parts.append(f"{path}: {issue['message']}")
+    return "; ".join(parts)

@@ -1,0 +1,531 @@
+"""Fakes: in-memory (or file-backed) stand-ins for vendors, with fault injection.
+
+A fake behaves like a vendor that honours idempotency keys: a call repeating an earlier call's key
+gets the first reply back and changes nothing. Faults (`fail_next`, `lose_reply`, `rate_limit`,
+`hold`) apply to the next call of an operation, one fault per call, queued per operation.
+"""
+from __future__ import annotations
+
+import builtins
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, TypeVar
+
+from pydantic import BaseModel
+
+from connectors.drivers import CallContext, Driver, check_complete, flatten_impl
+from connectors.errors import DriverError, error_from_dict, error_to_dict
+from connectors.operations import Connector, Operation
+
+OpFn = Callable[[dict, BaseModel, CallContext], Any]
+Initial = dict | Callable[[], dict]
+T = TypeVar("T")
+
+_FILE_FORMAT = 1
+
+
+# --- JSON-safe copies ------------------------------------------------------------------------
+
+
+class _NotJson(Exception):
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+        self.path: list[str] = []
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy made of dicts with string keys, lists, strings, numbers, booleans and None."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                err = _NotJson(key)
+                err.path.append(f"[{key!r}] (a key)")
+                raise err
+            try:
+                out[key] = _copy(item)
+            except _NotJson as err:
+                err.path.insert(0, f".{key}")
+                raise
+        return out
+    if isinstance(value, list):
+        items = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_copy(item))
+            except _NotJson as err:
+                err.path.insert(0, f"[{index}]")
+                raise
+        return items
+    raise _NotJson(value)
+
+
+def _json_copy(value: Any, what: str) -> Any:
+    try:
+        return _copy(value)
+    except _NotJson as err:
+        where = what + "".join(err.path)
+        raise TypeError(
+            f"{where} is a {type(err.value).__name__}, which is not JSON-safe "
+            "(use dicts with string keys, lists, strings, numbers, booleans and None)"
+        ) from None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- errors carried through a file -------------------------------------------------------------
+
+
+def _error_record(err: BaseException) -> dict[str, Any]:
+    record = error_to_dict(err)
+    if type(err).__module__ == "builtins":
+        record["builtin"] = True
+    return record
+
+
+def _error_from_record(record: dict[str, Any]) -> BaseException:
+    """The error a file-stored fault throws: a DriverError stays one, a builtin error keeps its
+    class, anything else comes back as a SanomaError with the same name, code and message."""
+    message = record.get("message", "")
+    if record.get("code") == "driver_failed":
+        return DriverError(
+            message,
+            retryable=bool(record.get("retryable", False)),
+            status=record.get("status"),
+            vendor_code=record.get("vendor_code"),
+        )
+    cls = getattr(builtins, record.get("name", ""), None)
+    if record.get("builtin") and isinstance(cls, type) and issubclass(cls, BaseException):
+        return cls(message)
+    return error_from_dict(record)
+
+
+# --- the shared call log -----------------------------------------------------------------------
+
+
+class CallLog:
+    """One ordered log of calls that several fakes append to (the `calls=` option)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: list[tuple[object, dict[str, Any]]] = []
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [_copy(entry) for _, entry in self._rows]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+
+    def _append(self, owner: object, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self._rows.append((owner, entry))
+
+    def _of(self, owner: object) -> list[dict[str, Any]]:
+        with self._lock:
+            return [_copy(entry) for who, entry in self._rows if who is owner]
+
+    def _drop(self, owner: object) -> None:
+        with self._lock:
+            self._rows = [row for row in self._rows if row[0] is not owner]
+
+
+# --- where a fake keeps what it remembers ------------------------------------------------------
+
+
+@dataclass
+class _Book:
+    """Everything a fake remembers except its holds: what a file-backed fake stores."""
+
+    state: dict[str, Any]
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # op id -> key -> reply
+    faults: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # op id -> queue
+    calls: list[dict[str, Any]] = field(default_factory=list)  # file mode only
+
+
+class _MemoryStore:
+    def __init__(self, fresh_book: Callable[[], _Book]) -> None:
+        self._lock = threading.Lock()
+        self._book = fresh_book()
+
+    def read(self, pick: Callable[[_Book], Any]) -> Any:
+        with self._lock:
+            return _copy(pick(self._book))
+
+    def transact(self, apply: Callable[[_Book], T]) -> T:
+        with self._lock:
+            return apply(self._book)
+
+
+class _FileStore:
+    """A book in a JSON file: each change locks `<file>.lock`, reads, applies, replaces the file."""
+
+    def __init__(self, path: Path, vendor: str, fresh_book: Callable[[], _Book]) -> None:
+        self.path = path
+        self._lock_path = path.with_name(path.name + ".lock")
+        self._vendor = vendor
+        self._fresh_book = fresh_book
+
+    def read(self, pick: Callable[[_Book], Any]) -> Any:
+        # Writers replace the file atomically, so a reader needs no lock.
+        return pick(self._load())
+
+    def transact(self, apply: Callable[[_Book], T]) -> T:
+        with self._locked():
+            book = self._load()
+            result = apply(book)
+            self._save(book)
+            return result
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+    def _load(self) -> _Book:
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                raw = json.load(fh)
+        except FileNotFoundError:
+            return self._fresh_book()
+        except json.JSONDecodeError as err:
+            raise ValueError(f"fake {self._vendor}: {self.path} is not a fake's JSON file ({err})") from None
+        if not isinstance(raw, dict) or raw.get("format") != _FILE_FORMAT or raw.get("vendor") != self._vendor:
+            raise ValueError(f"fake {self._vendor}: {self.path} is not this fake's file")
+        return _Book(state=raw["state"], replies=raw["replies"], faults=raw["faults"], calls=raw["calls"])
+
+    def _save(self, book: _Book) -> None:
+        text = json.dumps(
+            {
+                "format": _FILE_FORMAT,
+                "vendor": self._vendor,
+                "state": book.state,
+                "replies": book.replies,
+                "faults": book.faults,
+                "calls": book.calls,
+            },
+            separators=(",", ":"),
+        )
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            os.fchmod(fd, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+
+# --- the fake ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Answer:
+    reply: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+
+class Fake:
+    """A stand-in for one vendor. Build it with `define_fake`."""
+
+    def __init__(
+        self,
+        connector: Connector,
+        initial: Initial,
+        functions: Mapping[str, OpFn],
+        *,
+        file: Path | None = None,
+        calls: CallLog | None = None,
+    ) -> None:
+        self.vendor = connector.vendor
+        self.connector = connector
+        self.file = file
+        self._initial = initial
+        self._functions = dict(functions)
+        self._owner = object()
+        self._holds: dict[str, deque[threading.Event]] = {}
+        self._holds_lock = threading.Lock()
+        if file is None:
+            self._log: CallLog | None = calls if calls is not None else CallLog()
+            self._store: _MemoryStore | _FileStore = _MemoryStore(self._fresh_book)
+        else:
+            self._log = calls
+            self._store = _FileStore(file, self.vendor, self._fresh_book)
+        self.driver = Driver(vendor=self.vendor, functions={op_id: self._driver_fn(op_id) for op_id in self._functions})
+
+    def __repr__(self) -> str:
+        where = f" file={str(self.file)!r}" if self.file else ""
+        return f"<Fake {self.vendor}{where}>"
+
+    # reading
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self._store.read(lambda book: book.state)
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        if self.file is not None:
+            return self._store.read(lambda book: book.calls)
+        assert self._log is not None
+        return self._log._of(self._owner)
+
+    # calling
+
+    def call(self, op_id: str, payload: BaseModel | Mapping[str, Any], context: CallContext) -> dict[str, Any]:
+        operation = self._operation(op_id)
+        parsed = self._parse(operation, payload)
+        entry = {
+            "op": op_id,
+            "input": parsed.model_dump(mode="json"),
+            "at": "",
+            "idempotency_key": context.idempotency_key,
+            "attempt": context.attempt,
+        }
+        gate = self._take_hold(op_id)
+        if gate is not None:
+            gate.wait()
+        answer = self._store.transact(lambda book: self._answer(book, op_id, parsed, context, entry))
+        if answer.error is not None:
+            raise answer.error
+        assert answer.reply is not None
+        return answer.reply
+
+    def _driver_fn(self, op_id: str) -> Callable[[BaseModel, CallContext], dict[str, Any]]:
+        def call(payload: BaseModel, context: CallContext) -> dict[str, Any]:
+            return self.call(op_id, payload, context)
+
+        call.__name__ = f"fake_{op_id.replace('.', '_').replace('-', '_')}"
+        return call
+
+    def _operation(self, op_id: str) -> Operation:
+        operation = self.connector.operations.get(op_id)
+        if operation is None:
+            raise ValueError(f"fake {self.vendor}: no operation {op_id}")
+        return operation
+
+    @staticmethod
+    def _parse(operation: Operation, payload: BaseModel | Mapping[str, Any]) -> BaseModel:
+        if isinstance(payload, operation.input):
+            return payload
+        if isinstance(payload, BaseModel):
+            payload = payload.model_dump()
+        return operation.input.model_validate(payload)
+
+    def _answer(
+        self, book: _Book, op_id: str, parsed: BaseModel, context: CallContext, entry: dict[str, Any]
+    ) -> _Answer:
+        """One call against the book, under the store's lock. Errors are returned, not raised,
+        so the store commits the call log (and a lost reply's effect) either way."""
+        entry["at"] = _now()
+        fault = self._pop_fault(book, op_id)
+        if fault is not None and fault["kind"] in ("fail", "rate_limit"):
+            return self._failed(book, entry, self._fault_error(op_id, fault))
+        key = context.idempotency_key
+        remembered = book.replies.get(op_id, {}).get(key) if key else None
+        if remembered is not None:
+            reply, outcome = remembered, "repeat"
+        else:
+            try:
+                reply, state = self._run(book.state, op_id, parsed, context)
+            except Exception as err:
+                return self._failed(book, entry, err)
+            book.state = state
+            if key:
+                book.replies.setdefault(op_id, {})[key] = reply
+            outcome = "ok"
+        if fault is not None:  # lose: the effect stands, the caller never sees the reply
+            return self._failed(book, entry, self._fault_error(op_id, fault))
+        self._record(book, {**entry, "outcome": outcome})
+        return _Answer(reply=_copy(reply))
+
+    def _run(
+        self, state: dict[str, Any], op_id: str, parsed: BaseModel, context: CallContext
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The op function against a copy of the state: nothing is kept unless it succeeds."""
+        working = _copy(state)
+        result = self._functions[op_id](working, parsed, context)
+        if isinstance(result, BaseModel):
+            reply = result.model_dump(mode="json")
+        elif isinstance(result, dict):
+            reply = _json_copy(result, f"fake {self.vendor}: the reply of {op_id}")
+        else:
+            raise TypeError(
+                f"fake {self.vendor}: {op_id} must return a dict or a pydantic model; got {type(result).__name__}"
+            )
+        _json_copy(working, f"fake {self.vendor}: state after {op_id}: state")
+        return reply, working
+
+    def _failed(self, book: _Book, entry: dict[str, Any], err: BaseException) -> _Answer:
+        self._record(book, {**entry, "outcome": "error", "error": str(err) or type(err).__name__})
+        return _Answer(error=err)
+
+    def _record(self, book: _Book, entry: dict[str, Any]) -> None:
+        if self.file is not None:
+            book.calls.append(entry)
+        if self._log is not None:
+            self._log._append(self._owner, entry)
+
+    # faults
+
+    def fail_next(self, op_id: str, err: BaseException | None = None) -> None:
+        if err is not None and not isinstance(err, BaseException):
+            raise TypeError(f"fake {self.vendor}: fail_next takes an exception; got {type(err).__name__}")
+        fault: dict[str, Any] = {"kind": "fail"}
+        if err is not None:
+            fault["error"] = err if self.file is None else _json_copy(_error_record(err), "the error")
+        self._queue_fault(op_id, fault)
+
+    def lose_reply(self, op_id: str) -> None:
+        self._queue_fault(op_id, {"kind": "lose"})
+
+    def rate_limit(self, op_id: str) -> None:
+        self._queue_fault(op_id, {"kind": "rate_limit"})
+
+    def hold(self, op_id: str) -> Callable[[], None]:
+        """The next call of `op_id` (in this process) waits before taking effect until the
+        returned function is called. Holds queue on their own, apart from the other faults: a
+        held call then meets the next queued fault, if any."""
+        self._operation(op_id)
+        gate = threading.Event()
+        with self._holds_lock:
+            self._holds.setdefault(op_id, deque()).append(gate)
+        return gate.set
+
+    def _queue_fault(self, op_id: str, fault: dict[str, Any]) -> None:
+        self._operation(op_id)
+
+        def add(book: _Book) -> None:
+            book.faults.setdefault(op_id, []).append(fault)
+
+        self._store.transact(add)
+
+    @staticmethod
+    def _pop_fault(book: _Book, op_id: str) -> dict[str, Any] | None:
+        queue = book.faults.get(op_id)
+        if not queue:
+            return None
+        fault = queue.pop(0)
+        if not queue:
+            del book.faults[op_id]
+        return fault
+
+    def _take_hold(self, op_id: str) -> threading.Event | None:
+        with self._holds_lock:
+            queue = self._holds.get(op_id)
+            if not queue:
+                return None
+            gate = queue.popleft()
+            if not queue:
+                del self._holds[op_id]
+            return gate
+
+    def _fault_error(self, op_id: str, fault: dict[str, Any]) -> BaseException:
+        kind = fault["kind"]
+        if kind == "rate_limit":
+            return DriverError(
+                f"fake {self.vendor}: {op_id} is rate limited",
+                retryable=True,
+                status=429,
+                vendor_code="rate_limited",
+            )
+        if kind == "lose":
+            return DriverError(f"fake {self.vendor}: the reply to {op_id} was lost", retryable=True)
+        error = fault.get("error")
+        if error is None:
+            return DriverError(f"fake {self.vendor}: {op_id} failed (injected fault)", retryable=True)
+        if isinstance(error, BaseException):
+            return error
+        return _error_from_record(error)
+
+    # editing
+
+    def reset(self) -> None:
+        """State back to initial; remembered replies, pending faults and this fake's calls gone."""
+
+        def clear(book: _Book) -> None:
+            fresh = self._fresh_book()
+            book.state, book.replies, book.faults, book.calls = fresh.state, {}, {}, []
+
+        self._store.transact(clear)
+        with self._holds_lock:
+            self._holds.clear()
+        if self._log is not None:
+            self._log._drop(self._owner)
+
+    def update(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
+        """Edit the state as someone at the vendor would: `change` edits the state it is given in
+        place or returns the new state. Nothing changes if it raises."""
+
+        def apply(book: _Book) -> None:
+            working = _copy(book.state)
+            result = change(working)
+            new = working if result is None else result
+            if not isinstance(new, dict):
+                raise TypeError(f"fake {self.vendor}: update must leave a dict as the state; got {type(new).__name__}")
+            book.state = _json_copy(new, f"fake {self.vendor}: state after update: state")
+
+        self._store.transact(apply)
+
+    def fresh(self) -> Fake:
+        """A new in-memory fake with the initial state, sharing nothing with this one."""
+        return Fake(self.connector, self._initial, self._functions)
+
+    def _fresh_book(self) -> _Book:
+        initial = self._initial() if callable(self._initial) else self._initial
+        if not isinstance(initial, dict):
+            raise TypeError(f"fake {self.vendor}: initial must give a dict; got {type(initial).__name__}")
+        return _Book(state=_json_copy(initial, f"fake {self.vendor}: initial state: state"))
+
+
+def define_fake(
+    connector: Connector,
+    *,
+    initial: Initial,
+    ops: Mapping[str, Mapping[str, OpFn]],
+    file: str | os.PathLike[str] | None = None,
+    calls: CallLog | None = None,
+) -> Fake:
+    """A fake vendor: `ops` maps each resource to its operations' functions, each called as
+    `fn(state, parsed_input, call_context)`; it edits `state` in place and returns the reply.
+
+    With `file`, the state, remembered replies, pending faults (except holds) and the call log live
+    in that JSON file, shared by every process using it. With `calls`, the fake also appends its
+    calls to that shared log.
+    """
+    if not isinstance(connector, Connector):
+        raise TypeError("define_fake needs a Connector")
+    if not (isinstance(initial, dict) or callable(initial)):
+        raise TypeError(f"fake {connector.vendor}: initial must be a dict or a function returning one")
+    if calls is not None and not isinstance(calls, CallLog):
+        raise TypeError(f"fake {connector.vendor}: calls must be a CallLog")
+    functions = flatten_impl(connector.vendor, ops)
+    check_complete("A fake", connector, set(functions))
+    if isinstance(initial, dict):
+        initial = _json_copy(initial, f"fake {connector.vendor}: initial state: state")
+    path = Path(os.fspath(file)) if file is not None else None
+    return Fake(connector, initial, functions, file=path, calls=calls)
+
+
+__all__ = ["CallLog", "Fake", "define_fake"]

@@ -1,0 +1,217 @@
+"""Declaring what a vendor can do: connectors, their operations and vendor info.
+
+Plain Python: importable without Django, so a company's files can be read without a database.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping
+from urllib.parse import urlparse
+
+from pydantic import BaseModel
+
+EFFECTS = ("read", "write", "publish", "send", "money", "access")
+Effect = Literal["read", "write", "publish", "send", "money", "access"]
+
+_ID_PART = re.compile(r"^[a-z][a-z0-9_-]*$")
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+_SVG = re.compile(r"^\s*<svg[\s>].*</svg>\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Phrases:
+    """Scenario step templates: `{field}` placeholders name input fields."""
+
+    given: str | None = None
+    expect: str | None = None
+
+
+@dataclass(frozen=True)
+class OperationSpec:
+    """What `op(...)` returns: an operation before it knows its vendor and resource."""
+
+    effect: str
+    input: type[BaseModel]
+    output: type[BaseModel]
+    idempotent: bool = False
+    description: str = ""
+    target: Callable[[Any], str] | None = None
+    opaque: tuple[str, ...] = ()
+    phrases: Phrases = field(default_factory=Phrases)
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One thing a vendor can do, with the effect a reviewer and the policy see."""
+
+    id: str
+    vendor: str
+    resource: str
+    name: str
+    effect: str
+    input: type[BaseModel]
+    output: type[BaseModel]
+    idempotent: bool = False
+    description: str = ""
+    target: Callable[[Any], str] | None = None
+    opaque: tuple[str, ...] = ()
+    phrases: Phrases = field(default_factory=Phrases)
+
+    def plain(self) -> dict[str, str]:
+        """What a policy sees of the operation: no schemas, no functions."""
+        return {
+            "id": self.id,
+            "vendor": self.vendor,
+            "resource": self.resource,
+            "name": self.name,
+            "effect": self.effect,
+        }
+
+    def same_contract(self, other: "Operation") -> bool:
+        return self.effect == other.effect and self.idempotent == other.idempotent
+
+
+@dataclass(frozen=True)
+class VendorInfo:
+    title: str | None = None
+    logo: str | None = None
+    logo_dark: str | None = None
+    homepage: str | None = None
+    package: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Connector:
+    """A vendor's operations by id, its info, and the halves attached with `with_setup`."""
+
+    vendor: str
+    operations: Mapping[str, Operation]
+    info: VendorInfo = field(default_factory=VendorInfo)
+    driver: Callable[[], Any] | None = None
+    fake: Callable[[], Any] | None = None
+    steps: Any = None
+
+    def op(self, op_id: str) -> Operation:
+        try:
+            return self.operations[op_id]
+        except KeyError:
+            raise KeyError(f"{self.vendor} has no operation {op_id}") from None
+
+
+def op(
+    *,
+    effect: str,
+    input: type[BaseModel],
+    output: type[BaseModel],
+    idempotent: bool = False,
+    description: str = "",
+    target: Callable[[Any], str] | None = None,
+    opaque: tuple[str, ...] | list[str] = (),
+    given: str | None = None,
+    expect: str | None = None,
+) -> OperationSpec:
+    """Declare an operation; `define_connector` gives it its vendor and resource."""
+    if effect not in EFFECTS:
+        raise ValueError(f"effect must be one of {', '.join(EFFECTS)}; got {effect!r}")
+    for name, schema in (("input", input), ("output", output)):
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise TypeError(f"{name} must be a pydantic model class; got {schema!r}")
+    if target is not None and not callable(target):
+        raise TypeError("target must be a function of the parsed input returning a string")
+    opaque = tuple(opaque)
+    for name in opaque:
+        if name not in input.model_fields and name not in output.model_fields:
+            raise ValueError(f"opaque field {name!r} is neither an input nor an output field")
+    return OperationSpec(
+        effect=effect,
+        input=input,
+        output=output,
+        idempotent=bool(idempotent),
+        description=description,
+        target=target,
+        opaque=opaque,
+        phrases=Phrases(given=given, expect=expect),
+    )
+
+
+def _check_svg(what: str, svg: str | None) -> None:
+    if svg is None:
+        return
+    if not isinstance(svg, str) or not _SVG.match(svg) or svg.count("<svg") != 1:
+        raise ValueError(f"{what} must be one <svg>...</svg> element with only whitespace around it")
+
+
+def _check_info(vendor: str, info: VendorInfo | None) -> VendorInfo:
+    if info is None:
+        return VendorInfo()
+    if not isinstance(info, VendorInfo):
+        raise TypeError(f"connector {vendor}: info must be a VendorInfo")
+    _check_svg(f"connector {vendor}: logo", info.logo)
+    _check_svg(f"connector {vendor}: logo_dark", info.logo_dark)
+    if info.homepage is not None:
+        parsed = urlparse(info.homepage)
+        if parsed.scheme != "https" or not parsed.netloc:
+            raise ValueError(f"connector {vendor}: homepage must be an https: URL; got {info.homepage!r}")
+    return info
+
+
+def define_connector(
+    vendor: str,
+    resources: Mapping[str, Mapping[str, OperationSpec]],
+    *,
+    info: VendorInfo | None = None,
+) -> Connector:
+    """A connector: `resources` maps each resource to its operations by name.
+
+    An operation's id is `<vendor>.<resource>.<name>`.
+    """
+    if not isinstance(vendor, str) or not _ID_PART.match(vendor):
+        raise ValueError(f"vendor {vendor!r} must be lowercase letters, digits, dashes and underscores")
+    operations: dict[str, Operation] = {}
+    for resource, specs in resources.items():
+        if not _ID_PART.match(resource):
+            raise ValueError(f"connector {vendor}: resource {resource!r} must be a lowercase name")
+        for name, spec in specs.items():
+            if not _ID_PART.match(name):
+                raise ValueError(f"connector {vendor}: operation {resource}.{name} needs a lowercase name")
+            if not isinstance(spec, OperationSpec):
+                raise TypeError(f"connector {vendor}: {resource}.{name} must be declared with op(...)")
+            op_id = f"{vendor}.{resource}.{name}"
+            operations[op_id] = Operation(
+                id=op_id,
+                vendor=vendor,
+                resource=resource,
+                name=name,
+                effect=spec.effect,
+                input=spec.input,
+                output=spec.output,
+                idempotent=spec.idempotent,
+                description=spec.description,
+                target=spec.target,
+                opaque=spec.opaque,
+                phrases=spec.phrases,
+            )
+    return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info))
+
+
+def with_setup(
+    connector: Connector,
+    *,
+    driver: Callable[[], Any] | None = None,
+    fake: Callable[[], Any] | None = None,
+    steps: Any = None,
+) -> Connector:
+    """The connector with its halves attached: makers of its driver and fake, and step sets."""
+    return Connector(
+        vendor=connector.vendor,
+        operations=connector.operations,
+        info=connector.info,
+        driver=driver or connector.driver,
+        fake=fake or connector.fake,
+        steps=steps if steps is not None else connector.steps,
+    )
+
+
+def phrase_fields(template: str) -> list[str]:
+    return _PLACEHOLDER.findall(template)

@@ -1,0 +1,302 @@
+"""The company's config: `SanomaConfig`, discovery of workflow files, and `resolve_config`.
+
+Resolving checks everything a worker would refuse and reports every problem in one message, so
+the worker, the client, the admin and every command fail the same way.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from connectors.drivers import Driver
+from connectors.errors import ConfigError
+from connectors.operations import Connector, Operation
+from runs.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
+
+RUNTIME_VERSION = "0.1.0"
+# Bumped whenever the per-call step sequence changes: old runs could not replay on the new layout.
+STEP_LAYOUT = 1
+RESERVED_PACKAGES = {"runs", "connectors", "changes", "wakeups", "features", "sanoma_site", "bench"}
+
+
+@dataclass(frozen=True, eq=False)
+class SanomaConfig:
+    """What `sanoma_config.py` at the config root declares as `config`."""
+
+    connectors: Sequence[Connector]
+    app_name: str = "sanoma"
+    workflows: Sequence[WorkflowDefinition] = ()
+    policy: Any = None
+    steps: Sequence[Any] = ()
+    collections: Sequence[Any] = ()
+    root: str | Path | None = None
+    demo: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class ResolvedConfig:
+    app_name: str
+    version: str
+    root: Path | None
+    connectors: list[Connector]
+    ops: dict[str, Operation]
+    drivers: dict[str, Driver]
+    fakes: dict[str, Any]
+    workflows: dict[str, WorkflowDefinition]
+    policy: Any
+    steps: list[Any]
+    demo: Mapping[str, str]
+
+    def workflow(self, name: str) -> WorkflowDefinition | None:
+        return self.workflows.get(name)
+
+    @property
+    def scenarios(self) -> list[Path]:
+        """Folders holding feature files: `scenarios/` and each `apps/<app>/scenarios/`."""
+        if self.root is None:
+            return []
+        return [d for d in kind_dirs(self.root, "scenarios") if d.is_dir()]
+
+
+def kind_dirs(root: Path, kind: str) -> list[Path]:
+    """The root's folder of a kind, then each app's (`apps/<app>/<kind>`), sorted."""
+    dirs = [root / kind]
+    apps = root / "apps"
+    if apps.is_dir():
+        dirs += [app / kind for app in sorted(apps.iterdir()) if app.is_dir()]
+    return dirs
+
+
+def import_root(root: Path) -> Any:
+    """Import the root as a package named by its folder, its parent put on `sys.path`."""
+    root = root.resolve()
+    package = root.name
+    if not package.isidentifier():
+        raise ConfigError([f"the config root's folder name {package!r} must be a Python identifier"])
+    if package in RESERVED_PACKAGES:
+        raise ConfigError([f"the config root's folder may not be named {package!r}: sanoma uses that package"])
+    parent = str(root.parent)
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    module = importlib.import_module(package)
+    located = Path(getattr(module, "__file__", None) or list(module.__path__)[0]).resolve()
+    if root not in (located, located.parent):
+        raise ConfigError([f"the package {package!r} is already imported from {located}, not {root}"])
+    return module
+
+
+def discover_workflows(root: Path, package: str, problems: list[str]) -> list[WorkflowDefinition]:
+    """Every workflow defined in `workflows/*.py` and `apps/<app>/workflows/*.py`."""
+    found: list[WorkflowDefinition] = []
+    for folder in kind_dirs(root, "workflows"):
+        if not folder.is_dir():
+            continue
+        dotted = ".".join((package, *folder.relative_to(root).parts))
+        for file in sorted(folder.glob("*.py")):
+            if file.name.startswith(("_", "test_")):
+                continue
+            name = f"{dotted}.{file.stem}"
+            try:
+                module = importlib.import_module(name)
+            except Exception as err:  # a broken file is a problem to list, not a crash
+                problems.append(f"{file.relative_to(root)}: {type(err).__name__}: {err}")
+                continue
+            found += [v for v in vars(module).values() if isinstance(v, WorkflowDefinition)]
+    return found
+
+
+def input_schema(definition: WorkflowDefinition) -> dict[str, Any]:
+    return definition.input.model_json_schema(mode="validation")
+
+
+def compute_version(app_name: str, workflows: Sequence[WorkflowDefinition]) -> str:
+    """SHA-256 over the runtime and each workflow's name, `run` source, operations and input schema."""
+    digest = hashlib.sha256()
+    for part in (app_name, RUNTIME_VERSION, str(STEP_LAYOUT)):
+        digest.update(part.encode() + b"\0")
+    for wf in sorted(workflows, key=lambda w: w.name):
+        try:
+            source = inspect.getsource(wf.run)
+        except (OSError, TypeError):
+            source = wf.run.__code__.co_code.hex()
+        digest.update(wf.name.encode() + b"\0" + source.encode() + b"\0")
+        digest.update(json.dumps(sorted(wf.ops)).encode() + b"\0")
+        digest.update(json.dumps(input_schema(wf), sort_keys=True).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _index_connectors(connectors: Sequence[Any], problems: list[str]) -> dict[str, Operation]:
+    ops: dict[str, Operation] = {}
+    owner: dict[str, Connector] = {}
+    for connector in connectors:
+        if not isinstance(connector, Connector):
+            problems.append(f"connectors lists {connector!r}, which is not a connector from define_connector")
+            continue
+        for op_id, operation in connector.operations.items():
+            if op_id in ops and owner[op_id] is not connector:
+                problems.append(f"Two connectors declare {op_id}: keep one declaration")
+                continue
+            ops[op_id] = operation
+            owner[op_id] = connector
+    return ops
+
+
+def _make_drivers(
+    connectors: Sequence[Connector], fakes_mode: str, fake_dir: Path | None, problems: list[str]
+) -> tuple[dict[str, Driver], dict[str, Any]]:
+    drivers: dict[str, Driver] = {}
+    fakes: dict[str, Any] = {}
+    for connector in connectors:
+        if not isinstance(connector, Connector):
+            continue
+        if connector.fake is not None:
+            try:
+                file = (fake_dir / f"{connector.vendor}.json") if (fake_dir and fakes_mode == "instance") else None
+                fakes[connector.vendor] = connector.fake(file)
+            except Exception as err:
+                problems.append(f"the fake of {connector.vendor} could not be made: {err}")
+        if fakes_mode == "instance" and connector.vendor in fakes:
+            driver = fakes[connector.vendor].driver
+        elif connector.driver is not None:
+            try:
+                driver = connector.driver()
+            except Exception as err:
+                problems.append(f"the driver of {connector.vendor} could not be made: {err}")
+                continue
+        else:
+            continue
+        extra = sorted(set(driver.functions) - set(connector.operations))
+        for op_id in extra:
+            problems.append(f'Driver "{connector.vendor}" implements {op_id}, which no connector in the config declares')
+        for op_id in driver.functions:
+            drivers[op_id] = driver
+    return drivers, fakes
+
+
+def _check_workflows(
+    listed: Sequence[Any], found: Sequence[WorkflowDefinition], ops: Mapping[str, Operation],
+    drivers: Mapping[str, Driver], problems: list[str],
+) -> dict[str, WorkflowDefinition]:
+    names: dict[str, WorkflowDefinition] = {}
+    for wf in [*listed, *found]:
+        if not isinstance(wf, WorkflowDefinition):
+            problems.append(f"workflows lists {wf!r}, which is not a define_workflow definition")
+            continue
+        if wf.local_name in BUILTIN_WORKFLOWS or wf.name in BUILTIN_WORKFLOWS:
+            problems.append(f'A workflow is named "{wf.name}", the name of a built-in workflow; name it otherwise')
+            continue
+        if wf.name in names:
+            if names[wf.name] is not wf:
+                problems.append(f'Two different workflow definitions are named "{wf.name}": a name can be registered once')
+            continue
+        names[wf.name] = wf
+        for op_id in wf.ops:
+            declared = ops.get(op_id)
+            if declared is None:
+                problems.append(f'Workflow "{wf.name}" uses {op_id}, which no connector in the config declares')
+                continue
+            copy = wf.operations.get(op_id)
+            if copy is not None and not copy.same_contract(declared):
+                problems.append(
+                    f'Workflow "{wf.name}" declares {op_id} with effect {copy.effect} (idempotent: {copy.idempotent}); '
+                    f"its connector declares effect {declared.effect} (idempotent: {declared.idempotent})"
+                )
+            if op_id not in drivers:
+                problems.append(f"{op_id} has no driver")
+    return names
+
+
+def _resolve_policy(config: SanomaConfig, root: Path | None, problems: list[str]) -> Any:
+    from runs.policies import allow_all, load_cedar_policy
+
+    if config.policy is not None:
+        return config.policy
+    if root is not None:
+        try:
+            cedar = load_cedar_policy(root / "policies")
+        except ConfigError as err:
+            problems.extend(err.problems)
+            return None
+        if cedar is not None:
+            return cedar
+    return allow_all
+
+
+def resolve_config(
+    config: Any,
+    *,
+    fakes: str = "",
+    fake_dir: Path | None = None,
+    app_version: str | None = None,
+    discovered: Sequence[WorkflowDefinition] = (),
+) -> ResolvedConfig:
+    """Check the config and derive what the worker, client and admin use; one error lists all problems."""
+    if not isinstance(config, SanomaConfig):
+        raise ConfigError([f"the config must be a SanomaConfig; got {type(config).__name__}"])
+    problems: list[str] = []
+    if not isinstance(config.connectors, (list, tuple)):
+        raise ConfigError(["The config needs `connectors`: the connectors its workflows call"])
+    if not isinstance(config.workflows, (list, tuple)):
+        problems.append("The config's `workflows`, when given, is a list of define_workflow definitions")
+    app_name = (config.app_name or "").strip() or "sanoma"
+    try:
+        check_name(app_name)
+    except ValueError:
+        problems.append(f"app_name {app_name!r} must be lowercase letters, digits and dashes")
+    root = Path(config.root).resolve() if config.root else None
+    ops = _index_connectors(config.connectors, problems)
+    drivers, fake_instances = _make_drivers(config.connectors, fakes, fake_dir, problems)
+    workflows = _check_workflows(
+        config.workflows if isinstance(config.workflows, (list, tuple)) else (), discovered, ops, drivers, problems
+    )
+    policy = _resolve_policy(config, root, problems)
+    if problems:
+        raise ConfigError(problems)
+    version = f"{app_name}@{app_version}" if app_version else f"{app_name}@{compute_version(app_name, list(workflows.values()))}"
+    steps = [c.steps for c in config.connectors if isinstance(c, Connector) and c.steps is not None]
+    return ResolvedConfig(
+        app_name=app_name,
+        version=version,
+        root=root,
+        connectors=list(config.connectors),
+        ops=ops,
+        drivers=drivers,
+        fakes=fake_instances,
+        workflows=workflows,
+        policy=policy,
+        steps=[*steps, *config.steps],
+        demo=dict(config.demo),
+    )
+
+
+def load_config(
+    root: Path, *, fakes: str = "", fake_dir: Path | None = None, app_version: str | None = None
+) -> ResolvedConfig:
+    """Import `<root>/sanoma_config.py`, discover the workflow files, and resolve."""
+    root = Path(root).resolve()
+    if not (root / "sanoma_config.py").is_file():
+        raise ConfigError([f"{root} has no sanoma_config.py defining `config = SanomaConfig(...)`"])
+    package = import_root(root)
+    try:
+        module = importlib.import_module(f"{package.__name__}.sanoma_config")
+    except ConfigError:
+        raise
+    except Exception as err:
+        raise ConfigError([f"sanoma_config.py: {type(err).__name__}: {err}"]) from err
+    config = getattr(module, "config", None)
+    if not isinstance(config, SanomaConfig):
+        raise ConfigError(["sanoma_config.py must define `config = SanomaConfig(...)`"])
+    if config.root is None:
+        config = SanomaConfig(**{**config.__dict__, "root": root})
+    problems: list[str] = []
+    found = discover_workflows(root, package.__name__, problems)
+    if problems:
+        raise ConfigError(problems)
+    return resolve_config(config, fakes=fakes, fake_dir=fake_dir, app_version=app_version, discovered=found)

@@ -1,0 +1,683 @@
+"""The run context `ctx`: every call a workflow makes goes through here, as a numbered step.
+
+The workflow function runs from the top on every advance. A call whose step is recorded returns
+the recorded result (or raises the recorded error) without touching the vendor; the first call
+without a record does its work, writes its checkpoint and ledger record in one transaction, and
+goes on. A wait that is not satisfied raises `Suspend`, which ends the advance; a later advance
+replays to the same point and finds the wait satisfied.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, transaction
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
+
+from connectors.drivers import CallContext
+from connectors.errors import (
+    DriverError,
+    InvalidInput,
+    SanomaError,
+    describe_issues,
+    error_code,
+    error_from_dict,
+    error_to_dict,
+    issues_of,
+)
+from connectors.operations import Operation
+from runs import clock, faults, ledger
+from runs.config import ResolvedConfig
+from runs.permissions import grant_approver
+from runs.models import Approval, ApprovalStatus, DecisionMessage, LedgerRecord, Run, RunStatus, Step, StepKind
+from runs.workflows import Approved, WorkflowDefinition
+
+log = logging.getLogger("sanoma.engine")
+
+SLEEP_UNITS_MS = {"ms": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000, "days": 86_400_000}
+LEDGER_RETRY_DELAYS = (0.05, 0.2, 0.8)
+
+
+class Suspend(BaseException):
+    """The run waits: the advance ends and no process holds the run.
+
+    A BaseException so that a workflow's `except Exception` cannot swallow it.
+    """
+
+    def __init__(self, waiting_for: str, *, wake_at: datetime | None = None, requeue: bool = False) -> None:
+        super().__init__(waiting_for)
+        self.waiting_for = waiting_for
+        self.wake_at = wake_at
+        self.requeue = requeue
+
+
+class LeaseLost(BaseException):
+    """Another worker took the run over: this advance stops without recording anything more."""
+
+
+class Cancelled(BaseException):
+    """The run was cancelled while this advance ran."""
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return to_jsonable_python(value)
+
+
+def rejection_error(approval: Approval) -> SanomaError:
+    if approval.status == ApprovalStatus.WITHDRAWN:
+        return SanomaError(
+            f'"{approval.title}" was withdrawn by {approval.decided_by}',
+            code="approval_withdrawn",
+            data={"title": approval.title, "by": approval.decided_by, "approval_id": approval.approval_id},
+            name="WithdrawnError",
+        )
+    data = {"title": approval.title, "by": approval.decided_by, "approval_id": approval.approval_id}
+    if approval.note:
+        data["note"] = approval.note
+    note = f": {approval.note}" if approval.note else ""
+    return SanomaError(
+        f'"{approval.title}" was rejected by {approval.decided_by}{note}',
+        code="approval_rejected",
+        data=data,
+        name="RejectedError",
+    )
+
+
+def may_decide(approver: str, by: str, groups: Sequence[str]) -> str | None:
+    """None when `by` (in `groups`) may decide for `approver`, else why not."""
+    if approver.startswith("group:"):
+        group = approver[len("group:"):]
+        return None if group in groups else f"{by} is not in group {group}"
+    return None if by == approver else f"{by} is not the approver; {approver} is"
+
+
+class _Namespace:
+    """`ctx.<vendor>.<resource>.<op>`: attribute paths ending in an operation the workflow uses."""
+
+    def __init__(self, ctx: "RunContext", path: tuple[str, ...]) -> None:
+        self._ctx = ctx
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._ctx._resolve((*self._path, name))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._ctx._not_available(self._path)
+
+
+class RunContext:
+    """What a workflow's `run(ctx, input)` is given."""
+
+    def __init__(
+        self,
+        *,
+        run: Run,
+        definition: WorkflowDefinition,
+        config: ResolvedConfig,
+        worker_id: str,
+        steps: dict[int, Step],
+        approvals: list[Approval],
+        messages: list[DecisionMessage],
+        segment_seconds: float,
+    ) -> None:
+        self._run = run
+        self._definition = definition
+        self._config = config
+        self._worker_id = worker_id
+        self._steps = steps
+        self._approvals = {a.seq: a for a in approvals}
+        self._messages: dict[int, list[DecisionMessage]] = {}
+        for message in messages:
+            self._messages.setdefault(message.approval_id, []).append(message)
+        self._next_seq = 1
+        self._group: dict[str, Any] | None = None
+        self._in_all = False
+        self._ended = False
+        self._poisoned: str | None = None
+        self._signal_gen = run.signal_gen
+        self._segment_ends = time.monotonic() + segment_seconds
+        self._lease = timedelta(seconds=settings.SANOMA_LEASE_SECONDS)
+        self._uses = set(definition.ops)
+
+    # ---- public surface -------------------------------------------------------------------
+
+    @property
+    def run_id(self) -> str:
+        return self._run.id
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._resolve((name,))
+
+    def now(self) -> datetime:
+        """The current time, recorded: a replay sees the same value."""
+        self._check_open()
+        seq = self._take_seq()
+        step = self._replayed(seq, StepKind.NOW, "now")
+        if step is not None:
+            return clock.from_ms(step.output["at"])
+        self._check_segment()
+        at = clock.now_ms()
+        self._commit(Step(run=self._run, seq=seq, kind=StepKind.NOW, name="now", output={"at": at}, next_seq=self._next_seq))
+        return clock.from_ms(at)
+
+    def sleep(self, until: Any = None, **duration: Any) -> None:
+        """Wait until a moment (`until`: ISO 8601 with an offset, epoch ms, or an aware datetime)
+        or for a duration (`ms`, `seconds`, `minutes`, `hours`, `days`, summed)."""
+        self._require("sleep")
+        self._check_open()
+        until_ms, total_ms = _check_sleep(until, duration)
+        seq = self._take_seq()
+        step = self._replayed(seq, StepKind.SLEEP, "sleep")
+        if step is None:
+            self._check_segment()
+            started = clock.now_ms()
+            until_ms = until_ms if until_ms is not None else started + int(total_ms)
+            record = self._record("sleep.started", seq, {"until": until_ms})
+            step = Step(run=self._run, seq=seq, kind=StepKind.SLEEP, name="sleep", output={"until": until_ms},
+                        next_seq=self._next_seq)
+            self._commit(step, [record])
+        until_ms = step.output["until"]
+        if clock.now_ms() < until_ms:
+            raise Suspend("sleep", wake_at=clock.from_ms(until_ms))
+
+    def all(self, members: Any) -> list[Any]:
+        """Run zero-argument functions one after another; their records carry the group."""
+        self._require("all")
+        if self._in_all:
+            raise InvalidInput("ctx.all cannot be nested: call it from run, not from a member")
+        if not isinstance(members, (list, tuple)) or not all(callable(m) for m in members):
+            raise InvalidInput("ctx.all takes a list of functions without arguments, e.g. ctx.all([lambda: ..., lambda: ...])")
+        if not members:
+            return []
+        group_id = f"all:{self._next_seq}"
+        results = []
+        self._in_all = True
+        try:
+            for index, member in enumerate(members):
+                self._group = {"id": group_id, "index": index, "size": len(members)}
+                results.append(member())
+        finally:
+            self._in_all = False
+            self._group = None
+        return results
+
+    def approval(
+        self,
+        title: str,
+        *,
+        approver: Any = None,
+        covers: Any = (),
+        links: Any = (),
+        details: Any = None,
+    ) -> Approved:
+        """Ask a person (or `group:<name>`) to approve; waits for the decision.
+
+        Raises `approval_rejected` on a rejection and `approval_withdrawn` on a withdrawal.
+        """
+        self._require("approval")
+        self._check_open()
+        approver_id, cover_ids, link_list = _check_approval_request(title, approver, covers, links, details)
+        seq = self._take_seq()
+        approval = self._approvals.get(seq)
+        if approval is None:
+            self._check_segment()
+            approval = self._request_approval(
+                seq=seq, title=title, approver=approver_id, requested_by="workflow", covers=cover_ids,
+                links=link_list, details=details,
+            )
+        return self._await_approval(approval)
+
+    # ---- operation calls ------------------------------------------------------------------
+
+    def _resolve(self, path: tuple[str, ...]) -> Any:
+        if len(path) == 3:
+            op_id = ".".join(path)
+            if op_id in self._uses and op_id in self._config.ops:
+                return lambda payload=None, **options: self._call(self._config.ops[op_id], payload)
+            raise self._not_available(path)
+        if len(path) > 3:
+            raise self._not_available(path)
+        return _Namespace(self, path)
+
+    def _not_available(self, path: tuple[str, ...]) -> SanomaError:
+        return SanomaError(
+            f"ctx.{'.'.join(path)} is not available: add it to `uses` in workflow \"{self._definition.name}\"",
+            code="invalid_input",
+        )
+
+    def _require(self, builtin: str) -> None:
+        if builtin not in self._definition.builtins:
+            raise self._not_available((builtin,))
+
+    def _call(self, op: Operation, payload: Any) -> Any:
+        self._check_open()
+        parsed = _parse_op_input(op, payload)
+        seq = self._take_seq()
+        step = self._replayed(seq, StepKind.CALL, op.id)
+        if step is not None:
+            self._next_seq = step.next_seq
+            if step.error is not None:
+                raise error_from_dict(step.error)
+            return op.output.model_validate(step.output)
+        self._check_segment()
+        input_json = parsed.model_dump(mode="json")
+        target = None
+        if op.target is not None:
+            target = op.target(parsed)
+            if not isinstance(target, str):
+                raise SanomaError(f"The target of {op.id} must be a string; it gave {type(target).__name__}")
+        decision, approval = self._decide(op, seq, input_json, target)
+        if approval is not None:
+            error = rejection_error(approval)
+            self._settle_call(op, seq, input_json, decision, error=error, approval=approval)
+            raise error
+        if decision["kind"] == "deny":
+            reason = decision.get("reason") or "denied"
+            error = SanomaError(
+                reason if reason.startswith(op.id) else f"{op.id} was denied by policy: {reason}",
+                code="policy_denied",
+                data={"op": op.id, "reason": reason},
+                name="PolicyDeniedError",
+            )
+            self._settle_call(op, seq, input_json, decision, error=error)
+            raise error
+        return self._call_driver(op, seq, parsed, input_json, decision)
+
+    def _call_driver(self, op: Operation, seq: int, parsed: BaseModel, input_json: dict, decision: dict) -> Any:
+        driver = self._config.drivers.get(op.id)
+        tries = 3 if op.idempotent else 1
+        delays = getattr(settings, "SANOMA_RETRY_DELAYS", (1.0, 2.0))
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            context = CallContext(
+                idempotency_key=f"{self._run.id}:{seq}", run_id=self._run.id, op_id=op.id, attempt=attempt,
+                by=self._run.started_by,
+            )
+            try:
+                if driver is None:
+                    raise SanomaError(f"{op.id} has no driver")
+                reply = driver.call(op.id, parsed, context)
+                try:
+                    output = op.output.model_validate(reply)
+                except ValidationError as err:
+                    raise DriverError(
+                        f"The reply of {op.id} does not match its output schema: {describe_issues(issues_of(err))}",
+                        retryable=False,
+                    ) from None
+            except Exception as err:
+                retry = op.idempotent and attempt < tries and getattr(err, "retryable", None) is True
+                if retry:
+                    time.sleep(delays[min(attempt - 1, len(delays) - 1)])
+                    continue
+                duration = int((time.monotonic() - started) * 1000)
+                self._settle_call(op, seq, input_json, decision, error=err, attempt=attempt, duration_ms=duration)
+                raise
+            faults.point("after_driver_call")
+            duration = int((time.monotonic() - started) * 1000)
+            self._settle_call(op, seq, input_json, decision, output=output, attempt=attempt, duration_ms=duration)
+            return output
+
+    def _settle_call(
+        self,
+        op: Operation,
+        seq: int,
+        input_json: dict,
+        decision: dict,
+        *,
+        output: BaseModel | None = None,
+        error: BaseException | None = None,
+        attempt: int | None = None,
+        duration_ms: int = 0,
+        approval: Approval | None = None,
+    ) -> None:
+        """Write the call's checkpoint and its `op.called` record together."""
+        body: dict[str, Any] = {
+            "op": op.id,
+            "effect": op.effect,
+            "input": ledger.mask_opaque(input_json, op.opaque),
+            "decision": decision,
+            "duration_ms": duration_ms,
+        }
+        output_json = output.model_dump(mode="json") if output is not None else None
+        error_json = error_to_dict(error) if error is not None else None
+        if output_json is not None:
+            body["output"] = ledger.mask_opaque(output_json, op.opaque)
+        if error_json is not None:
+            body["error"] = error_json
+        if attempt is not None:
+            body["attempt"] = attempt
+        if approval is not None:
+            body["approval"] = approval.approval_id
+        step = Step(run=self._run, seq=seq, kind=StepKind.CALL, name=op.id, output=output_json, error=error_json,
+                    decision=decision, attempt=attempt or 1, next_seq=self._next_seq)
+        record = self._record("op.called", seq, body)
+        if output is None:
+            self._commit(step, [record])
+            return
+        # The vendor acted: retry the write before giving up, then refuse every further call, so a
+        # workflow that catches the failure cannot repeat the effect unrecorded.
+        for delay in (*LEDGER_RETRY_DELAYS, None):
+            try:
+                self._commit(step, [record])
+                return
+            except (LeaseLost, Cancelled):
+                raise
+            except Exception as err:
+                if delay is None:
+                    self._poisoned = op.id
+                    raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {err}") from err
+                log.warning("recording %s of run %s failed (%s); trying again", op.id, self._run.id, err)
+                time.sleep(delay)
+
+    # ---- policy and approvals -------------------------------------------------------------
+
+    def _decide(self, op: Operation, seq: int, input_json: dict, target: str | None) -> tuple[dict, Approval | None]:
+        """Ask the policy; a hold creates (or finds) an approval and waits for it in turn."""
+        held = sorted((a for a in self._approvals.values() if a.op_seq == seq), key=lambda a: a.seq)
+        for index in range(len(held) + 1):
+            decision = self._policy_decision(op, input_json, target)
+            if decision["kind"] != "approve":
+                return decision, None
+            if index == len(held):
+                approver = decision["approver"]
+                shown = f"group {approver[6:]}" if approver.startswith("group:") else approver
+                approval = self._request_approval(
+                    seq=self._take_seq(), title=decision.get("title") or f"{op.id} needs {shown}",
+                    approver=approver, requested_by="policy",
+                    covers=list(dict.fromkeys([op.id, *decision.get("covers", [])])),
+                    op=op.id, op_input=input_json, op_seq=seq,
+                )
+                raise Suspend("approval")
+            approval = held[index]
+            self._next_seq = max(self._next_seq, approval.seq + 1)
+            self._settle_approval(approval)
+            if approval.status == ApprovalStatus.PENDING:
+                raise Suspend("approval")
+            if approval.status != ApprovalStatus.APPROVED:
+                return decision, approval
+        raise SanomaError(f"The policy kept holding {op.id} after {len(held)} approvals; check its @approve rules")
+
+    def _policy_decision(self, op: Operation, input_json: dict, target: str | None) -> dict:
+        from runs.policies import ApprovalView, PolicyCall, RunInfo
+
+        views = tuple(
+            ApprovalView(id=a.approval_id, status=a.status, approver=a.approver, covers=tuple(a.covers))
+            for a in sorted(self._approvals.values(), key=lambda a: a.seq)
+        )
+        call = PolicyCall(
+            op=op.plain(), effect=op.effect, target=target, input=input_json, actor=self._run.started_by,
+            groups=tuple(self._run.groups or ()), run=RunInfo(id=self._run.id, workflow=self._run.workflow, approvals=views),
+        )
+        policy = self._config.policy
+        try:
+            decision = policy.decide(call)
+        except SanomaError:
+            raise
+        except Exception as err:
+            raise SanomaError(f"The policy failed deciding {op.id}: {err}", code=error_code(err)) from err
+        return decision.to_dict()
+
+    def _request_approval(
+        self, *, seq: int, title: str, approver: str, requested_by: str, covers: list[str],
+        links: list[str] = (), details: Any = None, op: str = "", op_input: Any = None, op_seq: int | None = None,
+    ) -> Approval:
+        number = 1 + sum(1 for a in self._approvals.values())
+        approval = Approval(
+            run=self._run, approval_id=f"approval-{number}", seq=seq, title=title, approver=approver,
+            requested_by=requested_by, covers=list(covers), links=list(links), details=details, op=op,
+            op_input=op_input, op_seq=op_seq, requested_at=clock.now(),
+        )
+        body = {"approval": approval.approval_id, "title": title, "approver": approver, "requested_by": requested_by,
+                "covers": list(covers)}
+        if op:
+            body["op"] = op
+        record = self._record("approval.requested", seq, body, key=approval.approval_id)
+        self._commit(None, [record], approval=approval)
+        self._approvals[seq] = approval
+        return approval
+
+    def _await_approval(self, approval: Approval) -> Approved:
+        self._next_seq = max(self._next_seq, approval.seq + 1)
+        self._settle_approval(approval)
+        if approval.status == ApprovalStatus.PENDING:
+            raise Suspend("approval")
+        if approval.status == ApprovalStatus.APPROVED:
+            return Approved(approved_by=approval.decided_by, at=approval.decided_at, note=approval.note,
+                            approval_id=approval.approval_id)
+        raise rejection_error(approval)
+
+    def _settle_approval(self, approval: Approval) -> None:
+        """Apply the decision messages sent to a pending approval, in arrival order."""
+        for message in self._messages.pop(approval.id, []):
+            if message.applied:
+                continue
+            if approval.status != ApprovalStatus.PENDING:
+                self._apply_message(approval, message, outcome="ignored")
+                continue
+            why = None
+            if message.decision not in ("approve", "reject"):
+                why = f"{message.decision!r} is not a decision: send approve or reject"
+            else:
+                why = may_decide(approval.approver, message.by, message.groups)
+            if why is not None:
+                approval.refused = [*approval.refused, {"by": message.by, "id": message.message_id,
+                                                        "at": clock.now_ms(), "reason": why}]
+                key = f"{approval.approval_id}:refused:{len(approval.refused)}"
+                record = self._record("approval.refused", approval.seq,
+                                      {"approval": approval.approval_id, "by": message.by, "reason": why}, key=key)
+                self._apply_message(approval, message, outcome="refused", records=[record])
+                continue
+            approval.status = ApprovalStatus.APPROVED if message.decision == "approve" else ApprovalStatus.REJECTED
+            approval.decided_by = message.by
+            approval.decided_at = clock.now()
+            approval.note = message.note
+            approval.decided_with = message.message_id
+            body = {"approval": approval.approval_id, "decision": message.decision, "by": message.by}
+            if message.note:
+                body["note"] = message.note
+            record = self._record("approval.decided", approval.seq, body, key=approval.approval_id)
+            self._apply_message(approval, message, outcome="decided", records=[record])
+
+    def _apply_message(self, approval: Approval, message: DecisionMessage, *, outcome: str,
+                       records: Sequence[LedgerRecord] = ()) -> None:
+        message.applied = True
+        message.outcome = outcome
+        with self._guarded():
+            if outcome == "decided":
+                changed = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
+                    status=approval.status, decided_by=approval.decided_by, decided_at=approval.decided_at,
+                    note=approval.note, decided_with=approval.decided_with,
+                )
+                if not changed:  # withdrawn meanwhile: the withdrawal stands
+                    fresh = Approval.objects.get(pk=approval.pk)
+                    for name in ("status", "decided_by", "decided_at", "note", "decided_with"):
+                        setattr(approval, name, getattr(fresh, name))
+                    message.outcome = "ignored"
+                    records = ()
+            elif outcome == "refused":
+                Approval.objects.filter(pk=approval.pk).update(refused=approval.refused)
+            DecisionMessage.objects.filter(pk=message.pk).update(applied=True, outcome=message.outcome)
+            for record in records:
+                ledger.append(record)
+
+    # ---- durability -----------------------------------------------------------------------
+
+    def _take_seq(self) -> int:
+        seq = self._next_seq
+        self._next_seq += 1
+        return seq
+
+    def _replayed(self, seq: int, kind: str, name: str) -> Step | None:
+        step = self._steps.get(seq)
+        if step is not None and (step.kind != kind or step.name != name):
+            raise SanomaError(
+                f"Run {self._run.id} no longer replays: step {seq} was {step.kind} {step.name}, now {kind} {name}. "
+                "A workflow must make the same calls in the same order on every replay"
+            )
+        return step
+
+    def _record(self, kind: str, seq: int, body: dict[str, Any], *, key: str | None = None) -> LedgerRecord:
+        return ledger.build(self._run, kind=kind, seq=seq, body=body, key=key, group=self._group,
+                            app=self._config.app_name)
+
+    def _check_open(self) -> None:
+        if self._ended:
+            raise SanomaError(f"Run {self._run.id} has ended: no more calls", code="run_ended")
+        if self._poisoned:
+            raise SanomaError(
+                f"Run {self._run.id} takes no more calls: {self._poisoned} succeeded, but the ledger could not record it",
+                code="run_ended",
+            )
+
+    def _check_segment(self) -> None:
+        if time.monotonic() > self._segment_ends:
+            raise Suspend("segment", requeue=True)
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """A transaction that renews the lease and fails if another worker took the run."""
+        cancelled = False
+        with transaction.atomic():
+            now = clock.now()
+            renewed = Run.objects.filter(pk=self._run.pk, lease_owner=self._worker_id, status=RunStatus.RUNNING).update(
+                lease_until=now + self._lease, updated_at=now
+            )
+            if not renewed:
+                row = Run.objects.filter(pk=self._run.pk).values("status", "lease_owner").first()
+                if not row or row["lease_owner"] != self._worker_id or row["status"] != RunStatus.CANCELLED:
+                    raise LeaseLost(self._run.id)
+                cancelled = True  # what already happened is still recorded; nothing more is done
+            yield
+        if cancelled:
+            raise Cancelled(self._run.id)
+
+    def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *, approval: Approval | None = None) -> None:
+        try:
+            with self._guarded():
+                faults.point("step.commit")
+                if step is not None:
+                    step.created_at = clock.now()
+                    step.save(force_insert=True)
+                if approval is not None:
+                    approval.save(force_insert=True)
+                    grant_approver(approval)
+                for record in records:
+                    if record.kind in ("op.called", "sleep.started"):
+                        record.save(force_insert=True)  # its step's unique (run, seq) already guards it
+                    else:
+                        ledger.append(record)
+        except IntegrityError as err:
+            # Another worker recorded this step first: the run is theirs now.
+            raise LeaseLost(f"{self._run.id}: {err}") from err
+        if step is not None:
+            self._steps[step.seq] = step
+
+    def close(self) -> None:
+        self._ended = True
+
+    @property
+    def next_seq(self) -> int:
+        return self._next_seq
+
+    @property
+    def signal_gen(self) -> int:
+        return self._signal_gen
+
+
+def _parse_op_input(op: Operation, payload: Any) -> BaseModel:
+    if isinstance(payload, op.input):
+        return payload
+    if isinstance(payload, BaseModel):
+        payload = payload.model_dump(mode="python")
+    try:
+        return op.input.model_validate({} if payload is None else payload)
+    except ValidationError as err:
+        issues = issues_of(err)
+        raise InvalidInput(
+            f"The input to {op.id} does not match its schema: {describe_issues(issues)}",
+            data={"op": op.id, "issues": issues},
+        ) from None
+
+
+def _check_sleep(until: Any, duration: dict[str, Any]) -> tuple[int | None, float]:
+    unknown = sorted(set(duration) - set(SLEEP_UNITS_MS))
+    if unknown:
+        raise InvalidInput(
+            f"ctx.sleep: Unrecognized key(s) {', '.join(unknown)}: give until, or ms, seconds, minutes, hours, days"
+        )
+    if until is not None and duration:
+        raise InvalidInput("ctx.sleep takes until or a duration, not both")
+    if until is None and not duration:
+        raise InvalidInput("ctx.sleep needs until or a duration (ms, seconds, minutes, hours, days)")
+    if until is not None:
+        return _until_ms(until), 0
+    total = 0.0
+    for unit, amount in duration.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+            raise InvalidInput(f"{unit}: must be a number")
+        if amount < 0:
+            raise InvalidInput(f"{unit}: must not be negative")
+        total += amount * SLEEP_UNITS_MS[unit]
+    return None, total
+
+
+def _until_ms(until: Any) -> int:
+    hint = "until: must be an ISO 8601 date-time with an offset (e.g. 2026-10-07T09:00:00+03:00), epoch milliseconds, or an aware datetime"
+    if isinstance(until, bool):
+        raise InvalidInput(hint)
+    if isinstance(until, int):
+        return until
+    if isinstance(until, str):
+        try:
+            until = datetime.fromisoformat(until)
+        except ValueError:
+            raise InvalidInput(hint) from None
+    if isinstance(until, datetime):
+        if until.tzinfo is None or until.utcoffset() is None:
+            raise InvalidInput(hint)
+        return clock.to_ms(until)
+    raise InvalidInput(hint)
+
+
+def _check_approval_request(
+    title: Any, approver: Any, covers: Any, links: Any, details: Any
+) -> tuple[str, list[str], list[str]]:
+    data = {"title": title}
+    if not isinstance(title, str) or not title.strip():
+        raise InvalidInput("ctx.approval needs a title", data=data)
+    if isinstance(approver, dict) and set(approver) == {"group"} and isinstance(approver["group"], str) and approver["group"]:
+        approver = f"group:{approver['group']}"
+    if not isinstance(approver, str) or not approver.strip() or approver == "group:":
+        raise InvalidInput(f'ctx.approval "{title}" needs an approver: a username or "group:<name>"', data=data)
+    if isinstance(covers, (str, bytes)) or not isinstance(covers, (list, tuple)):
+        raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations', data=data)
+    cover_ids = []
+    for cover in covers:
+        if isinstance(cover, Operation):
+            cover_ids.append(cover.id)
+        elif isinstance(cover, str) and cover.count(".") >= 2:
+            cover_ids.append(cover)
+        else:
+            raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations; {cover!r} is not one', data=data)
+    if isinstance(links, (str, bytes)) or not isinstance(links, (list, tuple)) or not all(isinstance(l, str) for l in links):
+        raise InvalidInput(f'ctx.approval "{title}": links must be a list of strings', data=data)
+    if details is not None:
+        try:
+            to_jsonable_python(details)
+        except Exception:
+            raise InvalidInput(f'ctx.approval "{title}": details must be JSON', data=data) from None
+    return approver, cover_ids, list(links)

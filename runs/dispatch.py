@@ -1,0 +1,17 @@
+"""Waking runs: one django-q2 task per run segment, carrying only the run id.
+
+Always called inside the transaction that makes the run runnable: the ORM broker's insert commits
+(or rolls back) with it.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django_q.tasks import async_task
+
+ADVANCE_TASK = "runs.tasks.advance_task"
+
+
+def enqueue(run_id: str) -> None:
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("enqueue must run inside the transaction that makes the run runnable")
+    async_task(ADVANCE_TASK, run_id, task_name=f"advance {run_id}"[:100])

@@ -1,0 +1,262 @@
+"""The engine's tables: runs, their checkpointed steps, approvals, decision messages, the ledger."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING = "waiting"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ENDED_STATUSES = (RunStatus.FINISHED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class Run(models.Model):
+    """One durable execution of a workflow. The row is the truth; django-q2 only wakes it."""
+
+    id = models.CharField(primary_key=True, max_length=200)
+    workflow = models.CharField(max_length=200, db_index=True)
+    app_version = models.CharField(max_length=200, db_index=True)
+    input = models.JSONField()
+    started_by = models.CharField(max_length=150, db_index=True)
+    groups = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    waiting_for = models.CharField(max_length=16, blank=True, default="")
+    wake_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    # Bumped by anything that should make a suspending advance look again (a decision, a cancel).
+    signal_gen = models.IntegerField(default=0)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "wake_at"], name="run_status_wake"),
+            models.Index(fields=["status", "lease_until"], name="run_status_lease"),
+            models.Index(fields=["workflow", "-created_at"], name="run_workflow_created"),
+            models.Index(fields=["-created_at"], name="run_created"),
+        ]
+        permissions = [("view_any_run", "Can view every run (operator)"), ("operate_runs", "Can cancel runs and withdraw approvals (operator)")]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} {self.id} ({self.status})"
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ENDED_STATUSES
+
+
+class StepKind(models.TextChoices):
+    CALL = "call"
+    SLEEP = "sleep"
+    NOW = "now"
+
+
+class Step(models.Model):
+    """A checkpoint: the settled result of the call numbered `seq` in the run."""
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="steps")
+    seq = models.IntegerField()
+    kind = models.CharField(max_length=16, choices=StepKind.choices)
+    name = models.CharField(max_length=200, blank=True, default="")
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    decision = models.JSONField(null=True, blank=True)
+    attempt = models.IntegerField(default=1)
+    # The seq the next call takes: a held call's approvals take numbers of their own.
+    next_seq = models.IntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="step_run_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} #{self.seq} {self.kind} {self.name}"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    WITHDRAWN = "withdrawn"
+
+
+class Approval(models.Model):
+    """A request for a person's or a group's decision, from the workflow or a policy hold."""
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="approvals")
+    approval_id = models.CharField(max_length=40)
+    seq = models.IntegerField()
+    title = models.CharField(max_length=500)
+    approver = models.CharField(max_length=200)
+    requested_by = models.CharField(max_length=16)  # "workflow" | "policy"
+    covers = models.JSONField(default=list)
+    links = models.JSONField(default=list)
+    details = models.JSONField(null=True, blank=True)
+    op = models.CharField(max_length=200, blank=True, default="")
+    op_input = models.JSONField(null=True, blank=True)
+    op_seq = models.IntegerField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING, db_index=True)
+    requested_at = models.DateTimeField()
+    decided_by = models.CharField(max_length=150, blank=True, default="")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True, default="")
+    decided_with = models.CharField(max_length=200, blank=True, default="")
+    refused = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "approval_id"], name="approval_run_id"),
+            models.UniqueConstraint(fields=["run", "seq"], name="approval_run_seq"),
+        ]
+        permissions = [("decide_approval", "Can decide this approval")]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.approval_id} of {self.run_id}, {self.status})"
+
+    @property
+    def approver_group(self) -> str | None:
+        return self.approver[len("group:"):] if self.approver.startswith("group:") else None
+
+
+class DecisionMessage(models.Model):
+    """A decision sent to a run, applied by the run in arrival order. The message id dedupes."""
+
+    approval = models.ForeignKey(Approval, on_delete=models.PROTECT, related_name="messages")
+    message_id = models.CharField(max_length=200)
+    decision = models.CharField(max_length=16)
+    by = models.CharField(max_length=150)
+    groups = models.JSONField(default=list)
+    note = models.TextField(blank=True, default="")
+    sent_at = models.DateTimeField()
+    applied = models.BooleanField(default=False)
+    outcome = models.CharField(max_length=16, blank=True, default="")  # decided | refused | ignored
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["approval", "message_id"], name="message_approval_id")]
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs: Any) -> int:
+        raise PermissionError("The ledger is append-only: records are never updated")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise PermissionError("The ledger is append-only: records are never deleted")
+
+
+class LedgerRecord(models.Model):
+    """One audit record. Ids are deterministic (`<run>:<kind>:<seq>`), so the first write wins."""
+
+    record_id = models.CharField(max_length=300, unique=True)
+    run_id = models.CharField(max_length=200, db_index=True)
+    seq = models.IntegerField()
+    v = models.IntegerField(default=1)
+    app = models.CharField(max_length=200)
+    at = models.BigIntegerField()
+    actor = models.CharField(max_length=150)
+    workflow = models.CharField(max_length=200)
+    kind = models.CharField(max_length=40)
+    body = models.JSONField(default=dict)
+    group = models.JSONField(null=True, blank=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run_id", "seq", "id"]
+        indexes = [models.Index(fields=["run_id", "seq"], name="ledger_run_seq")]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise PermissionError("The ledger is append-only: records are never updated")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise PermissionError("The ledger is append-only: records are never deleted")
+
+    def as_dict(self) -> dict[str, Any]:
+        record = {
+            "v": self.v,
+            "app": self.app,
+            "id": self.record_id,
+            "run_id": self.run_id,
+            "seq": self.seq,
+            "at": self.at,
+            "actor": self.actor,
+            "workflow": self.workflow,
+            "type": self.kind,
+            **self.body,
+        }
+        if self.group is not None:
+            record["group"] = self.group
+        return record
+
+
+class AppVersion(models.Model):
+    """The versions workers have run; the latest one takes runs started without a version."""
+
+    version = models.CharField(max_length=200, unique=True)
+    first_started_at = models.DateTimeField()
+    promoted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-promoted_at"]
+
+
+class WorkflowEntry(models.Model):
+    """A workflow of the config, as a row: what start permissions are granted on."""
+
+    name = models.CharField(max_length=200, unique=True)
+    title = models.CharField(max_length=300, blank=True, default="")
+    app = models.CharField(max_length=100, blank=True, default="")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "workflow"
+        permissions = [("start_workflow", "Can start this workflow")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# Direct foreign-key object permissions (django-guardian): indexed joins instead of generic keys.
+from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase  # noqa: E402
+
+
+class RunUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Run, on_delete=models.CASCADE)
+
+
+class RunGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Run, on_delete=models.CASCADE)
+
+
+class ApprovalUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Approval, on_delete=models.CASCADE)
+
+
+class ApprovalGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Approval, on_delete=models.CASCADE)
+
+
+class WorkflowEntryUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(WorkflowEntry, on_delete=models.CASCADE)
+
+
+class WorkflowEntryGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(WorkflowEntry, on_delete=models.CASCADE)

@@ -1,0 +1,165 @@
+"""Who may do what, as django-guardian object permissions.
+
+- `runs.start_workflow` on a workflow's row: who may start it (or the global permission).
+- `runs.view_run` on a run: its starter and its approvers (users or groups).
+- `runs.decide_approval` on an approval: its approver, a user or every member of a group.
+- `runs.view_any_run` / `runs.operate_runs` (global): operators.
+Superusers hold every permission.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import Q, QuerySet
+from guardian.shortcuts import assign_perm
+
+from connectors.errors import SanomaError
+from runs.models import (
+    Approval,
+    ApprovalGroupObjectPermission,
+    ApprovalUserObjectPermission,
+    Run,
+    RunGroupObjectPermission,
+    RunUserObjectPermission,
+    WorkflowEntry,
+)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who acts: a username and their groups, with the Django user when there is one."""
+
+    id: str
+    groups: tuple[str, ...] = ()
+    user: Any = field(default=None, compare=False)
+
+    @property
+    def is_superuser(self) -> bool:
+        return bool(self.user is not None and self.user.is_active and self.user.is_superuser)
+
+    def has_global(self, perm: str) -> bool:
+        return self.user is not None and self.user.is_active and self.user.has_perm(perm)
+
+
+def principal_of(who: Any) -> Principal:
+    if isinstance(who, Principal):
+        return who
+    User = get_user_model()
+    if isinstance(who, User):
+        user = who
+    elif isinstance(who, str) and who.strip():
+        user = User.objects.filter(username=who).prefetch_related("groups").first()
+        if user is None:
+            return Principal(id=who)
+    else:
+        raise SanomaError("A principal is a non-blank username", code="invalid_input")
+    return Principal(id=user.get_username(), groups=tuple(sorted(g.name for g in user.groups.all())), user=user)
+
+
+def permission_denied(message: str, **data: Any) -> SanomaError:
+    return SanomaError(message, code="permission_denied", data=data)
+
+
+def workflow_entry(name: str) -> WorkflowEntry:
+    entry, _ = WorkflowEntry.objects.get_or_create(name=name)
+    return entry
+
+
+def check_can_start(principal: Principal, workflow: str) -> None:
+    if principal.user is None:
+        raise permission_denied(f"No user {principal.id}: only users of this site may start runs", user=principal.id)
+    if principal.has_global("runs.start_workflow"):
+        return
+    if principal.user.has_perm("runs.start_workflow", workflow_entry(workflow)):
+        return
+    raise permission_denied(f"{principal.id} may not start {workflow}", user=principal.id, workflow=workflow)
+
+
+def is_operator(principal: Principal) -> bool:
+    return principal.has_global("runs.view_any_run")
+
+
+def check_can_view(principal: Principal, run: Run, *, raise_error: bool = True) -> bool:
+    allowed = (
+        is_operator(principal)
+        or run.started_by == principal.id
+        or (principal.user is not None and principal.user.has_perm("runs.view_run", run))
+    )
+    if not allowed and raise_error:
+        raise SanomaError(f"No run {run.id}", code="run_not_found", data={"run_id": run.id})
+    return allowed
+
+
+def check_can_operate(principal: Principal, run: Run) -> None:
+    if principal.has_global("runs.operate_runs") or run.started_by == principal.id:
+        return
+    raise permission_denied(f"{principal.id} may not cancel run {run.id}: only its starter or an operator may",
+                            user=principal.id)
+
+
+def visible_runs(principal: Principal) -> QuerySet[Run]:
+    if is_operator(principal):
+        return Run.objects.all()
+    if principal.user is None:
+        return Run.objects.filter(started_by=principal.id)
+    granted = Q(runuserobjectpermission__user=principal.user, runuserobjectpermission__permission__codename="view_run")
+    by_group = Q(
+        rungroupobjectpermission__group__in=principal.user.groups.all(),
+        rungroupobjectpermission__permission__codename="view_run",
+    )
+    return Run.objects.filter(Q(started_by=principal.id) | granted | by_group).distinct()
+
+
+def decidable_approvals(principal: Principal) -> QuerySet[Approval]:
+    """The approvals this principal may decide, through their user or any of their groups."""
+    if principal.user is None:
+        return Approval.objects.none()
+    if principal.is_superuser:
+        return Approval.objects.all()
+    mine = Q(approvaluserobjectpermission__user=principal.user,
+             approvaluserobjectpermission__permission__codename="decide_approval")
+    groups = Q(approvalgroupobjectpermission__group__in=principal.user.groups.all(),
+               approvalgroupobjectpermission__permission__codename="decide_approval")
+    return Approval.objects.filter(mine | groups).distinct()
+
+
+def can_decide(principal: Principal, approval: Approval) -> bool:
+    return principal.user is not None and principal.user.is_active and principal.user.has_perm("runs.decide_approval", approval)
+
+
+def grant_approver(approval: Approval) -> None:
+    """The approver may decide the approval and view its run. A named group or person that has
+    no row yet gets one (a person without a password, who cannot log in until given one)."""
+    holder = approver_holder(approval.approver)
+    assign_perm("runs.decide_approval", holder, approval)
+    assign_perm("runs.view_run", holder, approval.run)
+
+
+def approver_holder(approver: str) -> Any:
+    if approver.startswith("group:"):
+        group, _ = Group.objects.get_or_create(name=approver[len("group:"):])
+        return group
+    User = get_user_model()
+    user = User.objects.filter(username=approver).first()
+    if user is None:
+        user = User(username=approver)
+        user.set_unusable_password()
+        user.save()
+    return user
+
+
+def grant_starter(run: Run, principal: Principal) -> None:
+    if principal.user is not None:
+        assign_perm("runs.view_run", principal.user, run)
+
+
+__all__ = [
+    "ApprovalGroupObjectPermission",
+    "ApprovalUserObjectPermission",
+    "Principal",
+    "RunGroupObjectPermission",
+    "RunUserObjectPermission",
+]

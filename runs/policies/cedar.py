@@ -1,0 +1,497 @@
+"""Cedar policies (SPEC 7.2, DESIGN "Policies") read from `policies/*.cedar`.
+
+The request for a call:
+- principal `User::"<actor>"`, member of `Group::"<g>"` for each of the actor's groups;
+- action `Action::"<op id>"`, member of `Action::"<effect>"` (so `action in Action::"money"` works);
+- resource `Target::"<target>"` (member of `Operation::"<op id>"`) when the op declares a target,
+  else `Operation::"<op id>"`; `resource in Operation::"<op id>"` matches both;
+- context `{effect, input, workflow, run_id}` (+ `target` when there is one); `input` is the parsed
+  input as a Cedar record (nulls and values Cedar cannot hold are left out, floats are decimals).
+
+Cedar's rule stands: a permit grants, a forbid overrides, nothing permitted is denied. On top, a
+`forbid` annotated `@approve("alice")` / `@approve("group:security")` holds the call for that
+approver instead of denying it (`@title("...")`, `@covers("op.a, op.b")` shape the approval); it is
+lifted once that approver approved an approval covering the op, and the call is evaluated again
+without it, so a broad permit can never skip an approval.
+
+Every policy gets a stable id: its `@id("...")`, else `<file>:<line>` (the line where the policy,
+including its annotations, starts). The set is parsed once at load with those ids; the sets with
+lifted forbids left out are parsed once each and cached.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cedarpy
+
+from connectors.errors import ConfigError, SanomaError
+
+from .decisions import (
+    ALLOW,
+    APPROVE,
+    DENY,
+    GROUP_PREFIX,
+    Decision,
+    PolicyCall,
+    approval_for,
+    normalise_approver,
+)
+
+# Cedar's JSON value format reads these keys as escapes (an entity reference, an extension value),
+# so a record key of the input spelt like this could forge an entity: such keys are left out.
+_ESCAPE_KEYS = frozenset({"__entity", "__extn", "__expr"})
+_I64 = (-(2**63), 2**63 - 1)
+_DECIMAL_LIMIT = 922337203685477  # Cedar decimals: i64 with four fractional digits
+_ERROR_POLICY = re.compile(r"policy `([^`]*)`: (.*)", re.S)
+_APPROVE_KEYS = ("approve", "title", "covers")
+_CACHE_LIMIT = 256
+
+
+@dataclass(frozen=True)
+class CedarRule:
+    """One policy of the set, with where it came from."""
+
+    id: str
+    file: str  # the file's name inside the policies directory, e.g. "refunds.cedar"
+    line: int  # 1-based line where the policy (with its annotations) starts
+    effect: str  # "permit" | "forbid"
+    annotations: Mapping[str, str]
+    source: str  # the policy's text
+    order: int  # position in the set (files sorted by name, then file order)
+    est: Mapping[str, Any] = field(repr=False, compare=False)  # Cedar's JSON form
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def approver(self) -> str | None:
+        """For an `@approve` forbid: who may lift it."""
+        if self.effect != "forbid" or "approve" not in self.annotations:
+            return None
+        return normalise_approver(self.annotations["approve"])
+
+    @property
+    def holds(self) -> bool:
+        return self.approver is not None
+
+    @property
+    def reason(self) -> str | None:
+        text = self.annotations.get("reason")
+        return text.strip() if isinstance(text, str) and text.strip() else None
+
+    @property
+    def title(self) -> str | None:
+        text = self.annotations.get("title")
+        return text.strip() if isinstance(text, str) and text.strip() else None
+
+    @property
+    def covers(self) -> tuple[str, ...]:
+        return _split_covers(self.annotations.get("covers", ""))
+
+
+def _split_covers(text: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for part in re.split(r"[,\s]+", text or ""):
+        if part and part not in out:
+            out.append(part)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the files
+
+
+def _split_policies(text: str) -> list[tuple[int, str]]:
+    """The file's policies as (start line, text), split at each `;` outside strings and comments.
+
+    Cedar reports parse errors without a position, so each policy is parsed on its own: the first
+    that fails names the line where it starts. Text after the last `;` is returned as a final piece
+    (a policy missing its `;`).
+    """
+    pieces: list[tuple[int, str]] = []
+    i, n = 0, len(text)
+    first: int | None = None  # index of the piece's first significant character
+    while i < n:
+        c = text[i]
+        if c == "/" and text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if c.isspace():
+            i += 1
+            continue
+        if first is None:
+            first = i
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            continue
+        if c == ";":
+            pieces.append((text.count("\n", 0, first) + 1, text[first : i + 1]))
+            first = None
+        i += 1
+    if first is not None:
+        pieces.append((text.count("\n", 0, first) + 1, text[first:]))
+    return pieces
+
+
+def _policy_version(files: list[tuple[str, str]]) -> str:
+    digest = hashlib.sha256()
+    for name, text in files:
+        digest.update(name.encode("utf-8") + b"\0" + text.encode("utf-8") + b"\0")
+    return "cedar:" + digest.hexdigest()[:16]
+
+
+def _check_annotations(rule_file: str, line: int, effect: str, notes: Mapping[str, str]) -> list[str]:
+    where = f"{rule_file}:{line}"
+    problems = []
+    if "id" in notes and not str(notes["id"]).strip():
+        problems.append(f"{where}: @id must not be empty")
+    if "approve" in notes:
+        if effect != "forbid":
+            problems.append(
+                f"{where}: @approve only applies to a forbid (a permit cannot hold a call)"
+            )
+        elif normalise_approver(notes["approve"]) is None:
+            problems.append(
+                f'{where}: @approve must name an approver: a person id like "alice", '
+                f'or "{GROUP_PREFIX}<name>"'
+            )
+    else:
+        for key in ("title", "covers"):
+            if key in notes:
+                problems.append(f"{where}: @{key} only applies to a forbid with @approve")
+    return problems
+
+
+def load_cedar_policy(directory: Path | str) -> CedarPolicy | None:
+    """The Cedar policy of `directory` (the project's `policies/`), or None when the directory is
+    missing or holds no `*.cedar` file.
+
+    Raises `ConfigError` listing every problem as `policies/<file>:<line>: <message>`: a policy
+    Cedar cannot parse, a misused annotation, an id used twice.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return None
+    paths = sorted((p for p in directory.glob("*.cedar") if p.is_file()), key=lambda p: p.name)
+    if not paths:
+        return None
+
+    shown = directory.name or str(directory)
+    problems: list[str] = []
+    files: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            files.append((path.name, path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as err:
+            problems.append(f"{shown}/{path.name}:1: cannot be read: {err}")
+
+    rules: list[CedarRule] = []
+    first_seen: dict[str, str] = {}
+    for name, text in files:
+        for line, piece in _split_policies(text):
+            where = f"{shown}/{name}:{line}"
+            try:
+                parsed = json.loads(cedarpy.policies_to_json_str(piece))
+            except ValueError as err:
+                problems.append(f"{where}: {err}")
+                continue
+            statics = list(parsed.get("staticPolicies", {}).values())
+            if parsed.get("templates") or len(statics) != 1:
+                problems.append(f"{where}: expected one policy without ?principal/?resource slots")
+                continue
+            est = statics[0]
+            notes = {str(k): "" if v is None else str(v) for k, v in (est.get("annotations") or {}).items()}
+            problems += _check_annotations(f"{shown}/{name}", line, est["effect"], notes)
+            rule_id = notes["id"].strip() if notes.get("id", "").strip() else f"{name}:{line}"
+            if rule_id in first_seen:
+                problems.append(f"{where}: policy id {rule_id!r} is already used at {first_seen[rule_id]}")
+                continue
+            first_seen[rule_id] = where
+            rules.append(
+                CedarRule(
+                    id=rule_id,
+                    file=name,
+                    line=line,
+                    effect=est["effect"],
+                    annotations=notes,
+                    source=piece,
+                    order=len(rules),
+                    est=est,
+                )
+            )
+    if problems:
+        raise ConfigError(problems)
+    return CedarPolicy(rules, version=_policy_version(files), directory=directory)
+
+
+# ---------------------------------------------------------------------------------------------
+# Turning a call into a Cedar request
+
+
+def _decimal(value: float) -> dict[str, Any] | None:
+    if value != value or value in (float("inf"), float("-inf")) or abs(value) >= _DECIMAL_LIMIT:
+        return None
+    text = f"{round(value, 4):.4f}".rstrip("0")
+    if text.endswith("."):
+        text += "0"
+    if text == "-0.0":
+        text = "0.0"
+    return {"__extn": {"fn": "decimal", "arg": text}}
+
+
+def to_cedar_value(value: Any) -> Any:
+    """A JSON value as Cedar can take it, or None to leave it out.
+
+    Records keep their keys (except Cedar's escape keys), lists become sets, integers stay Longs
+    (out of range: left out), floats become Cedar decimals (compare with `.greaterThan(decimal(..))`),
+    nulls are left out.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value if _I64[0] <= value <= _I64[1] else None
+    if isinstance(value, float):
+        return _decimal(value)
+    if isinstance(value, Mapping):
+        record = {}
+        for key, item in value.items():
+            if not isinstance(key, str) or key in _ESCAPE_KEYS:
+                continue
+            converted = to_cedar_value(item)
+            if converted is not None:
+                record[key] = converted
+        return record
+    if isinstance(value, (list, tuple)):
+        items = [to_cedar_value(item) for item in value]
+        return [item for item in items if item is not None]
+    return None
+
+
+def _approval_id(approval: Any) -> str | None:
+    if isinstance(approval, Mapping):
+        return approval.get("id")
+    return getattr(approval, "id", None)
+
+
+def _uid(kind: str, ident: str) -> dict[str, str]:
+    return {"type": kind, "id": ident}
+
+
+def cedar_request(call: PolicyCall) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The Cedar request and entities for a call."""
+    op_id = call.op_id
+    principal = _uid("User", str(call.actor))
+    action = _uid("Action", op_id)
+    entities: list[dict[str, Any]] = [
+        {"uid": principal, "attrs": {}, "parents": [_uid("Group", str(g)) for g in call.groups]},
+        {"uid": action, "attrs": {}, "parents": [_uid("Action", str(call.effect))]},
+    ]
+    context: dict[str, Any] = {
+        "effect": str(call.effect),
+        "input": to_cedar_value(call.input if isinstance(call.input, Mapping) else {}) or {},
+        "workflow": str(call.run.workflow),
+        "run_id": str(call.run.id),
+    }
+    if call.target is not None:
+        resource = _uid("Target", str(call.target))
+        entities.append({"uid": resource, "attrs": {}, "parents": [_uid("Operation", op_id)]})
+        context["target"] = str(call.target)
+    else:
+        resource = _uid("Operation", op_id)
+    request = {"principal": principal, "action": action, "resource": resource, "context": context}
+    return request, entities
+
+
+# ---------------------------------------------------------------------------------------------
+# Deciding
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One Cedar evaluation: allowed, the determining policy ids, and errors by policy id."""
+
+    allowed: bool
+    determining: tuple[str, ...]
+    errors: tuple[tuple[str, str], ...]
+
+
+class CedarPolicy:
+    defined = True
+    kind = "cedar"
+
+    def __init__(self, rules: list[CedarRule], *, version: str, directory: Path | None = None) -> None:
+        self.rules: tuple[CedarRule, ...] = tuple(rules)
+        self.version = version
+        self.directory = directory
+        self._by_id = {rule.id: rule for rule in self.rules}
+        self._sets: dict[frozenset[str], Any] = {}
+        self._singles: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._sets[frozenset()] = self._build_set(frozenset())  # parse once at load
+
+    def __repr__(self) -> str:
+        return f"<CedarPolicy {len(self.rules)} policies version={self.version!r}>"
+
+    def rule(self, rule_id: str) -> CedarRule | None:
+        return self._by_id.get(rule_id)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "defined": True,
+            "kind": self.kind,
+            "version": self.version,
+            "policies": [{"id": r.id, "location": r.location, "effect": r.effect} for r in self.rules],
+        }
+
+    # -- policy sets ----------------------------------------------------------------------------
+
+    def _build_set(self, removed: frozenset[str]) -> Any:
+        document = {
+            "staticPolicies": {r.id: r.est for r in self.rules if r.id not in removed},
+            "templates": {},
+            "templateLinks": [],
+        }
+        return cedarpy.PolicySet.from_json_str(json.dumps(document))
+
+    def _policy_set(self, removed: frozenset[str]) -> Any:
+        found = self._sets.get(removed)
+        if found is None:
+            found = self._build_set(removed)
+            with self._lock:
+                if len(self._sets) >= _CACHE_LIMIT:
+                    base = self._sets[frozenset()]
+                    self._sets.clear()
+                    self._sets[frozenset()] = base
+                self._sets[removed] = found
+        return found
+
+    def _single_set(self, rule: CedarRule) -> Any:
+        found = self._singles.get(rule.id)
+        if found is None:
+            others = frozenset(r.id for r in self.rules if r.id != rule.id)
+            found = self._singles[rule.id] = self._build_set(others)
+        return found
+
+    def _evaluate(
+        self, request: dict[str, Any], entities: list[dict[str, Any]], removed: frozenset[str]
+    ) -> Evaluation:
+        return self._run(request, entities, self._policy_set(removed))
+
+    @staticmethod
+    def _run(request: dict[str, Any], entities: list[dict[str, Any]], policy_set: Any) -> Evaluation:
+        result = cedarpy.is_authorized(request, policy_set, entities)
+        if result.decision == cedarpy.Decision.NoDecision:
+            raise ValueError("; ".join(result.diagnostics.errors) or "Cedar reached no decision")
+        errors = []
+        for text in result.diagnostics.errors:
+            match = _ERROR_POLICY.search(text)
+            errors.append((match.group(1), match.group(2)) if match else ("", text))
+        return Evaluation(result.allowed, tuple(result.diagnostics.reasons), tuple(errors))
+
+    # -- the decision ---------------------------------------------------------------------------
+
+    def decide(self, call: PolicyCall) -> Decision:
+        op_id = call.op_id
+        try:
+            request, entities = cedar_request(call)
+            return self._decide(call, request, entities)
+        except SanomaError:
+            raise
+        except Exception as err:
+            failed = SanomaError(f"The policy failed deciding {op_id}: {err}", data={"op": op_id})
+            raise failed from err
+
+    def _decide(self, call: PolicyCall, request: dict, entities: list) -> Decision:
+        op_id = call.op_id
+        removed: frozenset[str] = frozenset()
+        lifted: list[tuple[CedarRule, Any]] = []
+        for _ in range(len(self.rules) + 1):
+            ev = self._evaluate(request, entities, removed)
+            notes = [f"policy {pid or '?'} could not be evaluated: {msg}" for pid, msg in ev.errors]
+            lift_notes = [
+                f"{rule.id} lifted by {_approval_id(a)} ({rule.approver})"
+                for rule, a in lifted
+            ]
+            rules = sorted((self._by_id[i] for i in ev.determining if i in self._by_id), key=lambda r: r.order)
+            if ev.allowed:
+                return self._stamp(
+                    ALLOW,
+                    reasons=tuple(r.reason for r in rules if r.reason) + tuple(lift_notes) + tuple(notes),
+                    policies=tuple(r.id for r in rules),
+                )
+            if not rules:
+                return self._stamp(
+                    DENY,
+                    reason=f"{op_id} was denied by policy: no policy permits {op_id} for {call.actor}",
+                    reasons=tuple(notes),
+                )
+            plain = [r for r in rules if not r.holds]
+            if plain:
+                said = "; ".join(r.reason or r.id for r in plain)
+                return self._stamp(
+                    DENY,
+                    reason=f"{op_id} was denied by policy: {said}",
+                    reasons=tuple(r.reason for r in plain if r.reason) + tuple(notes),
+                    policies=tuple(r.id for r in plain),
+                )
+            newly: list[CedarRule] = []
+            for rule in rules:  # every determining forbid holds the call: lifted, or wait
+                approval = approval_for(call.run.approvals, op_id, rule.approver)
+                if approval is None:
+                    return self._stamp(
+                        APPROVE,
+                        approver=rule.approver,
+                        title=rule.title,
+                        covers=tuple(c for c in rule.covers if c != op_id),
+                        reasons=((rule.reason,) if rule.reason else ()) + tuple(notes),
+                        policies=(rule.id,),
+                    )
+                lifted.append((rule, approval))
+                newly.append(rule)
+            removed = removed | {r.id for r in newly}
+        raise RuntimeError("the policy set did not settle")  # cannot happen: each round removes one
+
+    def _stamp(self, kind: str, **fields: Any) -> Decision:
+        return Decision(kind=kind, policy_version=self.version, **fields)
+
+    # -- explaining -----------------------------------------------------------------------------
+
+    def rule_results(self, call: PolicyCall) -> list[dict[str, Any]]:
+        """Each policy on its own against the call: whether it applied, or its error."""
+        request, entities = cedar_request(call)
+        out = []
+        for rule in self.rules:
+            ev = self._run(request, entities, self._single_set(rule))
+            satisfied = rule.id in ev.determining
+            error = next((msg for pid, msg in ev.errors if pid == rule.id), None)
+            entry: dict[str, Any] = {
+                "id": rule.id,
+                "file": rule.file,
+                "line": rule.line,
+                "location": rule.location,
+                "effect": rule.effect,
+                "annotations": dict(rule.annotations),
+                "satisfied": satisfied,
+                "error": error,
+                "source": rule.source,
+            }
+            if rule.holds:
+                approval = approval_for(call.run.approvals, call.op_id, rule.approver)
+                entry["approver"] = rule.approver
+                entry["lifted_by"] = _approval_id(approval) if approval is not None else None
+            out.append(entry)
+        return out

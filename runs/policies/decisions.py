@@ -1,0 +1,163 @@
+"""The data a policy sees and the decision it gives back (SPEC 7.1), shared by every kind of policy.
+
+Plain Python: the engine builds a `PolicyCall` from the run and hands it to `Policy.decide`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+ALLOW = "allow"
+DENY = "deny"
+APPROVE = "approve"
+KINDS = (ALLOW, DENY, APPROVE)
+
+GROUP_PREFIX = "group:"
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """An approval of the run so far, as a policy sees it."""
+
+    id: str  # "approval-1"
+    status: str  # "pending" | "approved" | "rejected" | "withdrawn"
+    approver: str  # a person id "alice", or "group:<name>"
+    covers: tuple[str, ...] = ()  # operation ids
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: str
+    workflow: str
+    approvals: tuple[ApprovalView, ...] = ()
+
+
+@dataclass(frozen=True)
+class PolicyCall:
+    """One operation call, as plain data (SPEC 7.1 / check 33)."""
+
+    op: dict  # {"id", "vendor", "resource", "name", "effect"}
+    effect: str
+    target: str | None  # only when the operation declares a target
+    input: dict  # the parsed input, as JSON
+    actor: str  # who started the run
+    groups: tuple[str, ...]
+    run: RunInfo
+
+    @property
+    def op_id(self) -> str:
+        return str(self.op.get("id", "")) if isinstance(self.op, Mapping) else str(self.op)
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: str  # "allow" | "deny" | "approve"
+    reasons: tuple[str, ...] = ()
+    reason: str | None = None  # deny: the message
+    approver: str | None = None  # approve: "alice" or "group:finance"
+    title: str | None = None  # approve: optional title
+    covers: tuple[str, ...] = ()  # approve: extra op ids the approval lets through
+    policy_version: str = ""
+    policies: tuple[str, ...] = ()  # ids of the policies that made the decision
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for the ledger."""
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "reasons": list(self.reasons),
+            "policy_version": self.policy_version,
+            "policies": list(self.policies),
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.approver is not None:
+            out["approver"] = self.approver
+        if self.title is not None:
+            out["title"] = self.title
+        if self.covers:
+            out["covers"] = list(self.covers)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Decision:
+        """The decision back from its ledger JSON (a replay reuses the recorded decision)."""
+        return cls(
+            kind=str(data["kind"]),
+            reasons=tuple(data.get("reasons") or ()),
+            reason=data.get("reason"),
+            approver=data.get("approver"),
+            title=data.get("title"),
+            covers=tuple(data.get("covers") or ()),
+            policy_version=str(data.get("policy_version") or ""),
+            policies=tuple(data.get("policies") or ()),
+        )
+
+
+@runtime_checkable
+class Policy(Protocol):
+    version: str
+    defined: bool  # False only for allow_all
+
+    def decide(self, call: PolicyCall) -> Decision: ...
+
+
+def normalise_approver(approver: Any) -> str | None:
+    """A person id string, `"group:<name>"`, or `{"group": name}` as the approver string; None when
+    it names nobody."""
+    if isinstance(approver, Mapping):
+        if set(approver) != {"group"}:
+            return None
+        name = approver.get("group")
+        if not isinstance(name, str) or not name.strip():
+            return None
+        return GROUP_PREFIX + name.strip()
+    if isinstance(approver, str):
+        text = approver.strip()
+        if not text:
+            return None
+        if text.startswith(GROUP_PREFIX) and not text[len(GROUP_PREFIX) :].strip():
+            return None
+        if text.startswith(GROUP_PREFIX):
+            return GROUP_PREFIX + text[len(GROUP_PREFIX) :].strip()
+        return text
+    return None
+
+
+def describe_approver(approver: str) -> str:
+    """How a title names the approver: "alice", or "group finance" for a group."""
+    if approver.startswith(GROUP_PREFIX):
+        return "group " + approver[len(GROUP_PREFIX) :]
+    return approver
+
+
+def _field(approval: Any, name: str) -> Any:
+    if isinstance(approval, Mapping):
+        return approval.get(name)
+    return getattr(approval, name, None)
+
+
+def approval_for(approvals: Iterable[Any], op_id: str, approver: Any) -> Any | None:
+    """The first approval that lets `op_id` through for `approver` (see `approved_for`), else None."""
+    wanted = normalise_approver(approver)
+    if wanted is None:
+        return None
+    for approval in approvals or ():
+        if _field(approval, "status") != "approved":
+            continue
+        covers = _field(approval, "covers") or ()
+        if op_id not in covers:
+            continue
+        # Exact comparison: person "marketing" and "group:marketing" are different approvers.
+        if normalise_approver(_field(approval, "approver")) == wanted:
+            return approval
+    return None
+
+
+def approved_for(approvals: Iterable[Any], op_id: str, approver: Any) -> bool:
+    """True only if some approval is approved, covers `op_id` and was addressed to the same
+    approver (same person id or same group; a person and a group of the same name differ).
+
+    This stops a workflow laundering a sign-off through its own approval addressed to someone else.
+    """
+    return approval_for(approvals, op_id, approver) is not None

@@ -1,0 +1,59 @@
+"""App versions: a worker advances only runs of its own version, and says which it leaves alone."""
+from __future__ import annotations
+
+import logging
+
+from django.db import IntegrityError, transaction
+
+from runs import clock
+from runs.models import AppVersion, WorkflowEntry
+from runs.config import ResolvedConfig
+from runs.services import runs_on_other_versions
+
+log = logging.getLogger("sanoma.worker")
+
+
+def register_version(*, version: str, promote: bool) -> tuple[bool, str | None]:
+    """Record this worker's version. A version never seen becomes the latest; an older one
+    becomes latest again only when promoted. Returns (is_latest, the latest otherwise)."""
+    now = clock.now()
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                AppVersion.objects.create(version=version, first_started_at=now, promoted_at=now)
+            return True, None
+        except IntegrityError:
+            pass
+        if promote:
+            AppVersion.objects.filter(version=version).update(promoted_at=now)
+            return True, None
+    latest = AppVersion.objects.order_by("-promoted_at").values_list("version", flat=True).first()
+    return latest == version, latest
+
+
+def sync_workflow_entries(config: ResolvedConfig) -> None:
+    """One row per workflow of the config: what start permissions are granted on."""
+    for name, definition in config.workflows.items():
+        WorkflowEntry.objects.update_or_create(
+            name=name, defaults={"title": definition.title, "app": definition.app or ""}
+        )
+
+
+def startup_report(config: ResolvedConfig, *, promote: bool) -> list[str]:
+    """What a starting worker warns about: an older version, runs it will leave alone."""
+    warnings = []
+    latest, newest = register_version(version=config.version, promote=promote)
+    if not latest:
+        warnings.append(
+            f"This worker runs {config.version}, older than the latest {newest}; it advances only its own runs. "
+            "Start it with --promote to make it the latest again"
+        )
+    others, total = runs_on_other_versions(version=config.version)
+    if others:
+        named = ", ".join(f"{r.id} ({r.app_version})" for r in others)
+        more = f" and {total - len(others)} more" if total > len(others) else ""
+        warnings.append(
+            f"{total} unfinished run(s) are on other versions and are left alone by this worker: {named}{more}. "
+            "Run a worker of their version to finish them, or cancel them"
+        )
+    return warnings
