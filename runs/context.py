@@ -35,6 +35,7 @@ from connectors.operations import Operation
 from runs import clock, faults, ledger
 from runs.config import ResolvedConfig
 from runs.permissions import grant_approver
+from runs.policy_calls import build_policy_call
 from runs.models import Approval, ApprovalStatus, DecisionMessage, LedgerRecord, Run, RunStatus, Step, StepKind
 from runs.workflows import Approved, WorkflowDefinition
 
@@ -377,7 +378,8 @@ class RunContext:
             except (LeaseLost, Cancelled):
                 raise
             except Exception as err:
-                if delay is None:
+                # A record that cannot be serialised fails the same way every time: no retry.
+                if delay is None or isinstance(err, (TypeError, ValueError)):
                     self._poisoned = op.id
                     raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {err}") from err
                 log.warning("recording %s of run %s failed (%s); trying again", op.id, self._run.id, err)
@@ -412,19 +414,12 @@ class RunContext:
         raise SanomaError(f"The policy kept holding {op.id} after {len(held)} approvals; check its @approve rules")
 
     def _policy_decision(self, op: Operation, input_json: dict, target: str | None) -> dict:
-        from runs.policies import ApprovalView, PolicyCall, RunInfo
-
-        views = tuple(
-            ApprovalView(id=a.approval_id, status=a.status, approver=a.approver, covers=tuple(a.covers))
-            for a in sorted(self._approvals.values(), key=lambda a: a.seq)
+        call = build_policy_call(
+            op=op, input_json=input_json, target=target, actor=self._run.started_by, groups=self._run.groups or (),
+            run_id=self._run.id, workflow=self._run.workflow, approvals=self._approvals.values(),
         )
-        call = PolicyCall(
-            op=op.plain(), effect=op.effect, target=target, input=input_json, actor=self._run.started_by,
-            groups=tuple(self._run.groups or ()), run=RunInfo(id=self._run.id, workflow=self._run.workflow, approvals=views),
-        )
-        policy = self._config.policy
         try:
-            decision = policy.decide(call)
+            decision = self._config.policy.decide(call)
         except SanomaError:
             raise
         except Exception as err:

@@ -34,7 +34,7 @@ class SweepResult:
         return bool(self.woken or self.taken_over or self.resent)
 
 
-def _wake_due_sleepers(version: str) -> int:
+def wake_due_sleepers(version: str) -> int:
     now = clock.now()
     due = list(
         Run.objects.filter(status=RunStatus.WAITING, app_version=version, wake_at__lte=now)
@@ -51,7 +51,7 @@ def _wake_due_sleepers(version: str) -> int:
     return woken
 
 
-def _take_over_expired(version: str) -> int:
+def take_over_expired(version: str) -> int:
     now = clock.now()
     expired = list(
         Run.objects.filter(status=RunStatus.RUNNING, app_version=version, lease_until__lt=now)
@@ -69,7 +69,7 @@ def _take_over_expired(version: str) -> int:
     return taken
 
 
-def _resend_lost(version: str, cluster: str) -> int:
+def resend_lost(version: str, cluster: str) -> int:
     if OrmQ.objects.filter(key=cluster).exists():
         return 0
     now = clock.now()
@@ -88,7 +88,7 @@ def _resend_lost(version: str, cluster: str) -> int:
 
 def sweep(*, version: str, cluster: str = "sanoma") -> SweepResult:
     return SweepResult(
-        woken=_wake_due_sleepers(version),
-        taken_over=_take_over_expired(version),
-        resent=_resend_lost(version, cluster),
+        woken=wake_due_sleepers(version),
+        taken_over=take_over_expired(version),
+        resent=resend_lost(version, cluster),
     )

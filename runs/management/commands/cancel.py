@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from runs import services
+from runs.management.commands._common import guarded
+
+
+class Command(BaseCommand):
+    help = "Cancel a run that has not ended."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("run_id")
+        parser.add_argument("--as", dest="user", required=True)
+
+    @guarded
+    def handle(self, *args: Any, **options: Any) -> None:
+        run = services.cancel(run_id=options["run_id"], by=options["user"])
+        self.stdout.write(f"{run.id} {run.status}")

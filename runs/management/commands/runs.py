@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from runs import services
+from runs.management.commands._common import guarded
+
+
+class Command(BaseCommand):
+    help = "List runs, newest first."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--status")
+        parser.add_argument("--workflow")
+        parser.add_argument("--started-by")
+        parser.add_argument("--limit", type=int, default=20)
+        parser.add_argument("--offset", type=int, default=0)
+        parser.add_argument("--as", dest="user", help="list only what this user may see")
+
+    @guarded
+    def handle(self, *args: Any, **options: Any) -> None:
+        page = services.list_runs(
+            viewer=options["user"], status=options["status"], workflow=options["workflow"],
+            started_by=options["started_by"], limit=options["limit"], offset=options["offset"],
+        )
+        for run in page.runs:
+            error = f"  {run.error.get('code') or ''} {run.error.get('message', '')}" if run.error else ""
+            self.stdout.write(f"{run.created_at:%Y-%m-%d %H:%M:%S}  {run.status:<9}  {run.workflow:<24} {run.id}  by {run.started_by}{error}")
+        shown = f"{page.offset + 1}-{page.offset + len(page.runs)}" if page.runs else "none"
+        self.stdout.write(f"{shown} of {page.total}")

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from runs import approvals, services
+from runs.management.commands._common import dumps, guarded
+
+
+class Command(BaseCommand):
+    help = "Show a run: its status, approvals and ledger."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("run_id")
+        parser.add_argument("--as", dest="user", help="show only if this user may see the run")
+
+    @guarded
+    def handle(self, *args: Any, **options: Any) -> None:
+        records = services.ledger_of(run_id=options["run_id"], viewer=options["user"])
+        run = services.get_run(run_id=options["run_id"])
+        self.stdout.write(f"{run.id}  {run.workflow}  {run.status}  started by {run.started_by}  version {run.app_version}")
+        if run.waiting_for:
+            self.stdout.write(f"waiting for {run.waiting_for}" + (f" until {run.wake_at:%Y-%m-%d %H:%M:%S}" if run.wake_at else ""))
+        if run.result is not None:
+            self.stdout.write("result: " + dumps(run.result))
+        if run.error:
+            self.stdout.write("error: " + dumps(run.error))
+        for state in approvals.approvals_of(run_id=run.id):
+            who = f" by {state['decided_by']}" if state.get("decided_by") else ""
+            self.stdout.write(f"{state['id']}: {state['title']} -> {state['approver']} [{state['status']}{who}]")
+        self.stdout.write("ledger:")
+        for record in records:
+            extra = ""
+            if record["type"] == "op.called":
+                outcome = record.get("error", {}).get("message") if record.get("error") else "ok"
+                extra = f" {record['op']} ({record['effect']}) {record['decision']['kind']}: {outcome}"
+            elif record["type"].startswith("approval."):
+                extra = f" {record.get('approval')} {record.get('decision') or record.get('approver') or ''}"
+            group = f" [{record['group']['id']} {record['group']['index'] + 1}/{record['group']['size']}]" if record.get("group") else ""
+            self.stdout.write(f"  {record['seq']:>3} {record['type']}{extra}{group}")

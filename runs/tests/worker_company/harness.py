@@ -1,0 +1,169 @@
+"""Running a real `manage.py worker` from a test, against the database pytest-django made.
+
+Not part of the config root: the worker never imports this file (only `sanoma_config.py` and
+`workflows/*.py` are loaded), the tests do.
+
+Pointing the worker at the test database: pytest-django creates the test database and rewrites
+the connection's settings in place, so inside a test `connection.settings_dict` (the same dict as
+`settings.DATABASES["default"]`) names the database the test is really using: on SQLite the file
+`test_<name>` (settings give it a `TEST.NAME` beside the main file, see `sanoma_site/database_url`),
+on PostgreSQL `test_<name>` (with `_gw<n>` under xdist). `database_url()` turns that dict back into
+a `DATABASE_URL` for the child process. The test must use `django_db(transaction=True)`, so what
+it writes is committed and visible to the worker, and so the worker's writes are visible to it.
+An in-memory SQLite test database cannot be shared with another process: that is refused with a
+clear message.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+from urllib.parse import quote
+
+REPO = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parent
+READY_LINE = "worker started:"
+
+
+def database_url(settings_dict: Mapping[str, Any]) -> str:
+    """A DATABASE_URL naming the database this process is connected to (the test database)."""
+    engine = settings_dict["ENGINE"]
+    name = str(settings_dict["NAME"])
+    if engine.endswith("sqlite3"):
+        if not name or name == ":memory:" or name.startswith("file:") or "mode=memory" in name:
+            raise RuntimeError(
+                f"The test database is SQLite in memory ({name!r}); a worker process cannot share it. "
+                "Give DATABASES['default']['TEST']['NAME'] a file path"
+            )
+        return "sqlite://" + str(Path(name).resolve())
+    if engine.endswith("postgresql"):
+        user = quote(str(settings_dict.get("USER") or ""), safe="")
+        password = quote(str(settings_dict.get("PASSWORD") or ""), safe="")
+        auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+        host = settings_dict.get("HOST") or ""
+        port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+        return f"postgresql://{auth}{host}{port}/{quote(name, safe='')}"
+    raise RuntimeError(f"No DATABASE_URL for a {engine} database")
+
+
+def worker_env(*, db_url: str, var_dir: Path, version: str, **extra: Any) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DJANGO_SETTINGS"))}
+    env.update(
+        DATABASE_URL=db_url,
+        DJANGO_SETTINGS_MODULE="sanoma_site.settings",
+        SANOMA_ROOT=str(ROOT),
+        SANOMA_FAKES="instance",
+        SANOMA_VAR_DIR=str(var_dir),
+        SANOMA_APP_VERSION=version,
+        SANOMA_LEASE_SECONDS="3",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in a process group, read from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after the last ')'
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+class Worker:
+    """`manage.py worker` in its own process group (its own session), output to a file."""
+
+    def __init__(self, env: Mapping[str, str], log: Path, args: tuple[str, ...] = ()) -> None:
+        self.env = dict(env)
+        self.log = log
+        self.args = args
+        self.proc: subprocess.Popen | None = None
+        self.pgid: int | None = None
+        self._offset = 0
+
+    def start(self, *, ready_within: float = 60.0) -> "Worker":
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self._offset = self.log.stat().st_size if self.log.exists() else 0
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(REPO / "manage.py"), "worker", *self.args],
+                cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pgid = self.proc.pid  # a new session: its leader's pid is the group id
+        if ready_within:
+            self.wait_for(lambda: READY_LINE in self.output(all_runs=False), within=ready_within, what="the worker to start")
+        return self
+
+    def output(self, *, all_runs: bool = True) -> str:
+        if not self.log.exists():
+            return ""
+        text = self.log.read_text(errors="replace")
+        return text if all_runs else text[self._offset :]
+
+    def wait_for(self, condition: Callable[[], Any], *, within: float, what: str, every: float = 0.05) -> Any:
+        """Poll `condition` until truthy; fail after `within` s, with the worker's output."""
+        ends = time.monotonic() + within
+        while True:
+            value = condition()
+            if value:
+                return value
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"the worker exited ({self.proc.returncode}) while waiting for {what}\n{self.describe()}")
+            if time.monotonic() > ends:
+                raise AssertionError(f"timed out after {within} s waiting for {what}\n{self.describe()}")
+            time.sleep(every)
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group: the cluster, its workers and the sweep die at once."""
+        assert self.proc is not None and self.pgid is not None
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+        ends = time.monotonic() + 10
+        while group_members(self.pgid) and time.monotonic() < ends:
+            time.sleep(0.02)
+
+    def terminate(self, *, within: float = 30.0) -> int:
+        """SIGTERM to the main PID only (what a supervisor should send); returns the exit code."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=within)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the worker did not stop within {within} s of SIGTERM\n{self.describe()}") from None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def cleanup(self) -> None:
+        """Whatever happened, leave no process of this worker behind."""
+        if self.pgid is not None and (self.alive() or group_members(self.pgid)):
+            try:
+                os.killpg(self.pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def describe(self) -> str:
+        tail = self.output()[-6000:]
+        return f"--- worker output ({self.log}) ---\n{tail}\n--- end of worker output ---"
