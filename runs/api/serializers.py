@@ -1,0 +1,230 @@
+"""What the API reads (input serializers: the body and query string checked before a service is
+called) and what it answers (output serializers: the shapes the OpenAPI schema documents)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from runs.config import input_schema
+from runs.models import Run, RunStatus
+
+# ---- input --------------------------------------------------------------------------------------
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, so a typo (`inputs`) is an error rather than a silent default."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
+        unknown = sorted(set(initial) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: [serializers.ErrorDetail(f"unknown field; send {', '.join(self.fields)}", code="unknown_field")]
+                 for name in unknown}
+            )
+        return attrs
+
+
+class StartRunInput(StrictSerializer):
+    workflow = serializers.CharField(help_text="The workflow's name, e.g. `refund`.")
+    input = serializers.JSONField(required=False, default=dict, help_text="The workflow's input (see its JSON Schema).")
+    run_id = serializers.CharField(
+        required=False, allow_null=True, max_length=200,
+        help_text="A caller-given id makes the start idempotent: the same workflow, input and starter return the same run.",
+    )
+
+
+class DecisionInput(StrictSerializer):
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    note = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    id = serializers.CharField(required=False, allow_null=True, max_length=200,
+                               help_text="The message id: resending one id decides once.")
+
+
+class WithdrawInput(StrictSerializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class RunListQuery(StrictSerializer):
+    status = serializers.ChoiceField(choices=RunStatus.values, required=False)
+    workflow = serializers.CharField(required=False)
+    started_by = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=500)
+    offset = serializers.IntegerField(required=False, default=0, min_value=0)
+
+
+class ResultQuery(StrictSerializer):
+    timeout = serializers.FloatField(required=False, default=0.0, min_value=0.0, max_value=60.0,
+                                     help_text="Seconds to wait for the run to end (0 to 60; default 0).")
+
+
+# ---- output -------------------------------------------------------------------------------------
+
+
+class RunSerializer(serializers.ModelSerializer):
+    run_id = serializers.CharField(source="id")
+    pending_approvals = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = [
+            "run_id", "workflow", "status", "started_by", "groups", "app_version", "input", "result", "error",
+            "waiting_for", "wake_at", "created_at", "updated_at", "ended_at", "pending_approvals",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_pending_approvals(self, run: Run) -> int:
+        counts = self.context.get("pending_counts")
+        if counts is not None:
+            return int(counts.get(run.id, 0))
+        return run.approvals.filter(status="pending").count()
+
+
+class RunPageSerializer(serializers.Serializer):
+    runs = RunSerializer(many=True)
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
+class ApprovalSerializer(serializers.Serializer):
+    """An approval as the run publishes it (`runs.approvals.approval_state`)."""
+
+    id = serializers.CharField()
+    run_id = serializers.CharField()
+    title = serializers.CharField()
+    approver = serializers.CharField(help_text="A username, or `group:<name>`.")
+    requested_by = serializers.ChoiceField(choices=["workflow", "policy"])
+    covers = serializers.ListField(child=serializers.CharField(), help_text="The operations it lets through.")
+    links = serializers.JSONField()
+    status = serializers.ChoiceField(choices=["pending", "approved", "rejected", "withdrawn"])
+    requested_at = serializers.CharField()
+    refused = serializers.JSONField()
+    details = serializers.JSONField(required=False)
+    op = serializers.CharField(required=False, help_text="For a policy hold: the held operation.")
+    input = serializers.JSONField(required=False, help_text="For a policy hold: the held call's input.")
+    op_seq = serializers.IntegerField(required=False, allow_null=True)
+    decided_by = serializers.CharField(required=False)
+    decided_at = serializers.CharField(required=False, allow_null=True)
+    note = serializers.CharField(required=False)
+    decided_with = serializers.CharField(required=False)
+
+
+class RunSummarySerializer(serializers.Serializer):
+    run_id = serializers.CharField(source="id")
+    workflow = serializers.CharField()
+    status = serializers.CharField()
+    started_by = serializers.CharField()
+
+
+class InboxItemSerializer(ApprovalSerializer):
+    run = RunSummarySerializer()
+
+
+class LedgerRecordSerializer(serializers.Serializer):
+    """A ledger record: the common fields below, plus those of its type (`op`, `decision`, `output`, ...)."""
+
+    v = serializers.IntegerField()
+    app = serializers.CharField()
+    id = serializers.CharField()
+    run_id = serializers.CharField()
+    seq = serializers.IntegerField()
+    at = serializers.IntegerField(help_text="Epoch milliseconds.")
+    actor = serializers.CharField()
+    workflow = serializers.CharField()
+    type = serializers.CharField()
+    group = serializers.JSONField(required=False)
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        return dict(instance)  # every field of its type, not only the common ones
+
+
+class RunDetailSerializer(serializers.Serializer):
+    run = RunSerializer()
+    approvals = ApprovalSerializer(many=True)
+    ledger = LedgerRecordSerializer(many=True)
+
+
+class RunResultSerializer(serializers.Serializer):
+    run_id = serializers.CharField()
+    status = serializers.CharField()
+    output = serializers.JSONField(allow_null=True)
+
+
+class DecisionResultSerializer(ApprovalSerializer):
+    pass
+
+
+class WorkflowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    title = serializers.CharField()
+    app = serializers.CharField(allow_null=True)
+    builtin = serializers.BooleanField()
+    trigger = serializers.SerializerMethodField(help_text='"manual", or `{"schedule": cron, "timezone": tz}`.')
+    input = serializers.SerializerMethodField(help_text="The input's JSON Schema.")
+    ops = serializers.ListField(child=serializers.CharField())
+    builtins = serializers.ListField(child=serializers.CharField())
+
+    @extend_schema_field(OpenApiTypes.ANY)
+    def get_trigger(self, definition: Any) -> Any:
+        trigger = definition.trigger
+        if isinstance(trigger, str):
+            return trigger
+        if dataclasses.is_dataclass(trigger):
+            fields = dataclasses.asdict(trigger)
+            if "cron" in fields:
+                fields["schedule"] = fields.pop("cron")
+            return fields
+        return str(trigger)
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_input(self, definition: Any) -> dict[str, Any]:
+        return input_schema(definition)
+
+
+class OperationSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    resource = serializers.CharField()
+    name = serializers.CharField()
+    effect = serializers.CharField()
+    idempotent = serializers.BooleanField()
+    description = serializers.CharField()
+    input = serializers.SerializerMethodField(help_text="The operation's input JSON Schema.")
+    output = serializers.SerializerMethodField(help_text="The operation's output JSON Schema.")
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_input(self, operation: Any) -> dict[str, Any]:
+        return operation.input.model_json_schema(mode="validation")
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_output(self, operation: Any) -> dict[str, Any]:
+        return operation.output.model_json_schema(mode="serialization")
+
+
+class ConnectorSerializer(serializers.Serializer):
+    vendor = serializers.CharField()
+    title = serializers.CharField(source="info.title", allow_null=True)
+    homepage = serializers.CharField(source="info.homepage", allow_null=True)
+    operations = serializers.SerializerMethodField()
+
+    @extend_schema_field(OperationSerializer(many=True))
+    def get_operations(self, connector: Any) -> list[dict[str, Any]]:
+        return OperationSerializer(list(connector.operations.values()), many=True).data
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    code = serializers.CharField(required=False)
+    issues = serializers.JSONField(required=False, help_text="`[{path, message, code}]` for `invalid_input`.")
+    approver = serializers.CharField(required=False, help_text="Who may decide, for `not_approver`.")
+
+
+class RunFailedSerializer(ErrorSerializer):
+    status = serializers.CharField(help_text="`failed` or `cancelled`.")
+    run_id = serializers.CharField()
+    run_error = serializers.JSONField(help_text="The run's error as recorded: `{code?, name, message, data?}`.")

@@ -1,0 +1,294 @@
+"""The JSON API's views: each reads its input through a serializer, calls one service, and answers
+through a serializer. Permissions are the services' (`runs.permissions` underneath): a run the
+caller may not see is `404 run_not_found`, as if it did not exist."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from connectors.errors import InvalidInput, SanomaError, error_code
+from runs import approvals, services
+from runs.api import serializers as s
+from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
+from runs.models import Approval, ApprovalStatus, Run
+from runs.registry import get_config
+
+# How long a decision waits for the run to apply it before answering 202 (SPEC 8.5).
+DECIDE_WAIT_SECONDS = 5.0
+
+ERRORS = {
+    400: OpenApiResponse(s.ErrorSerializer, description="invalid_input: the body or query is wrong (see issues)"),
+    401: OpenApiResponse(s.ErrorSerializer, description="not authenticated"),
+    403: OpenApiResponse(s.ErrorSerializer, description="permission_denied or not_approver"),
+    404: OpenApiResponse(s.ErrorSerializer, description="run_not_found, no_pending_approval or workflow_not_found"),
+    409: OpenApiResponse(s.ErrorSerializer, description="already_decided, run_ended or run_running"),
+    415: OpenApiResponse(s.ErrorSerializer, description="the body is not JSON"),
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return {code: ERRORS[code] for code in (401, *codes)}
+
+
+class SanomaAPIView(APIView):
+    """JSON in, JSON out, one error shape, nothing cached, nothing sniffed."""
+
+    renderer_classes = [JSONRenderer]
+    parser_classes = [JSONParser]
+
+    def get_exception_handler(self):  # type: ignore[override]
+        return exception_handler
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+    def body(self, request: Request, *, required: bool = True) -> dict[str, Any]:
+        """The JSON object sent. A body must be JSON (else 415); a required one must be there."""
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        media_type = (request.content_type or "").split(";")[0].strip().lower()
+        if required or length or media_type:
+            if media_type != "application/json" and not media_type.endswith("+json"):
+                raise exceptions.UnsupportedMediaType(media_type or "(none)")
+        if not length:
+            if required:
+                raise invalid_input("The body is empty: send a JSON object", path=[], issue="empty body", issue_code="required")
+            return {}
+        data = request.data
+        if not isinstance(data, dict):
+            raise invalid_input("The body must be a JSON object", path=[], issue="not an object", issue_code="invalid_type")
+        return data
+
+    @staticmethod
+    def checked(serializer_class: type[s.StrictSerializer], data: Any) -> dict[str, Any]:
+        serializer = serializer_class(data=data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    @staticmethod
+    def visible_run(request: Request, run_id: str) -> Run:
+        run = services.get_run(run_id=run_id, viewer=request.user)
+        if run is None:
+            raise services.run_not_found(run_id)
+        return run
+
+
+def pending_counts(run_ids: list[str]) -> dict[str, int]:
+    rows = (Approval.objects.filter(run_id__in=run_ids, status=ApprovalStatus.PENDING)
+            .values("run_id").annotate(n=Count("id")))
+    return {row["run_id"]: row["n"] for row in rows}
+
+
+def run_data(run: Run) -> dict[str, Any]:
+    return s.RunSerializer(run, context={"pending_counts": pending_counts([run.id])}).data
+
+
+# ---- workflows and connectors -------------------------------------------------------------------
+
+
+class WorkflowListView(SanomaAPIView):
+    @extend_schema(summary="The workflows, described", responses={200: s.WorkflowSerializer(many=True), **errors()})
+    def get(self, request: Request) -> Response:
+        config = get_config()
+        definitions = [config.workflows[name] for name in sorted(config.workflows)]
+        return Response(s.WorkflowSerializer(definitions, many=True).data)
+
+
+class WorkflowDetailView(SanomaAPIView):
+    @extend_schema(summary="One workflow, described", responses={200: s.WorkflowSerializer, **errors(404)})
+    def get(self, request: Request, name: str) -> Response:
+        definition = get_config().workflows.get(name)
+        if definition is None:
+            raise SanomaError(f"No workflow {name}", code="workflow_not_found", data={"workflow": name})
+        return Response(s.WorkflowSerializer(definition).data)
+
+
+class ConnectorListView(SanomaAPIView):
+    @extend_schema(summary="The vendors and their operations", responses={200: s.ConnectorSerializer(many=True), **errors()})
+    def get(self, request: Request) -> Response:
+        connectors = sorted(get_config().connectors, key=lambda c: c.vendor)
+        return Response(s.ConnectorSerializer(connectors, many=True).data)
+
+
+# ---- runs ---------------------------------------------------------------------------------------
+
+
+class RunListView(SanomaAPIView):
+    @extend_schema(
+        summary="The runs you may see, newest first",
+        parameters=[s.RunListQuery],
+        responses={200: s.RunPageSerializer, **errors(400)},
+    )
+    def get(self, request: Request) -> Response:
+        query = self.checked(s.RunListQuery, request.query_params.dict())
+        page = services.list_runs(viewer=request.user, **query)
+        counts = pending_counts([run.id for run in page.runs])
+        runs = s.RunSerializer(page.runs, many=True, context={"pending_counts": counts}).data
+        return Response({"runs": runs, "total": page.total, "limit": page.limit, "offset": page.offset})
+
+    @extend_schema(
+        summary="Start a run",
+        description="201 with the new run; 200 when `run_id` names a run started the same way before. "
+                    "An unknown workflow is 404 `invalid_input` with an issue at `workflow`.",
+        request=s.StartRunInput,
+        responses={201: s.RunSerializer, 200: s.RunSerializer, **errors(400, 403, 404, 415)},
+    )
+    def post(self, request: Request) -> Response:
+        body = self.checked(s.StartRunInput, self.body(request))
+        run_id = body.get("run_id")
+        existed = run_id is not None and services.get_run(run_id=run_id) is not None
+        try:
+            run = services.start(workflow=body["workflow"], input=body.get("input"), started_by=request.user,
+                                 run_id=run_id)
+        except InvalidInput as err:
+            issues = err.data.get("issues") or []
+            if any(i.get("path") == ["workflow"] and i.get("code") == "not_found" for i in issues):
+                raise ApiError(err.message, code="invalid_input", http_status=status.HTTP_404_NOT_FOUND,
+                               data=err.data) from None
+            raise
+        return Response(run_data(run), status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+
+
+class RunDetailView(SanomaAPIView):
+    @extend_schema(summary="A run with its approvals and ledger", responses={200: s.RunDetailSerializer, **errors(404)})
+    def get(self, request: Request, run_id: str) -> Response:
+        run = self.visible_run(request, run_id)
+        return Response({
+            "run": run_data(run),
+            "approvals": s.ApprovalSerializer(approvals.approvals_of(run_id=run.id, viewer=request.user), many=True).data,
+            "ledger": s.LedgerRecordSerializer(services.ledger_of(run_id=run.id, viewer=request.user), many=True).data,
+        })
+
+
+class RunLedgerView(SanomaAPIView):
+    @extend_schema(summary="A run's ledger records, in order", responses={200: s.LedgerRecordSerializer(many=True), **errors(404)})
+    def get(self, request: Request, run_id: str) -> Response:
+        records = services.ledger_of(run_id=run_id, viewer=request.user)
+        return Response(s.LedgerRecordSerializer(records, many=True).data)
+
+
+class RunResultView(SanomaAPIView):
+    @extend_schema(
+        summary="A run's output, waiting up to `timeout` seconds for it to end",
+        description="200 with the output when it finished; 409 with the run's error (its code kept) when it "
+                    "failed or was cancelled; 409 `run_running` when it is still going after `timeout`.",
+        parameters=[s.ResultQuery],
+        responses={200: s.RunResultSerializer, 409: s.RunFailedSerializer, **errors(400, 404)},
+    )
+    def get(self, request: Request, run_id: str) -> Response:
+        query = self.checked(s.ResultQuery, request.query_params.dict())
+        try:
+            output = services.result(run_id=run_id, timeout=query["timeout"], viewer=request.user)
+        except SanomaError as err:
+            if error_code(err) in ("run_running", "run_not_found"):
+                raise
+            run = self.visible_run(request, run_id)
+            body = error_body(err.message, code=error_code(err))
+            body.update(status=run.status, run_id=run.id, run_error=run.error or {"message": err.message})
+            return Response(body, status=status.HTTP_409_CONFLICT)
+        return Response(s.RunResultSerializer({"run_id": run_id, "status": "finished", "output": output}).data)
+
+
+class RunCancelView(SanomaAPIView):
+    @extend_schema(summary="Cancel a run that has not ended", request=None,
+                   responses={200: s.RunSerializer, **errors(403, 404, 409, 415)})
+    def post(self, request: Request, run_id: str) -> Response:
+        self.body(request, required=False)
+        self.visible_run(request, run_id)
+        run = services.cancel(run_id=run_id, by=request.user)
+        return Response(run_data(run))
+
+
+# ---- approvals ----------------------------------------------------------------------------------
+
+
+class InboxView(SanomaAPIView):
+    @extend_schema(summary="Your inbox: the pending approvals you may decide, newest first",
+                   responses={200: s.InboxItemSerializer(many=True), **errors()})
+    def get(self, request: Request) -> Response:
+        items = [{**approvals.approval_state(a), "run": a.run} for a in approvals.pending_for(principal=request.user)]
+        return Response(s.InboxItemSerializer(items, many=True).data)
+
+
+class DecideMixin:
+    def decide(self, request: Request, run_id: str, approval_id: str | None) -> Response:
+        body = self.checked(s.DecisionInput, self.body(request))  # type: ignore[attr-defined]
+        state = approvals.decide(
+            run_id=run_id, approval_id=approval_id, decision=body["decision"], note=body.get("note") or "",
+            message_id=body.get("id"), by=request.user, timeout=DECIDE_WAIT_SECONDS,
+        )
+        pending = state["status"] == ApprovalStatus.PENDING
+        return Response(s.ApprovalSerializer(state).data,
+                        status=status.HTTP_202_ACCEPTED if pending else status.HTTP_200_OK)
+
+
+DECIDE_DESCRIPTION = (
+    "Approve or reject, then wait up to 5 s for the run to apply it: 200 with the decided approval, or 202 "
+    "with it still pending (the decision stays queued and applies when a worker runs)."
+)
+
+
+class RunApprovalsView(DecideMixin, SanomaAPIView):
+    @extend_schema(summary="A run's approvals", responses={200: s.ApprovalSerializer(many=True), **errors(404)})
+    def get(self, request: Request, run_id: str) -> Response:
+        return Response(s.ApprovalSerializer(approvals.approvals_of(run_id=run_id, viewer=request.user), many=True).data)
+
+    @extend_schema(summary="Decide the run's first pending approval", description=DECIDE_DESCRIPTION,
+                   request=s.DecisionInput,
+                   responses={200: s.ApprovalSerializer, 202: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})
+    def post(self, request: Request, run_id: str) -> Response:
+        return self.decide(request, run_id, None)
+
+
+class ApprovalView(DecideMixin, SanomaAPIView):
+    @extend_schema(summary="One approval of a run", responses={200: s.ApprovalSerializer, **errors(404)})
+    def get(self, request: Request, run_id: str, approval_id: str) -> Response:
+        for state in approvals.approvals_of(run_id=run_id, viewer=request.user):
+            if state["id"] == approval_id:
+                return Response(s.ApprovalSerializer(state).data)
+        raise SanomaError(f"Run {run_id} has no approval {approval_id}", code="no_pending_approval",
+                          data={"run_id": run_id, "approval_id": approval_id})
+
+    @extend_schema(summary="Decide this approval", description=DECIDE_DESCRIPTION, request=s.DecisionInput,
+                   responses={200: s.ApprovalSerializer, 202: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})
+    def post(self, request: Request, run_id: str, approval_id: str) -> Response:
+        return self.decide(request, run_id, approval_id)
+
+
+class ApprovalWithdrawView(SanomaAPIView):
+    @extend_schema(summary="Withdraw a pending approval (the run's starter or an operator)",
+                   description="The run waiting on it fails `approval_withdrawn` unless it catches that.",
+                   request=s.WithdrawInput,
+                   responses={200: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})
+    def post(self, request: Request, run_id: str, approval_id: str) -> Response:
+        body = self.checked(s.WithdrawInput, self.body(request, required=False))
+        self.visible_run(request, run_id)
+        state = approvals.withdraw(run_id=run_id, approval_id=approval_id, by=request.user, reason=body.get("reason") or "")
+        return Response(s.ApprovalSerializer(state).data)
+
+
+class NotFoundView(SanomaAPIView):
+    """Anything under /api/ that names no endpoint: a JSON 404, not Django's HTML page."""
+
+    permission_classes: list[Any] = []
+    authentication_classes: list[Any] = []
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return Response(error_body(f"No endpoint {request.path}", code="not_found"), status=status.HTTP_404_NOT_FOUND)
+
+    post = put = patch = delete = get

@@ -1,0 +1,112 @@
+"""App versions and stamping (SPEC 12, checks 71-75)."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+from pydantic import BaseModel
+
+from changes.services import stamp_version
+from runs import clock
+from runs.config import SanomaConfig, resolve_config
+from runs.engine import advance
+from runs.models import Run, RunStatus
+from runs.versions import startup_report
+from runs.workflows import define_workflow
+from runs.tests.fixtures import GET, SEND, acme
+
+
+class In(BaseModel):
+    x: int = 0
+
+
+class Other(BaseModel):
+    y: int = 0
+
+
+def one(ctx, input):
+    return ctx.acme.order.get({"order_id": "1"}).order_id
+
+
+def two(ctx, input):
+    return ctx.acme.order.get({"order_id": "2"}).order_id
+
+
+def version_of(*workflows, connectors=(acme,), app_version=None):
+    return resolve_config(SanomaConfig(connectors=list(connectors), workflows=list(workflows)), fakes="instance",
+                          app_version=app_version).version
+
+
+def test_the_version_follows_the_run_source_the_operations_and_the_input_schema():
+    base = version_of(define_workflow(name="v", input=In, uses=[GET], run=one))
+    assert version_of(define_workflow(name="v", input=In, uses=[GET], run=one)) == base
+    assert version_of(define_workflow(name="v", input=In, uses=[GET], run=two)) != base
+    assert version_of(define_workflow(name="v", input=In, uses=[GET, SEND], run=one)) != base
+    assert version_of(define_workflow(name="v", input=Other, uses=[GET], run=one)) != base
+
+
+def test_a_driver_change_does_not_change_the_version():
+    from connectors import with_setup
+    from runs.tests.fixtures import make_fake
+
+    wf = define_workflow(name="v", input=In, uses=[GET], run=one)
+    other_fake = with_setup(acme, fake=lambda file=None: make_fake(file))
+    assert version_of(wf) == version_of(wf, connectors=(other_fake,))
+
+
+def test_a_named_version_replaces_the_hash():
+    config = resolve_config(SanomaConfig(connectors=[acme], app_name="acme"), app_version="abc", fakes="instance")
+    assert config.version == "acme@abc"
+
+
+def test_a_worker_leaves_runs_of_another_version_alone_and_names_them(engine_for, caplog):
+    engine = engine_for(define_workflow(name="v", uses=[GET], run=one))
+    run = engine.start("v")
+    Run.objects.filter(pk=run.id).update(app_version="sanoma@other")
+    assert advance(run.id, worker_id="w", config=engine.config) == "skipped"
+    assert "leaving run" in caplog.text and run.id in caplog.text
+    assert Run.objects.get(pk=run.id).status == RunStatus.QUEUED
+    warnings = startup_report(engine.config, promote=False)
+    assert any(run.id in w and "left alone by this worker" in w for w in warnings)
+
+
+def test_an_older_worker_warns_unless_promoted(engine_for):
+    old = engine_for(define_workflow(name="v", uses=[GET], run=one)).config
+    new = engine_for(define_workflow(name="v", uses=[GET], run=two)).config
+    assert not any("older than the latest" in w for w in startup_report(old, promote=False))
+    assert not any("older than the latest" in w for w in startup_report(new, promote=False))
+    assert any("older than the latest" in w for w in startup_report(old, promote=False))
+    assert not any("older than the latest" in w for w in startup_report(old, promote=True))
+    assert any("older than the latest" in w for w in startup_report(new, promote=False))
+
+
+def make_run(run_id, workflow, status, version="acme@A"):
+    now = clock.now()
+    return Run.objects.create(id=run_id, workflow=workflow, app_version=version, input={}, started_by="alice",
+                              status=status, created_at=now, updated_at=now)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stamping_change_runs_onto_a_new_version_stamps_each_once():
+    make_run("r1", "change", RunStatus.WAITING)
+    make_run("r2", "change", RunStatus.QUEUED)
+    make_run("r3", "refund", RunStatus.WAITING)
+    make_run("r4", "change", RunStatus.FINISHED)
+    results: list = []
+
+    def stamp():
+        try:
+            results.append(stamp_version(run_ids=["r1", "r2", "r3", "r4"], version="acme@B"))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=stamp) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stamped = sorted((s.run_id, s.pending) for batch in results for s in batch)
+    assert stamped == [("r1", True), ("r2", False)]
+    versions = dict(Run.objects.values_list("pk", "app_version"))
+    assert versions == {"r1": "acme@B", "r2": "acme@B", "r3": "acme@A", "r4": "acme@A"}
