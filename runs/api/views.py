@@ -19,7 +19,7 @@ from connectors.errors import InvalidInput, SanomaError, error_code
 from runs import approvals, services
 from runs.api import serializers as s
 from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
-from runs.models import Approval, ApprovalStatus, Run
+from runs.models import Approval, ApprovalStatus, Run, RunStatus
 from runs.registry import get_config
 
 # How long a decision waits for the run to apply it before answering 202 (SPEC 8.5).
@@ -101,7 +101,7 @@ def run_data(run: Run) -> dict[str, Any]:
 
 
 class WorkflowListView(SanomaAPIView):
-    @extend_schema(summary="The workflows, described", responses={200: s.WorkflowSerializer(many=True), **errors()})
+    @extend_schema(operation_id="workflows_list", summary="The workflows, described", responses={200: s.WorkflowSerializer(many=True), **errors()})
     def get(self, request: Request) -> Response:
         config = get_config()
         definitions = [config.workflows[name] for name in sorted(config.workflows)]
@@ -109,7 +109,7 @@ class WorkflowListView(SanomaAPIView):
 
 
 class WorkflowDetailView(SanomaAPIView):
-    @extend_schema(summary="One workflow, described", responses={200: s.WorkflowSerializer, **errors(404)})
+    @extend_schema(operation_id="workflow_get", summary="One workflow, described", responses={200: s.WorkflowSerializer, **errors(404)})
     def get(self, request: Request, name: str) -> Response:
         definition = get_config().workflows.get(name)
         if definition is None:
@@ -118,7 +118,7 @@ class WorkflowDetailView(SanomaAPIView):
 
 
 class ConnectorListView(SanomaAPIView):
-    @extend_schema(summary="The vendors and their operations", responses={200: s.ConnectorSerializer(many=True), **errors()})
+    @extend_schema(operation_id="connectors_list", summary="The vendors and their operations", responses={200: s.ConnectorSerializer(many=True), **errors()})
     def get(self, request: Request) -> Response:
         connectors = sorted(get_config().connectors, key=lambda c: c.vendor)
         return Response(s.ConnectorSerializer(connectors, many=True).data)
@@ -129,7 +129,7 @@ class ConnectorListView(SanomaAPIView):
 
 class RunListView(SanomaAPIView):
     @extend_schema(
-        summary="The runs you may see, newest first",
+        operation_id="runs_list", summary="The runs you may see, newest first",
         parameters=[s.RunListQuery],
         responses={200: s.RunPageSerializer, **errors(400)},
     )
@@ -141,7 +141,7 @@ class RunListView(SanomaAPIView):
         return Response({"runs": runs, "total": page.total, "limit": page.limit, "offset": page.offset})
 
     @extend_schema(
-        summary="Start a run",
+        operation_id="runs_start", summary="Start a run",
         description="201 with the new run; 200 when `run_id` names a run started the same way before. "
                     "An unknown workflow is 404 `invalid_input` with an issue at `workflow`.",
         request=s.StartRunInput,
@@ -164,7 +164,7 @@ class RunListView(SanomaAPIView):
 
 
 class RunDetailView(SanomaAPIView):
-    @extend_schema(summary="A run with its approvals and ledger", responses={200: s.RunDetailSerializer, **errors(404)})
+    @extend_schema(operation_id="run_get", summary="A run with its approvals and ledger", responses={200: s.RunDetailSerializer, **errors(404)})
     def get(self, request: Request, run_id: str) -> Response:
         run = self.visible_run(request, run_id)
         return Response({
@@ -175,7 +175,7 @@ class RunDetailView(SanomaAPIView):
 
 
 class RunLedgerView(SanomaAPIView):
-    @extend_schema(summary="A run's ledger records, in order", responses={200: s.LedgerRecordSerializer(many=True), **errors(404)})
+    @extend_schema(operation_id="run_ledger", summary="A run's ledger records, in order", responses={200: s.LedgerRecordSerializer(many=True), **errors(404)})
     def get(self, request: Request, run_id: str) -> Response:
         records = services.ledger_of(run_id=run_id, viewer=request.user)
         return Response(s.LedgerRecordSerializer(records, many=True).data)
@@ -183,7 +183,7 @@ class RunLedgerView(SanomaAPIView):
 
 class RunResultView(SanomaAPIView):
     @extend_schema(
-        summary="A run's output, waiting up to `timeout` seconds for it to end",
+        operation_id="run_result", summary="A run's output, waiting up to `timeout` seconds for it to end",
         description="200 with the output when it finished; 409 with the run's error (its code kept) when it "
                     "failed or was cancelled; 409 `run_running` when it is still going after `timeout`.",
         parameters=[s.ResultQuery],
@@ -194,9 +194,9 @@ class RunResultView(SanomaAPIView):
         try:
             output = services.result(run_id=run_id, timeout=query["timeout"], viewer=request.user)
         except SanomaError as err:
-            if error_code(err) in ("run_running", "run_not_found"):
-                raise
-            run = self.visible_run(request, run_id)
+            run = services.get_run(run_id=run_id, viewer=request.user)
+            if run is None or run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
+                raise  # run_not_found, run_running
             body = error_body(err.message, code=error_code(err))
             body.update(status=run.status, run_id=run.id, run_error=run.error or {"message": err.message})
             return Response(body, status=status.HTTP_409_CONFLICT)
@@ -204,7 +204,7 @@ class RunResultView(SanomaAPIView):
 
 
 class RunCancelView(SanomaAPIView):
-    @extend_schema(summary="Cancel a run that has not ended", request=None,
+    @extend_schema(operation_id="run_cancel", summary="Cancel a run that has not ended", request=None,
                    responses={200: s.RunSerializer, **errors(403, 404, 409, 415)})
     def post(self, request: Request, run_id: str) -> Response:
         self.body(request, required=False)
@@ -217,7 +217,7 @@ class RunCancelView(SanomaAPIView):
 
 
 class InboxView(SanomaAPIView):
-    @extend_schema(summary="Your inbox: the pending approvals you may decide, newest first",
+    @extend_schema(operation_id="inbox_list", summary="Your inbox: the pending approvals you may decide, newest first",
                    responses={200: s.InboxItemSerializer(many=True), **errors()})
     def get(self, request: Request) -> Response:
         items = [{**approvals.approval_state(a), "run": a.run} for a in approvals.pending_for(principal=request.user)]
@@ -243,11 +243,11 @@ DECIDE_DESCRIPTION = (
 
 
 class RunApprovalsView(DecideMixin, SanomaAPIView):
-    @extend_schema(summary="A run's approvals", responses={200: s.ApprovalSerializer(many=True), **errors(404)})
+    @extend_schema(operation_id="run_approvals_list", summary="A run's approvals", responses={200: s.ApprovalSerializer(many=True), **errors(404)})
     def get(self, request: Request, run_id: str) -> Response:
         return Response(s.ApprovalSerializer(approvals.approvals_of(run_id=run_id, viewer=request.user), many=True).data)
 
-    @extend_schema(summary="Decide the run's first pending approval", description=DECIDE_DESCRIPTION,
+    @extend_schema(operation_id="run_decide_first_pending", summary="Decide the run's first pending approval", description=DECIDE_DESCRIPTION,
                    request=s.DecisionInput,
                    responses={200: s.ApprovalSerializer, 202: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})
     def post(self, request: Request, run_id: str) -> Response:
@@ -255,7 +255,7 @@ class RunApprovalsView(DecideMixin, SanomaAPIView):
 
 
 class ApprovalView(DecideMixin, SanomaAPIView):
-    @extend_schema(summary="One approval of a run", responses={200: s.ApprovalSerializer, **errors(404)})
+    @extend_schema(operation_id="run_approval_get", summary="One approval of a run", responses={200: s.ApprovalSerializer, **errors(404)})
     def get(self, request: Request, run_id: str, approval_id: str) -> Response:
         for state in approvals.approvals_of(run_id=run_id, viewer=request.user):
             if state["id"] == approval_id:
@@ -263,14 +263,14 @@ class ApprovalView(DecideMixin, SanomaAPIView):
         raise SanomaError(f"Run {run_id} has no approval {approval_id}", code="no_pending_approval",
                           data={"run_id": run_id, "approval_id": approval_id})
 
-    @extend_schema(summary="Decide this approval", description=DECIDE_DESCRIPTION, request=s.DecisionInput,
+    @extend_schema(operation_id="run_approval_decide", summary="Decide this approval", description=DECIDE_DESCRIPTION, request=s.DecisionInput,
                    responses={200: s.ApprovalSerializer, 202: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})
     def post(self, request: Request, run_id: str, approval_id: str) -> Response:
         return self.decide(request, run_id, approval_id)
 
 
 class ApprovalWithdrawView(SanomaAPIView):
-    @extend_schema(summary="Withdraw a pending approval (the run's starter or an operator)",
+    @extend_schema(operation_id="run_approval_withdraw", summary="Withdraw a pending approval (the run's starter or an operator)",
                    description="The run waiting on it fails `approval_withdrawn` unless it catches that.",
                    request=s.WithdrawInput,
                    responses={200: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})

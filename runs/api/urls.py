@@ -1,0 +1,24 @@
+"""The API's routes, mounted at `/api/` (with or without a trailing slash)."""
+from django.urls import re_path
+
+from runs.api import views
+
+ID = r"(?P<run_id>[^/]+)"
+APPROVAL = r"(?P<approval_id>[^/]+)"
+
+app_name = "sanoma-api"
+
+urlpatterns = [
+    re_path(r"^workflows/?$", views.WorkflowListView.as_view(), name="workflows"),
+    re_path(r"^workflows/(?P<name>[^/]+)/?$", views.WorkflowDetailView.as_view(), name="workflow"),
+    re_path(r"^connectors/?$", views.ConnectorListView.as_view(), name="connectors"),
+    re_path(r"^runs/?$", views.RunListView.as_view(), name="runs"),
+    re_path(rf"^runs/{ID}/?$", views.RunDetailView.as_view(), name="run"),
+    re_path(rf"^runs/{ID}/ledger/?$", views.RunLedgerView.as_view(), name="run-ledger"),
+    re_path(rf"^runs/{ID}/result/?$", views.RunResultView.as_view(), name="run-result"),
+    re_path(rf"^runs/{ID}/cancel/?$", views.RunCancelView.as_view(), name="run-cancel"),
+    re_path(rf"^runs/{ID}/approvals/?$", views.RunApprovalsView.as_view(), name="run-approvals"),
+    re_path(rf"^runs/{ID}/approvals/{APPROVAL}/?$", views.ApprovalView.as_view(), name="run-approval"),
+    re_path(rf"^runs/{ID}/approvals/{APPROVAL}/withdraw/?$", views.ApprovalWithdrawView.as_view(), name="run-approval-withdraw"),
+    re_path(r"^approvals/?$", views.InboxView.as_view(), name="inbox"),
+]
