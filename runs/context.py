@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import IntegrityError, transaction
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
@@ -32,7 +32,7 @@ from connectors.errors import (
     issues_of,
 )
 from connectors.operations import Operation
-from runs import clock, faults, ledger
+from runs import clock, faults, heartbeat, ledger
 from runs.config import ResolvedConfig
 from runs.permissions import grant_approver
 from runs.policy_calls import build_policy_call
@@ -311,7 +311,8 @@ class RunContext:
             try:
                 if driver is None:
                     raise SanomaError(f"{op.id} has no driver")
-                reply = driver.call(op.id, parsed, context)
+                with self._heartbeat():
+                    reply = driver.call(op.id, parsed, context)
                 try:
                     output = op.output.model_validate(reply)
                 except ValidationError as err:
@@ -559,6 +560,15 @@ class RunContext:
             yield
         if cancelled:
             raise Cancelled(self._run.id)
+
+    @contextmanager
+    def _heartbeat(self) -> Iterator[None]:
+        """Keep the lease while a slow vendor call runs, so no other worker takes the run over."""
+        token = heartbeat.begin(self._run.pk, self._worker_id, self._lease)
+        try:
+            yield
+        finally:
+            heartbeat.end(token)
 
     def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *, approval: Approval | None = None) -> None:
         try:

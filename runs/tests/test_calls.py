@@ -325,3 +325,29 @@ def test_a_workflow_that_changes_its_calls_fails_on_replay_instead_of_calling_bl
     engine.drain()
     failed = Run.objects.get(pk=started.id)
     assert failed.status == "failed" and "no longer replays: step 1 was call acme.mail.send" in failed.error["message"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_vendor_call_keeps_its_lease_so_no_other_worker_takes_the_run(engine_for):
+    import time as wall
+
+    seen = {}
+
+    def run(ctx, i):
+        return ctx.acme.order.get({"order_id": "1"}).order_id
+
+    engine = engine_for(wf("slow-call", run))
+    original = engine.fake.driver.functions["acme.order.get"]
+
+    def slow(payload, context):
+        if "taken_over" not in seen:
+            wall.sleep(2.5)  # longer than the lease below
+            seen["taken_over"] = take_over_expired(engine.config.version)
+        return original(payload, context)
+
+    engine.config.drivers["acme.order.get"] = type(engine.fake.driver)(
+        vendor="acme", functions={**engine.fake.driver.functions, "acme.order.get": slow})
+    with override_settings(SANOMA_LEASE_SECONDS=1.5):
+        done = engine.run("slow-call")
+    assert seen["taken_over"] == 0
+    assert done.status == "finished" and done.result == "1"
