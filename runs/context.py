@@ -395,6 +395,8 @@ class RunContext:
             decision = self._policy_decision(op, input_json, target)
             if decision["kind"] != "approve":
                 return decision, None
+            if any(a.status == ApprovalStatus.APPROVED and a.approver == decision["approver"] for a in held[:index]):
+                return decision, None  # that approver already let this very call through
             if index == len(held):
                 approver = decision["approver"]
                 shown = f"group {approver[6:]}" if approver.startswith("group:") else approver

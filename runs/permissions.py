@@ -117,8 +117,6 @@ def decidable_approvals(principal: Principal) -> QuerySet[Approval]:
     """The approvals this principal may decide, through their user or any of their groups."""
     if principal.user is None:
         return Approval.objects.none()
-    if principal.is_superuser:
-        return Approval.objects.all()
     mine = Q(approvaluserobjectpermission__user=principal.user,
              approvaluserobjectpermission__permission__codename="decide_approval")
     groups = Q(approvalgroupobjectpermission__group__in=principal.user.groups.all(),

@@ -49,6 +49,8 @@ def explain_call(*, config: Any, op_id: str, actor: str, input: Any, workflow: s
 
 def explain_recorded(*, config: Any, run_id: str, seq: int) -> dict[str, Any]:
     """A recorded call explained again: the decision the ledger holds beside today's evaluation."""
+    from django.db.models import Q
+
     from runs.models import Approval, LedgerRecord, Run
 
     run = Run.objects.filter(pk=run_id).first()
@@ -61,7 +63,8 @@ def explain_recorded(*, config: Any, run_id: str, seq: int) -> dict[str, Any]:
                            data={"issues": [{"path": ["seq"], "message": "no such call", "code": "not_found"}]})
     op_id = record.body["op"] if record else held.op
     input_json = record.body["input"] if record else held.op_input
-    approvals = Approval.objects.filter(run=run, seq__lt=seq + 100)
+    # The approvals the call was decided with: those asked for before it, and its own holds.
+    approvals = Approval.objects.filter(Q(seq__lt=seq) | Q(op_seq=seq), run=run)
     out = explain_call(config=config, op_id=op_id, actor=run.started_by, input=input_json, workflow=run.workflow,
                        run_id=run.id, approvals=approvals)
     out["recorded"] = record.body.get("decision") if record else None

@@ -433,25 +433,21 @@ class CedarPolicy:
                     reasons=tuple(r.reason for r in rules if r.reason) + tuple(lift_notes) + tuple(notes),
                     policies=tuple(r.id for r in rules),
                 )
-            if not rules:
-                return self._stamp(
-                    DENY,
-                    reason=f"{op_id} was denied by policy: no policy permits {op_id} for {call.actor}",
-                    reasons=tuple(notes),
-                )
-            plain = [r for r in rules if not r.holds]
-            if plain:
-                said = "; ".join(r.reason or r.id for r in plain)
-                return self._stamp(
-                    DENY,
-                    reason=f"{op_id} was denied by policy: {said}",
-                    reasons=tuple(r.reason for r in plain if r.reason) + tuple(notes),
-                    policies=tuple(r.id for r in plain),
-                )
+            denied = self._denial(call, rules, notes)
+            if denied is not None:
+                return denied
             newly: list[CedarRule] = []
             for rule in rules:  # every determining forbid holds the call: lifted, or wait
                 approval = approval_for(call.run.approvals, op_id, rule.approver)
                 if approval is None:
+                    # Ask nobody to approve what would be denied anyway once every hold is lifted.
+                    if self._hold_ids - removed:
+                        unheld = self._evaluate(request, entities, removed | self._hold_ids)
+                        if not unheld.allowed:
+                            unheld_rules = sorted(
+                                (self._by_id[i] for i in unheld.determining if i in self._by_id), key=lambda r: r.order
+                            )
+                            return self._denial(call, unheld_rules, notes)
                     return self._stamp(
                         APPROVE,
                         approver=rule.approver,
@@ -464,6 +460,30 @@ class CedarPolicy:
                 newly.append(rule)
             removed = removed | {r.id for r in newly}
         raise RuntimeError("the policy set did not settle")  # cannot happen: each round removes one
+
+    def _denial(self, call: PolicyCall, rules: list[CedarRule], notes: list[str]) -> Decision | None:
+        """The deny for a refusal no approval can lift: nothing permits, or a plain forbid applies."""
+        op_id = call.op_id
+        if not rules:
+            return self._stamp(
+                DENY,
+                reason=f"{op_id} was denied by policy: no policy permits {op_id} for {call.actor}",
+                reasons=tuple(notes),
+            )
+        plain = [r for r in rules if not r.holds]
+        if not plain:
+            return None
+        said = "; ".join(r.reason or r.id for r in plain)
+        return self._stamp(
+            DENY,
+            reason=f"{op_id} was denied by policy: {said}",
+            reasons=tuple(r.reason for r in plain if r.reason) + tuple(notes),
+            policies=tuple(r.id for r in plain),
+        )
+
+    @property
+    def _hold_ids(self) -> frozenset[str]:
+        return frozenset(rule.id for rule in self.rules if rule.holds)
 
     def _stamp(self, kind: str, **fields: Any) -> Decision:
         return Decision(kind=kind, policy_version=self.version, **fields)
