@@ -32,7 +32,7 @@ from connectors.errors import (
     issues_of,
 )
 from connectors.operations import Operation
-from runs import clock, faults, heartbeat, ledger
+from runs import clock, fastpath, faults, heartbeat, ledger
 from runs.config import ResolvedConfig
 from runs.permissions import grant_approver
 from runs.policy_calls import build_policy_call
@@ -43,6 +43,8 @@ log = logging.getLogger("sanoma.engine")
 
 SLEEP_UNITS_MS = {"ms": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000, "days": 86_400_000}
 LEDGER_RETRY_DELAYS = (0.05, 0.2, 0.8)
+# Records whose step's unique (run, seq) already guards them: written without a savepoint.
+FAST_KINDS = ("op.called", "sleep.started")
 
 
 class Suspend(BaseException):
@@ -573,6 +575,9 @@ class RunContext:
             heartbeat.end(token)
 
     def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *, approval: Approval | None = None) -> None:
+        if step is not None and approval is None and len(records) == 1 and records[0].kind in FAST_KINDS and fastpath.available():
+            if self._commit_fast(step, records[0]):
+                return
         try:
             with self._guarded():
                 faults.point("step.commit")
@@ -583,7 +588,7 @@ class RunContext:
                     approval.save(force_insert=True)
                     grant_approver(approval)
                 for record in records:
-                    if record.kind in ("op.called", "sleep.started"):
+                    if record.kind in FAST_KINDS:
                         record.save(force_insert=True)  # its step's unique (run, seq) already guards it
                     else:
                         ledger.append(record)
@@ -592,6 +597,19 @@ class RunContext:
             raise LeaseLost(f"{self._run.id}: {err}") from err
         if step is not None:
             self._steps[step.seq] = step
+
+    def _commit_fast(self, step: Step, record: LedgerRecord) -> bool:
+        faults.point("step.commit")
+        now = clock.now()
+        step.created_at = now
+        try:
+            written = fastpath.write_step(step=step, record=record, worker_id=self._worker_id,
+                                          lease_until=now + self._lease, now=now)
+        except IntegrityError as err:
+            raise LeaseLost(f"{self._run.id}: {err}") from err
+        if written:
+            self._steps[step.seq] = step
+        return written
 
     def close(self) -> None:
         self._ended = True

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
@@ -26,33 +26,40 @@ from runs.registry import get_config
 log = logging.getLogger("sanoma.engine")
 
 
-def claim(run_id: str, *, worker_id: str, version: str) -> bool:
+_CLAIM_RETURNING = """
+UPDATE runs_run SET status = %s, lease_owner = %s, lease_until = %s, waiting_for = '', wake_at = NULL, updated_at = %s
+WHERE id = %s AND app_version = %s AND status IN (%s, %s) AND (lease_until IS NULL OR lease_until < %s)
+RETURNING *
+"""
+
+
+def claim(run_id: str, *, worker_id: str, version: str) -> Run | None:
+    """Take the run's lease if it is free; the claimed run, or None."""
     now = clock.now()
-    claimed = (
+    until = now + timedelta(seconds=settings.SANOMA_LEASE_SECONDS)
+    if connection.vendor == "postgresql":  # one round trip: claim and read together
+        claimed = list(Run.objects.raw(_CLAIM_RETURNING, [
+            RunStatus.RUNNING, worker_id, until, now, run_id, version, RunStatus.QUEUED, RunStatus.RUNNING, now]))
+        return claimed[0] if claimed else None
+    updated = (
         Run.objects.filter(pk=run_id, app_version=version, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(
-            status=RunStatus.RUNNING,
-            lease_owner=worker_id,
-            lease_until=now + timedelta(seconds=settings.SANOMA_LEASE_SECONDS),
-            waiting_for="",
-            wake_at=None,
-            updated_at=now,
-        )
+        .update(status=RunStatus.RUNNING, lease_owner=worker_id, lease_until=until, waiting_for="", wake_at=None,
+                updated_at=now)
     )
-    return bool(claimed)
+    return Run.objects.get(pk=run_id) if updated else None
 
 
 def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None) -> str:
     """Advance one run by one segment. Returns what happened: finished, failed, waiting,
     queued (handed back), skipped (not claimable here), or lost (taken over or cancelled)."""
     config = config or get_config()
-    if not claim(run_id, worker_id=worker_id, version=config.version):
+    run = claim(run_id, worker_id=worker_id, version=config.version)
+    if run is None:
         other = Run.objects.filter(pk=run_id).exclude(app_version=config.version).values_list("app_version", flat=True).first()
         if other:
             log.warning("leaving run %s alone: it runs version %s; this worker runs %s", run_id, other, config.version)
         return "skipped"
-    run = Run.objects.get(pk=run_id)
     definition = config.workflows.get(run.workflow)
     if definition is None:
         return _fail(run, worker_id, config, SanomaError(f"Workflow {run.workflow} is not in {config.version}"), seq=1)
@@ -97,7 +104,8 @@ def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: str, kind:
         )
         if not ended:
             return "lost"
-        ledger.append(ledger.build(run, kind=kind, seq=seq, body=body, app=config.app_name))
+        # Only the lease holder ends a run, once: its closing record cannot exist yet.
+        ledger.build(run, kind=kind, seq=seq, body=body, app=config.app_name).save(force_insert=True)
     return status
 
 

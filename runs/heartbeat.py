@@ -64,4 +64,5 @@ def _loop() -> None:
                 Run.objects.filter(pk=run_id, lease_owner=worker_id).update(lease_until=now + lease, updated_at=now)
         except Exception:  # the next step's commit finds out whether the lease is really gone
             log.warning("renewing leases of calls in flight failed", exc_info=True)
-            connections.close_all()
+        finally:
+            connections.close_all()  # renewals are rare: hold no connection between them

@@ -1,7 +1,7 @@
 """Who may do what, as django-guardian object permissions.
 
 - `runs.start_workflow` on a workflow's row: who may start it (or the global permission).
-- `runs.view_run` on a run: its starter and its approvers (users or groups).
+- `runs.view_run` on a run: its approvers (users or groups); a starter sees their own runs.
 - `runs.decide_approval` on an approval: its approver, a user or every member of a group.
 - `runs.view_any_run` / `runs.operate_runs` (global): operators.
 Superusers hold every permission.
@@ -147,11 +147,6 @@ def approver_holder(approver: str) -> Any:
         user.set_unusable_password()
         user.save()
     return user
-
-
-def grant_starter(run: Run, principal: Principal) -> None:
-    if principal.user is not None:
-        assign_perm("runs.view_run", principal.user, run)
 
 
 __all__ = [

@@ -18,7 +18,7 @@ from runs import clock, ledger
 from runs.config import ResolvedConfig
 from runs.dispatch import enqueue
 from runs.models import ENDED_STATUSES, LedgerRecord, Run, RunStatus
-from runs.permissions import Principal, check_can_start, check_can_view, grant_starter, principal_of, visible_runs
+from runs.permissions import Principal, check_can_start, check_can_view, principal_of, visible_runs
 from runs.registry import get_config
 
 RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -58,6 +58,8 @@ def _already_exists(run: Run, differs: list[str]) -> InvalidInput:
 
 def check_start(*, config: ResolvedConfig, workflow: Any, input: Any, started_by: Any) -> tuple[Any, Principal]:
     """Validate a start without writing: the workflow, the input, the starter and their permission."""
+    if started_by is not None and not isinstance(started_by, (str, Principal)):
+        started_by = principal_of(started_by)  # a Django user
     if not isinstance(started_by, (str, Principal)) or not str(getattr(started_by, "id", started_by)).strip():
         raise InvalidInput(
             "A run needs startedBy: the username of who starts it",
@@ -86,6 +88,18 @@ def start(
 ) -> Run:
     """Start a run. With `run_id`, starting again with the same workflow, input and starter
     returns the same run; anything else is `invalid_input` naming what differs."""
+    return start_or_get(workflow=workflow, input=input, started_by=started_by, run_id=run_id, config=config)[0]
+
+
+def start_or_get(
+    *,
+    workflow: str,
+    input: Any,
+    started_by: str | Principal,
+    run_id: str | None = None,
+    config: ResolvedConfig | None = None,
+) -> tuple[Run, bool]:
+    """`start`, also saying whether this call created the run (False: an idempotent repeat)."""
     config = config or get_config()
     input = {} if input is None else input
     definition, principal = check_start(config=config, workflow=workflow, input=input, started_by=started_by)
@@ -98,7 +112,7 @@ def start(
         differs = _differences(existing, definition.name, input, principal.id)
         if differs:
             raise _already_exists(existing, differs)
-        return existing
+        return existing, False
     now = clock.now()
     run = Run(
         id=run_id, workflow=definition.name, app_version=config.version, input=input, started_by=principal.id,
@@ -107,8 +121,8 @@ def start(
     try:
         with transaction.atomic():
             run.save(force_insert=True)
-            grant_starter(run, principal)
-            ledger.append(ledger.build(run, kind="run.started", seq=0, body={"input": input}, app=config.app_name))
+            # The run row is new, so its first record cannot exist yet: a plain insert.
+            ledger.build(run, kind="run.started", seq=0, body={"input": input}, app=config.app_name).save(force_insert=True)
             enqueue(run.id)
     except IntegrityError:
         # A racing start with the same id committed first: it stands.
@@ -116,8 +130,8 @@ def start(
         differs = _differences(existing, definition.name, input, principal.id)
         if differs:
             raise _already_exists(existing, differs) from None
-        return existing
-    return run
+        return existing, False
+    return run, True
 
 
 def get_run(*, run_id: str, viewer: str | Principal | None = None) -> Run | None:
@@ -204,7 +218,7 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
     config = get_config()
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None:
+        if run is None or not check_can_view(principal, run, raise_error=False):
             raise run_not_found(run_id)
         check_can_operate(principal, run)
         if run.status in ENDED_STATUSES:

@@ -70,9 +70,11 @@ def take_over_expired(version: str) -> int:
 
 
 def resend_lost(version: str, cluster: str) -> int:
-    if OrmQ.objects.filter(key=cluster).exists():
-        return 0
     now = clock.now()
+    # Only a task the broker can hand out now counts: one a killed cluster had dequeued stays
+    # locked for Q_CLUSTER["retry"] seconds and must not keep its run from being re-sent.
+    if OrmQ.objects.filter(key=cluster, lock__lte=now).exists():
+        return 0
     stale = list(
         Run.objects.filter(status=RunStatus.QUEUED, app_version=version, queued_at__lt=now - STALE_QUEUED)
         .values_list("pk", "queued_at")[:BATCH]

@@ -76,7 +76,8 @@ def issues_from_drf(detail: Any, path: tuple[Any, ...] = ()) -> list[dict[str, A
         return issues
     if isinstance(detail, list):
         if all(isinstance(item, (str, exceptions.ErrorDetail)) for item in detail):
-            return [{"path": list(path), "message": str(item), "code": getattr(item, "code", "invalid")} for item in detail]
+            return [{"path": list(path), "message": str(item), "code": getattr(item, "code", "invalid")}
+                    for item in detail]
         issues = []
         for index, item in enumerate(detail):
             issues += issues_from_drf(item, (*path, index))
@@ -104,8 +105,8 @@ def response_for(exc: BaseException) -> Response:
         return Response({"error": SOMETHING_WENT_WRONG}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
     if isinstance(exc, exceptions.ValidationError):
         issues = issues_from_drf(exc.detail)
-        return Response(error_body(f"Invalid request: {_describe(issues)}", code="invalid_input", data={"issues": issues}),
-                        status=status.HTTP_400_BAD_REQUEST)
+        body = error_body(f"Invalid request: {_describe(issues)}", code="invalid_input", data={"issues": issues})
+        return Response(body, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, exceptions.ParseError):
         return Response(error_body(f"The body is not valid JSON: {exc.detail}", code="invalid_input",
                                    data={"issues": [{"path": [], "message": str(exc.detail), "code": "parse_error"}]}),
@@ -116,7 +117,7 @@ def response_for(exc: BaseException) -> Response:
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
         return Response(error_body(str(exc.detail), code="not_authenticated"), status=exc.status_code)
     if isinstance(exc, (exceptions.PermissionDenied, DjangoPermissionDenied)):
-        message = str(exc.detail) if isinstance(exc, exceptions.APIException) else "You do not have permission to do that"
+        message = str(exc.detail) if isinstance(exc, exceptions.APIException) else "You may not do that"
         return Response(error_body(message, code="permission_denied"), status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, (exceptions.NotFound, Http404)):
         return Response(error_body("Not found", code="not_found"), status=status.HTTP_404_NOT_FOUND)

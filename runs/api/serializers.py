@@ -34,7 +34,8 @@ class StartRunInput(StrictSerializer):
     input = serializers.JSONField(required=False, default=dict, help_text="The workflow's input (see its JSON Schema).")
     run_id = serializers.CharField(
         required=False, allow_null=True, max_length=200,
-        help_text="A caller-given id makes the start idempotent: the same workflow, input and starter return the same run.",
+        help_text="A caller-given id makes the start idempotent: the same workflow, input and starter "
+                  "return the same run.",
     )
 
 
@@ -49,7 +50,7 @@ class WithdrawInput(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class RunListQuery(StrictSerializer):
+class RunListQuery(serializers.Serializer):
     status = serializers.ChoiceField(choices=RunStatus.values, required=False)
     workflow = serializers.CharField(required=False)
     started_by = serializers.CharField(required=False)
@@ -57,7 +58,7 @@ class RunListQuery(StrictSerializer):
     offset = serializers.IntegerField(required=False, default=0, min_value=0)
 
 
-class ResultQuery(StrictSerializer):
+class ResultQuery(serializers.Serializer):
     timeout = serializers.FloatField(required=False, default=0.0, min_value=0.0, max_value=60.0,
                                      help_text="Seconds to wait for the run to end (0 to 60; default 0).")
 

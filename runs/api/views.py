@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -20,6 +19,7 @@ from runs import approvals, services
 from runs.api import serializers as s
 from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
 from runs.models import Approval, ApprovalStatus, Run, RunStatus
+from runs.permissions import Principal, principal_of
 from runs.registry import get_config
 
 # How long a decision waits for the run to apply it before answering 202 (SPEC 8.5).
@@ -66,25 +66,36 @@ class SanomaAPIView(APIView):
                 raise exceptions.UnsupportedMediaType(media_type or "(none)")
         if not length:
             if required:
-                raise invalid_input("The body is empty: send a JSON object", path=[], issue="empty body", issue_code="required")
+                raise invalid_input("The body is empty: send a JSON object", path=[], issue="empty body",
+                                    issue_code="required")
             return {}
         data = request.data
         if not isinstance(data, dict):
-            raise invalid_input("The body must be a JSON object", path=[], issue="not an object", issue_code="invalid_type")
+            raise invalid_input("The body must be a JSON object", path=[], issue="not an object",
+                                issue_code="invalid_type")
         return data
 
     @staticmethod
-    def checked(serializer_class: type[s.StrictSerializer], data: Any) -> dict[str, Any]:
+    def checked(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
         serializer = serializer_class(data=data)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 
     @staticmethod
     def visible_run(request: Request, run_id: str) -> Run:
-        run = services.get_run(run_id=run_id, viewer=request.user)
+        run = services.get_run(run_id=run_id, viewer=me(request))
         if run is None:
             raise services.run_not_found(run_id)
         return run
+
+
+def me(request: Request) -> Principal:
+    """The caller as a principal (username and groups), read once per request."""
+    principal = getattr(request, "_sanoma_principal", None)
+    if principal is None:
+        principal = principal_of(request.user)
+        request._sanoma_principal = principal
+    return principal
 
 
 def pending_counts(run_ids: list[str]) -> dict[str, int]:
@@ -101,7 +112,11 @@ def run_data(run: Run) -> dict[str, Any]:
 
 
 class WorkflowListView(SanomaAPIView):
-    @extend_schema(operation_id="workflows_list", summary="The workflows, described", responses={200: s.WorkflowSerializer(many=True), **errors()})
+    @extend_schema(
+        operation_id="workflows_list",
+        summary="The workflows, described",
+        responses={200: s.WorkflowSerializer(many=True), **errors()},
+    )
     def get(self, request: Request) -> Response:
         config = get_config()
         definitions = [config.workflows[name] for name in sorted(config.workflows)]
@@ -109,7 +124,11 @@ class WorkflowListView(SanomaAPIView):
 
 
 class WorkflowDetailView(SanomaAPIView):
-    @extend_schema(operation_id="workflow_get", summary="One workflow, described", responses={200: s.WorkflowSerializer, **errors(404)})
+    @extend_schema(
+        operation_id="workflow_get",
+        summary="One workflow, described",
+        responses={200: s.WorkflowSerializer, **errors(404)},
+    )
     def get(self, request: Request, name: str) -> Response:
         definition = get_config().workflows.get(name)
         if definition is None:
@@ -118,7 +137,11 @@ class WorkflowDetailView(SanomaAPIView):
 
 
 class ConnectorListView(SanomaAPIView):
-    @extend_schema(operation_id="connectors_list", summary="The vendors and their operations", responses={200: s.ConnectorSerializer(many=True), **errors()})
+    @extend_schema(
+        operation_id="connectors_list",
+        summary="The vendors and their operations",
+        responses={200: s.ConnectorSerializer(many=True), **errors()},
+    )
     def get(self, request: Request) -> Response:
         connectors = sorted(get_config().connectors, key=lambda c: c.vendor)
         return Response(s.ConnectorSerializer(connectors, many=True).data)
@@ -135,7 +158,7 @@ class RunListView(SanomaAPIView):
     )
     def get(self, request: Request) -> Response:
         query = self.checked(s.RunListQuery, request.query_params.dict())
-        page = services.list_runs(viewer=request.user, **query)
+        page = services.list_runs(viewer=me(request), **query)
         counts = pending_counts([run.id for run in page.runs])
         runs = s.RunSerializer(page.runs, many=True, context={"pending_counts": counts}).data
         return Response({"runs": runs, "total": page.total, "limit": page.limit, "offset": page.offset})
@@ -150,40 +173,50 @@ class RunListView(SanomaAPIView):
     def post(self, request: Request) -> Response:
         body = self.checked(s.StartRunInput, self.body(request))
         run_id = body.get("run_id")
-        existed = run_id is not None and services.get_run(run_id=run_id) is not None
         try:
-            run = services.start(workflow=body["workflow"], input=body.get("input"), started_by=request.user,
-                                 run_id=run_id)
+            run, created = services.start_or_get(workflow=body["workflow"], input=body.get("input"),
+                                                 started_by=me(request), run_id=run_id)
         except InvalidInput as err:
             issues = err.data.get("issues") or []
             if any(i.get("path") == ["workflow"] and i.get("code") == "not_found" for i in issues):
                 raise ApiError(err.message, code="invalid_input", http_status=status.HTTP_404_NOT_FOUND,
                                data=err.data) from None
             raise
-        return Response(run_data(run), status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+        return Response(run_data(run), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class RunDetailView(SanomaAPIView):
-    @extend_schema(operation_id="run_get", summary="A run with its approvals and ledger", responses={200: s.RunDetailSerializer, **errors(404)})
+    @extend_schema(
+        operation_id="run_get",
+        summary="A run with its approvals and ledger",
+        responses={200: s.RunDetailSerializer, **errors(404)},
+    )
     def get(self, request: Request, run_id: str) -> Response:
         run = self.visible_run(request, run_id)
+        states = approvals.approvals_of(run_id=run.id, viewer=me(request))
+        records = services.ledger_of(run_id=run.id, viewer=me(request))
         return Response({
             "run": run_data(run),
-            "approvals": s.ApprovalSerializer(approvals.approvals_of(run_id=run.id, viewer=request.user), many=True).data,
-            "ledger": s.LedgerRecordSerializer(services.ledger_of(run_id=run.id, viewer=request.user), many=True).data,
+            "approvals": s.ApprovalSerializer(states, many=True).data,
+            "ledger": s.LedgerRecordSerializer(records, many=True).data,
         })
 
 
 class RunLedgerView(SanomaAPIView):
-    @extend_schema(operation_id="run_ledger", summary="A run's ledger records, in order", responses={200: s.LedgerRecordSerializer(many=True), **errors(404)})
+    @extend_schema(
+        operation_id="run_ledger",
+        summary="A run's ledger records, in order",
+        responses={200: s.LedgerRecordSerializer(many=True), **errors(404)},
+    )
     def get(self, request: Request, run_id: str) -> Response:
-        records = services.ledger_of(run_id=run_id, viewer=request.user)
+        records = services.ledger_of(run_id=run_id, viewer=me(request))
         return Response(s.LedgerRecordSerializer(records, many=True).data)
 
 
 class RunResultView(SanomaAPIView):
     @extend_schema(
-        operation_id="run_result", summary="A run's output, waiting up to `timeout` seconds for it to end",
+        operation_id="run_result",
+        summary="A run's output, waiting up to `timeout` seconds for it to end",
         description="200 with the output when it finished; 409 with the run's error (its code kept) when it "
                     "failed or was cancelled; 409 `run_running` when it is still going after `timeout`.",
         parameters=[s.ResultQuery],
@@ -192,9 +225,9 @@ class RunResultView(SanomaAPIView):
     def get(self, request: Request, run_id: str) -> Response:
         query = self.checked(s.ResultQuery, request.query_params.dict())
         try:
-            output = services.result(run_id=run_id, timeout=query["timeout"], viewer=request.user)
+            output = services.result(run_id=run_id, timeout=query["timeout"], viewer=me(request))
         except SanomaError as err:
-            run = services.get_run(run_id=run_id, viewer=request.user)
+            run = services.get_run(run_id=run_id, viewer=me(request))
             if run is None or run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
                 raise  # run_not_found, run_running
             body = error_body(err.message, code=error_code(err))
@@ -204,12 +237,16 @@ class RunResultView(SanomaAPIView):
 
 
 class RunCancelView(SanomaAPIView):
-    @extend_schema(operation_id="run_cancel", summary="Cancel a run that has not ended", request=None,
-                   responses={200: s.RunSerializer, **errors(403, 404, 409, 415)})
+    @extend_schema(
+        operation_id="run_cancel",
+        summary="Cancel a run that has not ended (its starter or an operator)",
+        request=None,
+        responses={200: s.RunSerializer, **errors(403, 404, 409, 415)},
+    )
     def post(self, request: Request, run_id: str) -> Response:
         self.body(request, required=False)
         self.visible_run(request, run_id)
-        run = services.cancel(run_id=run_id, by=request.user)
+        run = services.cancel(run_id=run_id, by=me(request))
         return Response(run_data(run))
 
 
@@ -217,10 +254,13 @@ class RunCancelView(SanomaAPIView):
 
 
 class InboxView(SanomaAPIView):
-    @extend_schema(operation_id="inbox_list", summary="Your inbox: the pending approvals you may decide, newest first",
-                   responses={200: s.InboxItemSerializer(many=True), **errors()})
+    @extend_schema(
+        operation_id="inbox_list",
+        summary="Your inbox: the pending approvals you may decide, newest first",
+        responses={200: s.InboxItemSerializer(many=True), **errors()},
+    )
     def get(self, request: Request) -> Response:
-        items = [{**approvals.approval_state(a), "run": a.run} for a in approvals.pending_for(principal=request.user)]
+        items = [{**approvals.approval_state(a), "run": a.run} for a in approvals.pending_for(principal=me(request))]
         return Response(s.InboxItemSerializer(items, many=True).data)
 
 
@@ -229,7 +269,7 @@ class DecideMixin:
         body = self.checked(s.DecisionInput, self.body(request))  # type: ignore[attr-defined]
         state = approvals.decide(
             run_id=run_id, approval_id=approval_id, decision=body["decision"], note=body.get("note") or "",
-            message_id=body.get("id"), by=request.user, timeout=DECIDE_WAIT_SECONDS,
+            message_id=body.get("id"), by=me(request), timeout=DECIDE_WAIT_SECONDS,
         )
         pending = state["status"] == ApprovalStatus.PENDING
         return Response(s.ApprovalSerializer(state).data,
@@ -240,44 +280,67 @@ DECIDE_DESCRIPTION = (
     "Approve or reject, then wait up to 5 s for the run to apply it: 200 with the decided approval, or 202 "
     "with it still pending (the decision stays queued and applies when a worker runs)."
 )
+DECIDE_RESPONSES = {200: s.ApprovalSerializer, 202: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)}
 
 
 class RunApprovalsView(DecideMixin, SanomaAPIView):
-    @extend_schema(operation_id="run_approvals_list", summary="A run's approvals", responses={200: s.ApprovalSerializer(many=True), **errors(404)})
+    @extend_schema(
+        operation_id="run_approvals_list",
+        summary="A run's approvals",
+        responses={200: s.ApprovalSerializer(many=True), **errors(404)},
+    )
     def get(self, request: Request, run_id: str) -> Response:
-        return Response(s.ApprovalSerializer(approvals.approvals_of(run_id=run_id, viewer=request.user), many=True).data)
+        states = approvals.approvals_of(run_id=run_id, viewer=me(request))
+        return Response(s.ApprovalSerializer(states, many=True).data)
 
-    @extend_schema(operation_id="run_decide_first_pending", summary="Decide the run's first pending approval", description=DECIDE_DESCRIPTION,
-                   request=s.DecisionInput,
-                   responses={200: s.ApprovalSerializer, 202: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})
+    @extend_schema(
+        operation_id="run_decide_first_pending",
+        summary="Decide the run's first pending approval",
+        description=DECIDE_DESCRIPTION,
+        request=s.DecisionInput,
+        responses=DECIDE_RESPONSES,
+    )
     def post(self, request: Request, run_id: str) -> Response:
         return self.decide(request, run_id, None)
 
 
 class ApprovalView(DecideMixin, SanomaAPIView):
-    @extend_schema(operation_id="run_approval_get", summary="One approval of a run", responses={200: s.ApprovalSerializer, **errors(404)})
+    @extend_schema(
+        operation_id="run_approval_get",
+        summary="One approval of a run",
+        responses={200: s.ApprovalSerializer, **errors(404)},
+    )
     def get(self, request: Request, run_id: str, approval_id: str) -> Response:
-        for state in approvals.approvals_of(run_id=run_id, viewer=request.user):
+        for state in approvals.approvals_of(run_id=run_id, viewer=me(request)):
             if state["id"] == approval_id:
                 return Response(s.ApprovalSerializer(state).data)
         raise SanomaError(f"Run {run_id} has no approval {approval_id}", code="no_pending_approval",
                           data={"run_id": run_id, "approval_id": approval_id})
 
-    @extend_schema(operation_id="run_approval_decide", summary="Decide this approval", description=DECIDE_DESCRIPTION, request=s.DecisionInput,
-                   responses={200: s.ApprovalSerializer, 202: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})
+    @extend_schema(
+        operation_id="run_approval_decide",
+        summary="Decide this approval",
+        description=DECIDE_DESCRIPTION,
+        request=s.DecisionInput,
+        responses=DECIDE_RESPONSES,
+    )
     def post(self, request: Request, run_id: str, approval_id: str) -> Response:
         return self.decide(request, run_id, approval_id)
 
 
 class ApprovalWithdrawView(SanomaAPIView):
-    @extend_schema(operation_id="run_approval_withdraw", summary="Withdraw a pending approval (the run's starter or an operator)",
-                   description="The run waiting on it fails `approval_withdrawn` unless it catches that.",
-                   request=s.WithdrawInput,
-                   responses={200: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)})
+    @extend_schema(
+        operation_id="run_approval_withdraw",
+        summary="Withdraw a pending approval (the run's starter or an operator)",
+        description="The run waiting on it fails `approval_withdrawn` unless it catches that.",
+        request=s.WithdrawInput,
+        responses={200: s.ApprovalSerializer, **errors(400, 403, 404, 409, 415)},
+    )
     def post(self, request: Request, run_id: str, approval_id: str) -> Response:
         body = self.checked(s.WithdrawInput, self.body(request, required=False))
         self.visible_run(request, run_id)
-        state = approvals.withdraw(run_id=run_id, approval_id=approval_id, by=request.user, reason=body.get("reason") or "")
+        state = approvals.withdraw(run_id=run_id, approval_id=approval_id, by=me(request),
+                                   reason=body.get("reason") or "")
         return Response(s.ApprovalSerializer(state).data)
 
 

@@ -54,7 +54,7 @@ class Command(BaseCommand):
         base = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         children = [
             subprocess.Popen([*base, "worker"], env=os.environ.copy()),
-            subprocess.Popen([*base, "runserver", f"127.0.0.1:{options['port']}", "--noreload"], env=os.environ.copy()),
+            subprocess.Popen([*base, "runserver", f"127.0.0.1:{options['port']}", "--noreload", "--insecure"], env=os.environ.copy()),
         ]
         try:
             started = [] if options["no_runs"] else self._example_runs()

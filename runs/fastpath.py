@@ -1,0 +1,53 @@
+"""A step's checkpoint in one statement on PostgreSQL.
+
+The lease renewal, the step row and its ledger record go to the database as one statement (a
+data-modifying CTE): one round trip and one commit instead of five round trips. When the lease
+check matches no row nothing is written, and the caller takes the general path, which tells a
+cancelled run from a lost lease. Measured in `bench/engine.py`.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from runs.models import LedgerRecord, RunStatus, Step
+
+_SQL = """
+WITH lease AS (
+    UPDATE runs_run SET lease_until = %s, updated_at = %s
+    WHERE id = %s AND lease_owner = %s AND status = %s
+    RETURNING id
+), step AS (
+    INSERT INTO runs_step (run_id, seq, kind, name, output, error, decision, attempt, next_seq, created_at)
+    SELECT id, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s, %s FROM lease
+    RETURNING run_id
+)
+INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group")
+SELECT %s, run_id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb FROM step
+RETURNING id
+"""
+
+
+def available() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _json(value: object) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def write_step(*, step: Step, record: LedgerRecord, worker_id: str, lease_until: datetime, now: datetime) -> bool:
+    """Renew the lease and write the step and its record together; False when the lease check failed."""
+    params = [
+        lease_until, now, step.run_id, worker_id, RunStatus.RUNNING,
+        step.seq, step.kind, step.name, _json(step.output), _json(step.error), _json(step.decision), step.attempt,
+        step.next_seq, step.created_at,
+        record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow, record.kind,
+        _json(record.body), _json(record.group),
+    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_SQL, params)
+        written = cursor.fetchone()
+    return written is not None

@@ -1,0 +1,246 @@
+"""One scenario running: the fakes, the people, the run, and each step's action at its turn.
+
+Used by behave (`runs.scenarios.behave_support`) and usable from a test: `prepare()` once the
+database is ready, then `execute(i)` for each step in order.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from connectors.drivers import CallContext
+from runs import clock, faults, services
+from runs.models import ENDED_STATUSES, Run, RunStatus
+from runs.scenarios import model as m
+from runs.scenarios.checks import (
+    check_call,
+    check_ledger,
+    check_order,
+    check_outcome,
+    describe_calls,
+    describe_end,
+)
+from runs.scenarios.drive import Driver
+from runs.scenarios.errors import DriveError, StepFailed
+from runs.scenarios.values import contains, get_path, put_path, short
+from runs.testing import make_user
+
+DEFAULT_STARTER = "scenario"
+
+
+class ScenarioWorld:
+    def __init__(self, config: Any, scenario: m.Scenario) -> None:
+        self.config = config
+        self.scenario = scenario
+        self.run_id: str | None = None
+        self.driver: Driver | None = None
+        self.calls_before: dict[str, int] = {}
+        self.step: m.ScenarioStep | None = None
+        self.text: str | None = None  # the current step's doc string
+        self.table: Any = None  # the current step's table
+
+    # -- setup -------------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Fresh fakes and clock; the people the scenario names, in their groups; the starter may start runs."""
+        for fake in self.config.fakes.values():
+            fake.reset()
+        clock.reset()
+        faults.clear()
+        starter = self.starter
+        people = self.scenario.people
+        people.setdefault(starter, ())
+        for who, groups in people.items():
+            make_user(who, groups=groups, perms=("runs.start_workflow",) if who == starter else ())
+
+    def finish(self) -> None:
+        clock.reset()
+        faults.clear()
+
+    @property
+    def starter(self) -> str:
+        return self.scenario.starter or DEFAULT_STARTER
+
+    # -- what a step function may use ----------------------------------------------------------------
+
+    def fake(self, vendor: str) -> Any:
+        try:
+            return self.config.fakes[vendor]
+        except KeyError:
+            raise StepFailed(f"no fake for vendor {vendor}; the fakes are {', '.join(sorted(self.config.fakes))}") from None
+
+    @property
+    def run(self) -> Run | None:
+        return Run.objects.filter(pk=self.run_id).first() if self.run_id else None
+
+    def records(self) -> list[dict[str, Any]]:
+        return services.ledger_of(run_id=self.run_id) if self.run_id else []
+
+    # -- running a step ----------------------------------------------------------------------------
+
+    def execute(self, index: int, *, text: str | None = None, table: Any = None) -> None:
+        step = self.scenario.steps[index]
+        self.step, self.text, self.table = step, text, table
+        handler = getattr(self, f"_do_{type(step.action).__name__}", None)
+        try:
+            if handler is None:
+                raise StepFailed(f"no way to run a {type(step.action).__name__} step")
+            handler(step.action)
+        except StepFailed as failure:
+            if failure.file is None:
+                raise StepFailed(str(failure), file=self.scenario.location, line=step.line) from None
+            raise
+        except DriveError as err:
+            raise StepFailed(f"{err}\n{describe_calls(self.records())}", file=self.scenario.location,
+                             line=step.line) from None
+
+    def _fail(self, detail: str) -> None:
+        step = self.step
+        text = step.describe() if step else ""
+        raise StepFailed(f"{text}\n{detail}", file=self.scenario.location, line=step.line if step else None)
+
+    def _need_run(self) -> Run:
+        run = self.run
+        if run is None:
+            self._fail("there is no run yet: the step that runs the workflow (When ... runs) comes first")
+        return run  # type: ignore[return-value]
+
+    # setup steps
+
+    def _do_Seed(self, action: m.Seed) -> None:
+        fake = self._fake_of(action.op)
+        context = CallContext(idempotency_key=f"seed:{self.scenario.name}:{self.step.line if self.step else 0}",
+                              run_id="", op_id=action.op, by=self.starter)
+        try:
+            fake.call(action.op, action.input, context)
+        except Exception as err:
+            self._fail(f"seeding the fake by calling {action.op} with {short(action.input)} failed: {err}")
+
+    def _do_Fault(self, action: m.Fault) -> None:
+        pass  # injected when the run starts, after every seed: a fault is for the run's calls
+
+    def _do_Person(self, action: m.Person) -> None:
+        pass  # made in prepare(), before anything runs
+
+    def _do_Starter(self, action: m.Starter) -> None:
+        pass
+
+    def _do_SetState(self, action: m.SetState) -> None:
+        def change(state: dict[str, Any]) -> None:
+            put_path(state, action.path, action.value)
+
+        try:
+            self.fake(action.vendor).update(change)
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            self._fail(f"cannot set {action.vendor}'s state at {action.path!r}: {err}")
+
+    def _do_Decision(self, action: m.Decision) -> None:
+        pass  # spent by the driver when the run asks
+
+    def _do_Custom(self, action: m.Custom) -> None:
+        try:
+            action.function(self, *action.values)
+        except StepFailed:
+            raise
+        except AssertionError as err:
+            self._fail(str(err) or f"an assertion in {action.origin} failed")
+
+    # the run
+
+    def _do_Runs(self, action: m.Runs) -> None:
+        for fault in self.scenario.actions(m.Fault):
+            getattr(self._fake_of(fault.op), fault.fault)(fault.op)
+        self.calls_before = {vendor: len(fake.calls) for vendor, fake in self.config.fakes.items()}
+        try:
+            run = services.start(workflow=action.workflow, input=action.input, started_by=self.starter, config=self.config)
+        except Exception as err:
+            self._fail(f"the run could not start: {err}")
+        self.run_id = run.id
+        waits = any(isinstance(s.action, m.ExpectWaiting) for s in self.scenario.steps)
+        self.driver = Driver(self.scenario, self.config, run.id, skip_sleeps=not (self.scenario.moves_clock or waits),
+                             stop_when_undecided=waits)
+        self._drive()
+
+    def _drive(self) -> None:
+        assert self.driver is not None
+        run = self.driver.advance()
+        if run.status in ENDED_STATUSES:
+            return
+        if run.status == RunStatus.WAITING and (self.scenario.moves_clock or self.driver.stop_when_undecided):
+            return
+        what = run.waiting_for or run.status
+        raise DriveError(f"the run has not ended: it is {run.status}" + (f" for {what}" if run.waiting_for else ""),
+                         code="run_running")
+
+    def _do_Passes(self, action: m.Passes) -> None:
+        clock.advance(action.delta)
+        if self.driver is not None and self.run is not None and self.run.status not in ENDED_STATUSES:
+            self._drive()
+
+    # expectations
+
+    def _check(self, result: Any) -> None:
+        if not result.ok:
+            self._fail(result.detail)
+
+    def _do_ExpectCall(self, action: m.ExpectCall) -> None:
+        self._need_run()
+        self._check(check_call(action, self.records()))
+
+    def _do_ExpectOutcome(self, action: m.ExpectOutcome) -> None:
+        self._need_run()
+        self._check(check_outcome(action, self.records()))
+
+    def _do_ExpectWaiting(self, action: m.ExpectWaiting) -> None:
+        run = self._need_run()
+        if run.status in ENDED_STATUSES:
+            self._fail(describe_end(self.records()))
+
+    def _do_ExpectOutput(self, action: m.ExpectOutput) -> None:
+        run = self._need_run()
+        if run.status != RunStatus.FINISHED:
+            self._fail(describe_end(self.records()))
+        if not contains(run.result, action.output):
+            self._fail(f"the output {short(run.result, 400)} does not contain {short(action.output, 400)}")
+
+    def _do_ExpectLedger(self, action: m.ExpectLedger) -> None:
+        self._need_run()
+        self._check(check_ledger(action, self.records()))
+
+    def _do_ExpectLedgerOrder(self, action: m.ExpectLedgerOrder) -> None:
+        self._need_run()
+        self._check(check_order(action, self.records()))
+
+    def _do_ExpectState(self, action: m.ExpectState) -> None:
+        state = self.fake(action.vendor).state
+        if action.how == "contains":
+            if not contains(state, action.value):
+                self._fail(f"{action.vendor}'s state does not contain {short(action.value, 400)}; "
+                           f"it is {short(state, 600)}")
+            return
+        try:
+            found = get_path(state, action.path)
+        except LookupError as err:
+            self._fail(f"{action.vendor}'s state has nothing at {action.path!r}: {err}")
+        if action.how == "count":
+            if not isinstance(found, (list, dict)) or len(found) != action.value:
+                size = len(found) if isinstance(found, (list, dict)) else "no items (it is not a list)"
+                self._fail(f"{action.vendor}'s state at {action.path!r} has {size}, not {action.value}: {short(found, 400)}")
+            return
+        if found != action.value or type(found) is bool and type(action.value) is not bool:
+            self._fail(f"{action.vendor}'s state at {action.path!r} is {json.dumps(found, default=str)}, "
+                       f"not {json.dumps(action.value, default=str)}")
+
+    def _do_ExpectVendorCalls(self, action: m.ExpectVendorCalls) -> None:
+        self._need_run()
+        fake = self._fake_of(action.op)
+        vendor = self.config.ops[action.op].vendor
+        calls = [c for c in fake.calls[self.calls_before.get(vendor, 0):] if c.get("op") == action.op]
+        if len(calls) != action.count:
+            seen = "; ".join(f"attempt {c.get('attempt')} {c.get('outcome')}" + (f" ({c['error']})" if c.get("error") else "")
+                             for c in calls) or "none"
+            self._fail(f"{action.op} reached the vendor {len(calls)} time(s), not {action.count}: {seen}")
+
+    def _fake_of(self, op_id: str) -> Any:
+        return self.fake(self.config.ops[op_id].vendor)
+

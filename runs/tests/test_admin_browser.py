@@ -1,0 +1,175 @@
+"""The approver's path through the admin in a real browser (headless Chromium through Selenium).
+
+Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; skipped with the reason
+when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots (default: the test's temp dir).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from runs.models import Approval, DecisionMessage, Run
+from runs.testing import make_user
+from runs.tests.test_api import ask_flow, money_needs_bob, nap_flow, refund_flow
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:  # pragma: no cover - depends on the machine
+    webdriver = None
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+FLAGS = (
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1100",
+)
+
+pytestmark = [
+    pytest.mark.skipif(webdriver is None, reason="selenium is not installed (pip install selenium)"),
+    pytest.mark.skipif(
+        not (CHROMIUM and CHROMEDRIVER),
+        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
+    ),
+]
+
+PASSWORD = "correct-horse-battery"
+
+
+@pytest.fixture
+def browser(tmp_path):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    folder = Path(os.environ.get("SANOMA_SCREENSHOT_DIR") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def full_page(browser, file: Path) -> None:
+    """A screenshot of the whole page, not only the window."""
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(1400, min(max(height, 800), 6000))
+    browser.save_screenshot(str(file))
+    browser.set_window_size(1400, 1100)
+
+
+def worker_for(engine, stop: threading.Event) -> threading.Thread:
+    """A stand-in worker: applies decisions as they are sent, like `manage.py worker` would."""
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                if DecisionMessage.objects.filter(applied=False).exists():
+                    engine.drain()
+                time.sleep(0.05)
+        finally:
+            connection.close()
+
+    return threading.Thread(target=work, daemon=True)
+
+
+def test_an_approver_approves_from_the_inbox_and_the_run_page_shows_it(live_server, engine_for, browser, shots):
+    engine = engine_for(refund_flow, ask_flow, nap_flow, policy=money_needs_bob)
+    bob = make_user("bob")
+    bob.is_staff = True
+    bob.set_password(PASSWORD)
+    bob.save()
+    run = engine.run("refund", {"order_id": "1", "amount": 10}, run_id="refund-1")
+    assert run.status == "waiting"
+
+    stop = threading.Event()
+    worker = worker_for(engine, stop)
+    worker.start()
+    wait = WebDriverWait(browser, 20)
+    try:
+        browser.get(f"{live_server.url}/admin/login/?next=/admin/runs/approval/")
+        browser.find_element(By.NAME, "username").send_keys("bob")
+        browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+        browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+        # The inbox lists the held refund with what it lets through.
+        wait.until(EC.presence_of_element_located((By.ID, "result_list")))
+        inbox = browser.find_element(By.ID, "result_list").text
+        assert "Refunds need bob" in inbox and "acme.order.refund" in inbox and '"amount": 10' in inbox
+        browser.save_screenshot(str(shots / "inbox.png"))
+
+        browser.find_element(By.LINK_TEXT, "Refunds need bob").click()
+        wait.until(EC.presence_of_element_located((By.ID, "approve-button")))
+        browser.find_element(By.ID, "id_note").send_keys("Checked the order: refund it")
+        browser.save_screenshot(str(shots / "approval.png"))
+        browser.find_element(By.ID, "approve-button").click()
+
+        message = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist li")))
+        assert "Decided: approval-1 of run refund-1 is approved by bob" in message.text
+        assert browser.find_element(By.ID, "approval-status").text == "approved"
+        assert "Checked the order: refund it" in browser.find_element(By.ID, "decision-note").text
+        browser.save_screenshot(str(shots / "decided.png"))
+
+        browser.find_element(By.ID, "run-link").click()
+        wait.until(EC.presence_of_element_located((By.ID, "ledger")))
+        page = browser.find_element(By.ID, "content-main").text
+        assert "approved" in page and "Checked the order: refund it" in page
+        ledger = browser.find_element(By.ID, "ledger").text
+        assert "approval.decided" in ledger and "run.finished" in ledger
+        # The page is styled: the admin's stylesheet loaded.
+        assert browser.find_element(By.ID, "header").value_of_css_property("background-color") != "rgba(0, 0, 0, 0)"
+        full_page(browser, shots / "run.png")
+    finally:
+        stop.set()
+        worker.join(timeout=10)
+
+    assert Run.objects.get(pk="refund-1").status == "finished"
+    assert Approval.objects.get(run_id="refund-1").decided_by == "bob"
+
+
+def test_the_start_form_shows_the_servers_refusal_on_the_field(live_server, engine_for, alice, browser, shots):
+    engine_for(refund_flow, ask_flow, nap_flow, policy=money_needs_bob)
+    alice.is_staff = True
+    alice.set_password(PASSWORD)
+    alice.save()
+    wait = WebDriverWait(browser, 20)
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/runs/run/start/")
+    browser.find_element(By.NAME, "username").send_keys("alice")
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+    wait.until(EC.presence_of_element_located((By.LINK_TEXT, "refund"))).click()
+    wait.until(EC.presence_of_element_located((By.ID, "start_form")))
+    browser.find_element(By.ID, "id_order_id").send_keys("1")
+    browser.find_element(By.ID, "id_amount").send_keys("0")
+    browser.find_element(By.NAME, "_start").click()
+
+    error = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".field-amount .errorlist")))
+    assert error.text == "Input should be greater than 0"
+    full_page(browser, shots / "start-error.png")
+    assert not Run.objects.exists()
+
+    amount = browser.find_element(By.ID, "id_amount")
+    amount.clear()
+    amount.send_keys("10")
+    browser.find_element(By.NAME, "_start").click()
+    wait.until(EC.presence_of_element_located((By.ID, "ledger")))
+    assert "Started refund as run" in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
+    assert Run.objects.get().input == {"order_id": "1", "amount": 10}

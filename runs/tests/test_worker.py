@@ -1,0 +1,151 @@
+"""`manage.py worker` as a real process: sleepers wake on time, other versions are left alone
+(SPEC 73/74), and SIGTERM stops it cleanly.
+
+Each worker runs on the database pytest-django made for the test (`transaction=True`; see
+`worker_company/harness.py` for how the child finds it) and on the config root
+`runs/tests/worker_company/`, with its fakes in the test's tmp dir. Every wait is bounded, and a
+failure prints the worker's output.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django_q.models import OrmQ
+
+from runs import clock, services
+from runs.config import ResolvedConfig, load_config
+from runs.models import AppVersion, LedgerRecord, Run, RunStatus, Step
+from runs.testing import make_user
+from runs.tests.worker_company.harness import ROOT, Worker, database_url, group_members, worker_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STARTER = "worker-tester"
+
+
+class Site:
+    """The test's database, fake dir and worker factory; every worker is killed at teardown."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.db_url = database_url(connection.settings_dict)
+        self.var = tmp_path / "var"
+        (self.var / "fakes").mkdir(parents=True, exist_ok=True)
+        self.workers: list[Worker] = []
+        self._configs: dict[str, ResolvedConfig] = {}
+        make_user(STARTER, perms=["runs.start_workflow"])
+
+    def config(self, version: str) -> ResolvedConfig:
+        if version not in self._configs:
+            self._configs[version] = load_config(ROOT, fakes="instance", fake_dir=self.var / "fakes", app_version=version)
+        return self._configs[version]
+
+    def worker(self, version: str, *args: str, **env: object) -> Worker:
+        log = self.tmp / f"worker-{version}-{len(self.workers)}.log"
+        worker = Worker(worker_env(db_url=self.db_url, var_dir=self.var, version=version, **env), log, args)
+        self.workers.append(worker)
+        return worker
+
+    def start(self, version: str, workflow: str, input: dict, run_id: str) -> Run:
+        return services.start(workflow=workflow, input=input, started_by=STARTER, run_id=run_id,
+                              config=self.config(version))
+
+    def cleanup(self) -> None:
+        for worker in self.workers:
+            worker.cleanup()
+
+
+@pytest.fixture
+def site(tmp_path: Path):
+    made = Site(tmp_path)
+    yield made
+    made.cleanup()
+
+
+def test_a_sleeping_run_resumes_within_a_second_of_its_deadline(site: Site) -> None:
+    worker = site.worker("v1").start()
+    # Deadlines spread over a second, 3 s ahead: they come due while the worker is idle.
+    base = clock.now_ms() + 3000
+    deadlines = {f"nap-{i}": base + i * 250 for i in range(5)}
+    for run_id, until in deadlines.items():
+        site.start("v1", "nap", {"until_ms": until}, run_id)
+    worker.wait_for(lambda: Run.objects.filter(id__in=deadlines, status=RunStatus.WAITING).count() == len(deadlines)
+                    or Run.objects.filter(id__in=deadlines, status=RunStatus.FINISHED).exists(),
+                    within=30, what="the naps to go to sleep")
+    worker.wait_for(lambda: Run.objects.filter(id__in=deadlines, status=RunStatus.FINISHED).count() == len(deadlines),
+                    within=30, what="the naps to finish")
+    delays = {}
+    for run_id, until in deadlines.items():
+        # Step 1 is the sleep, recorded before its deadline (so the run really waited); step 2 is
+        # the ctx.now() right after it: the moment the run resumed.
+        slept = Step.objects.get(run_id=run_id, seq=1)
+        assert clock.to_ms(slept.created_at) < until, f"{run_id} reached its sleep after the deadline"
+        woke = Step.objects.get(run_id=run_id, seq=2).output["at"]
+        delays[run_id] = woke - until
+    assert all(0 <= d < 1000 for d in delays.values()), (delays, worker.describe())
+    assert worker.terminate() == 0, worker.describe()
+    print(f"\nresumption delay after the deadline (ms): {sorted(delays.values())}")
+
+
+def test_a_worker_leaves_runs_of_another_version_alone_and_names_them(site: Site) -> None:
+    # SPEC 73: a run started on version A; only a version-B worker runs.
+    stranger = site.start("version-a", "five-posts", {"label": "A"}, "run-on-a")
+    worker = site.worker("version-b").start()
+    warning = worker.output()
+    assert "run-on-a (worker-company@version-a)" in warning and "left alone" in warning, worker.describe()
+    # B's own run goes through.
+    site.start("version-b", "five-posts", {"label": "B"}, "run-on-b")
+    worker.wait_for(lambda: Run.objects.filter(id="run-on-b", status=RunStatus.FINISHED).exists(), within=30,
+                    what="version B's own run to finish")
+    # Its task was enqueued first; once the broker's queue is empty, the worker has had it and let it be.
+    worker.wait_for(lambda: not OrmQ.objects.exists(), within=10, what="the broker queue to empty")
+    time.sleep(1.0)  # a few sweeps: none may touch it either
+    stranger.refresh_from_db()
+    assert (stranger.status, stranger.lease_owner, stranger.app_version) == (RunStatus.QUEUED, "", "worker-company@version-a")
+    assert not Step.objects.filter(run_id="run-on-a").exists()
+    assert list(LedgerRecord.objects.filter(run_id="run-on-a").values_list("kind", flat=True)) == ["run.started"]
+    assert not [e for e in site.config("version-a").fakes["tally"].state["effects"] if e["run"] == "run-on-a"]
+    assert worker.terminate() == 0, worker.describe()
+
+
+def test_an_older_worker_warns_unless_promoted(site: Site) -> None:
+    # SPEC 74: A first, then B (the latest); A again warns; A with --promote becomes the latest.
+    def once(version: str, *args: str) -> str:
+        worker = site.worker(version, "--for-seconds", "0.1", *args)
+        worker.start()
+        code = worker.proc.wait(timeout=30)
+        assert code == 0, worker.describe()
+        return worker.output()
+
+    assert "older than the latest" not in once("old")
+    assert "older than the latest" not in once("new")
+    warned = once("old")
+    assert "This worker runs worker-company@old, older than the latest worker-company@new" in warned, warned
+    assert "--promote" in warned
+    promoted = once("old", "--promote")
+    assert "older than the latest" not in promoted, promoted
+    latest = AppVersion.objects.order_by("-promoted_at").values_list("version", flat=True).first()
+    assert latest == "worker-company@old"
+
+
+def test_sigterm_stops_the_worker_cleanly(site: Site) -> None:
+    # A slow call (300 ms after each effect) keeps a run in flight when the signal comes.
+    worker = site.worker("v1", TALLY_AFTER_MS=300).start()
+    fake = site.config("v1").fakes["tally"]
+    site.start("v1", "five-posts", {"label": "term"}, "in-flight")
+    worker.wait_for(lambda: fake.state["effects"], within=30, what="the run's first effect")
+    sent = time.monotonic()
+    code = worker.terminate(within=30)
+    took = time.monotonic() - sent
+    assert code == 0, worker.describe()
+    assert not group_members(worker.pgid), f"processes left in the worker's group: {group_members(worker.pgid)}"
+    output = worker.output()
+    assert "worker stopping" in output and "Traceback" not in output, worker.describe()
+    # The segment in flight was allowed to end: the run is not left running under a dead lease.
+    run = Run.objects.get(id="in-flight")
+    assert run.status in (RunStatus.FINISHED, RunStatus.QUEUED), (run.status, worker.describe())
+    assert run.lease_owner == ""
+    print(f"\nSIGTERM: exit {code} after {took:.2f} s; the in-flight run is {run.status}")
