@@ -77,27 +77,6 @@ def _diagnosis() -> str:
             f"(locks until {sorted(locked)[:3]}...)\nunfinished runs:\n  " + "\n  ".join(rows))
 
 
-KNOWN_STALL = (
-    "known engine defect: runs whose task a killed cluster had prefetched stay queued until django-q2's "
-    "`retry` (360 s) expires, because wakeups.sweep.resend_lost re-sends nothing while ANY broker row "
-    "exists, including rows locked by the dead cluster. Fix: test only deliverable rows, "
-    "OrmQ.objects.filter(key=cluster, lock__lte=now).exists()"
-)
-
-
-def _stuck_behind_dead_locks() -> bool:
-    """The stall KNOWN_STALL describes, exactly: every unfinished run queued, and the broker holds
-    only locked tasks (none it could hand out), so only django-q2's `retry` would free them."""
-    from django.utils import timezone
-    from django_q.models import OrmQ
-
-    unfinished = set(Run.objects.filter(id__startswith=PREFIX).exclude(status=RunStatus.FINISHED)
-                     .values_list("status", flat=True))
-    now = timezone.now()
-    return (unfinished == {RunStatus.QUEUED} and OrmQ.objects.filter(lock__gt=now).exists()
-            and not OrmQ.objects.filter(lock__lte=now).exists())
-
-
 def _status_counts() -> dict[str, int]:
     return dict(Counter(Run.objects.filter(id__startswith=PREFIX).values_list("status", flat=True)))
 
@@ -135,14 +114,9 @@ def test_sigkilled_worker_loses_nothing_and_repeats_nothing(tmp_path: Path) -> N
             kills.append({"at_effects": len(_effect_keys(fake)), "unrecorded": sorted(frozen), "statuses": counts})
             assert counts.get(RunStatus.FINISHED, 0) < RUNS, f"kill {k + 1} came after every run finished: {kills}"
             worker.start()
-        try:
-            worker.wait_for(lambda: _status_counts().get(RunStatus.FINISHED, 0) == RUNS
-                            or _status_counts().get(RunStatus.FAILED, 0),
-                            within=FINISH_WITHIN_SECONDS, what=f"all {RUNS} runs to finish")
-        except AssertionError:
-            if _stuck_behind_dead_locks():
-                pytest.xfail(KNOWN_STALL + f"\n{_diagnosis()}")
-            raise
+        worker.wait_for(lambda: _status_counts().get(RunStatus.FINISHED, 0) == RUNS
+                        or _status_counts().get(RunStatus.FAILED, 0),
+                        within=FINISH_WITHIN_SECONDS, what=f"all {RUNS} runs to finish")
         assert worker.terminate() == 0, worker.describe()
     except BaseException:
         print(f"kills: {kills}\n{_diagnosis()}\n{worker.describe()}")
