@@ -587,6 +587,9 @@ class RunContext:
                 if approval is not None:
                     approval.save(force_insert=True)
                     grant_approver(approval)
+                    if not self._run.has_approvals:
+                        Run.objects.filter(pk=self._run.pk).update(has_approvals=True)
+                        self._run.has_approvals = True
                 for record in records:
                     if record.kind in FAST_KINDS:
                         record.save(force_insert=True)  # its step's unique (run, seq) already guards it

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from connectors.errors import InvalidInput, SanomaError, describe_issues, error_to_dict, issues_of
-from runs import clock, ledger
+from runs import clock, fastpath, ledger
 from runs.config import ResolvedConfig
 from runs.context import Cancelled, LeaseLost, RunContext, Suspend
 from runs.dispatch import enqueue
@@ -69,8 +69,9 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
         config=config,
         worker_id=worker_id,
         steps={s.seq: s for s in run.steps.all()},
-        approvals=list(Approval.objects.filter(run=run)),
-        messages=list(DecisionMessage.objects.filter(approval__run=run, applied=False).order_by("id")),
+        approvals=list(Approval.objects.filter(run=run)) if run.has_approvals else [],
+        messages=(list(DecisionMessage.objects.filter(approval__run=run, applied=False).order_by("id"))
+                  if run.has_approvals else []),
         segment_seconds=settings.SANOMA_SEGMENT_SECONDS,
     )
     try:
@@ -98,6 +99,10 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
 def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: str, kind: str, body: dict[str, Any],
          seq: int, result: Any = None, error: Any = None) -> str:
     now = clock.now()
+    record = ledger.build(run, kind=kind, seq=seq, body=body, app=config.app_name)
+    if fastpath.available():
+        return status if fastpath.end_run(run_id=run.pk, worker_id=worker_id, status=status, result=result,
+                                           error=error, now=now, record=record) else "lost"
     with transaction.atomic():
         ended = Run.objects.filter(pk=run.pk, lease_owner=worker_id, status=RunStatus.RUNNING).update(
             status=status, result=result, error=error, lease_owner="", lease_until=None, updated_at=now, ended_at=now,
@@ -105,7 +110,7 @@ def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: str, kind:
         if not ended:
             return "lost"
         # Only the lease holder ends a run, once: its closing record cannot exist yet.
-        ledger.build(run, kind=kind, seq=seq, body=body, app=config.app_name).save(force_insert=True)
+        record.save(force_insert=True)
     return status
 
 

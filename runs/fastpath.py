@@ -47,7 +47,40 @@ def write_step(*, step: Step, record: LedgerRecord, worker_id: str, lease_until:
         record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow, record.kind,
         _json(record.body), _json(record.group),
     ]
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_SQL, params)
-        written = cursor.fetchone()
-    return written is not None
+    return _execute(_SQL, params)
+
+
+_END_SQL = """
+WITH ended AS (
+    UPDATE runs_run SET status = %s, result = %s::jsonb, error = %s::jsonb, lease_owner = '', lease_until = NULL,
+        updated_at = %s, ended_at = %s
+    WHERE id = %s AND lease_owner = %s AND status = %s
+    RETURNING id
+)
+INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group")
+SELECT %s, id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb FROM ended
+RETURNING id
+"""
+
+
+def end_run(*, run_id: str, worker_id: str, status: str, result: object, error: object, now: datetime,
+            record: LedgerRecord) -> bool:
+    """End the run and write its closing record together; False when this worker no longer holds it."""
+    params = [
+        status, _json(result), _json(error), now, now, run_id, worker_id, RunStatus.RUNNING,
+        record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow, record.kind,
+        _json(record.body), _json(record.group),
+    ]
+    return _execute(_END_SQL, params)
+
+
+def _execute(sql: str, params: list) -> bool:
+    # One statement is atomic on its own: in autocommit it is one round trip. Inside a caller's
+    # transaction a savepoint keeps a refused insert from aborting the caller's work.
+    if connection.in_atomic_block:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone() is not None
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone() is not None

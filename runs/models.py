@@ -36,6 +36,8 @@ class Run(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     # Bumped by anything that should make a suspending advance look again (a decision, a cancel).
     signal_gen = models.IntegerField(default=0)
+    # Set when the run asks its first approval: a run that never did skips loading approvals.
+    has_approvals = models.BooleanField(default=False)
     queued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()

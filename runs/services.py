@@ -106,8 +106,9 @@ def start_or_get(
     if run_id is not None and (not isinstance(run_id, str) or not run_id.strip() or len(run_id) > 200):
         raise InvalidInput("run_id must be a non-blank string of at most 200 characters",
                            data={"issues": [{"path": ["runId"], "message": "invalid run id", "code": "invalid"}]})
+    chosen = run_id is not None
     run_id = run_id or f"{definition.name}-{uuid.uuid4().hex[:20]}"
-    existing = Run.objects.filter(pk=run_id).first()
+    existing = Run.objects.filter(pk=run_id).first() if chosen else None
     if existing is not None:
         differs = _differences(existing, definition.name, input, principal.id)
         if differs:
