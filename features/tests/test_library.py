@@ -209,31 +209,3 @@ def _step(kind, text):
     from runs.scenarios.library import StepText
 
     return StepText(name=text, step_type=kind)
-
-
-# -- sandbox seeding (for SPEC 20.4) -----------------------------------------------------------------
-
-def test_sandbox_seeding_resets_seeds_then_injects_faults(desk):
-    from connectors.errors import InvalidInput
-    from runs.scenarios.sandbox import scenario_for_run, seed_fakes
-
-    root, config = desk()
-    scenario = scenario_for_run(config, "open one", "triage")
-    fake = config.fakes["desk"]
-    fake.update(lambda state: state["tickets"].append({"ticket_id": "old", "title": "old"}))
-    seeds = seed_fakes(config, scenario, "run-1")
-    assert seeds == [{"op": "desk.ticket.open", "input": {"title": "printer"},
-                      "output": {"ticket_id": "t1", "title": "printer"}}]
-    assert fake.state["tickets"] == [{"ticket_id": "t1", "title": "printer"}]
-    with pytest.raises(Exception, match="injected fault"):
-        fake.call("desk.ticket.open", {"title": "x"}, _context())
-    with pytest.raises(InvalidInput, match='No scenario named "nope"'):
-        scenario_for_run(config, "nope", "triage")
-    with pytest.raises(InvalidInput, match='Scenario "open one" runs triage, not tidy'):
-        scenario_for_run(config, "open one", "tidy")
-
-
-def _context():
-    from connectors.drivers import CallContext
-
-    return CallContext(idempotency_key="k", run_id="r", op_id="desk.ticket.open")
