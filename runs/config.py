@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from connectors.drivers import Driver
 from connectors.errors import ConfigError
-from connectors.operations import Connector, Operation
+from connectors.operations import Connector, Operation, phrase_fields
 from runs.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
 
 RUNTIME_VERSION = "0.1.0"
@@ -148,6 +148,18 @@ def _index_connectors(connectors: Sequence[Any], problems: list[str]) -> dict[st
     return ops
 
 
+def _check_phrases(ops: Mapping[str, Operation], problems: list[str]) -> None:
+    for op_id, operation in ops.items():
+        for kind in ("given", "expect"):
+            template = getattr(operation.phrases, kind)
+            for name in phrase_fields(template or ""):
+                if name not in operation.input.model_fields:
+                    problems.append(
+                        f"{op_id}'s {kind} phrase {template!r} names {{{name}}}, which is not an input field; "
+                        f"its fields are {', '.join(operation.input.model_fields)}"
+                    )
+
+
 def _make_drivers(
     connectors: Sequence[Connector], fakes_mode: str, fake_dir: Path | None, problems: list[str]
 ) -> tuple[dict[str, Driver], dict[str, Any]]:
@@ -254,6 +266,7 @@ def resolve_config(
         problems.append(f"app_name {app_name!r} must be lowercase letters, digits and dashes")
     root = Path(config.root).resolve() if config.root else None
     ops = _index_connectors(config.connectors, problems)
+    _check_phrases(ops, problems)
     drivers, fake_instances = _make_drivers(config.connectors, fakes, fake_dir, problems)
     workflows = _check_workflows(
         config.workflows if isinstance(config.workflows, (list, tuple)) else (), discovered, ops, drivers, problems

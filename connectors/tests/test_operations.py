@@ -86,3 +86,9 @@ def test_resolving_lists_every_problem_in_one_message():
     assert "Two connectors declare dup.x.get" in text
     assert 'named "drift", the name of a built-in workflow' in text
     assert "uses nope.x.y, which no connector in the config declares" in text
+
+
+def test_a_phrase_naming_a_field_the_input_lacks_stops_the_config_naming_op_and_field():
+    shop = define_connector("shop", {"order": {"get": op(effect="read", input=In, output=Out, given="order {order_id} exists")}})
+    with pytest.raises(ConfigError, match=r"shop.order.get's given phrase 'order \{order_id\} exists' names \{order_id\}, which is not an input field; its fields are id"):
+        resolve_config(SanomaConfig(connectors=[shop]))
