@@ -548,7 +548,7 @@ def main() -> None:
     d = {}
     if not args.skip_dbos:
         d = {mode: dbos(mode, d_runs, 10) for mode in ("direct", "queue")}
-        print(f"(d) DBOS: " + ", ".join(f"{m} {r['steps_per_s']:.0f} steps/s" for m, r in d.items()))
+        print("(d) DBOS: " + ", ".join(f"{m} {r['steps_per_s']:.0f} steps/s" for m, r in d.items()))
 
     dbos_best = max((r["steps_per_s"] for r in d.values()), default=None)
     rows = [

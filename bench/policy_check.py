@@ -74,7 +74,7 @@ def policy_files() -> dict[str, str]:
         cond = [
             f"context.input has amount && context.input.amount > {10000 + i * 1000}",
             f'principal == User::"{PEOPLE[i % len(PEOPLE)]}" && context.input has blocked && context.input.blocked',
-            f'context.input has country && ["kp", "ir", "sy"].contains(context.input.country)',
+            'context.input has country && ["kp", "ir", "sy"].contains(context.input.country)',
         ][i % 3]
         forbids.append(f'@reason("rule {i}: not allowed")\nforbid(principal, action == Action::"{op}", resource)\nwhen {{ {cond} }};')
     # 4. target rules (8)

@@ -159,9 +159,10 @@ def issues_of(validation_error: Any) -> list[dict[str, Any]]:
     return issues
 
 
-def describe_issues(issues: list[dict[str, Any]]) -> str:
+def describe_issues(issues: list[dict[str, Any]], *, whole: str = "(input)") -> str:
+    """`path: message; ...`; `whole` names an issue about the whole value."""
     parts = []
     for issue in issues:
-        path = ".".join(str(p) for p in issue["path"]) or "(input)"
+        path = ".".join(str(p) for p in issue["path"]) or whole
         parts.append(f"{path}: {issue['message']}")
     return "; ".join(parts)

@@ -35,7 +35,7 @@ from runs.models import (
     Step,
     WorkflowEntry,
 )
-from runs.permissions import Principal, check_can_view, is_operator, principal_of, visible_runs, workflow_entry
+from runs.permissions import check_can_view, is_operator, visible_runs, request_principal
 from runs.versions import sync_workflow_entries
 from runs.registry import get_config
 
@@ -61,13 +61,7 @@ def is_staff(request: HttpRequest) -> bool:
     return bool(request.user.is_active and request.user.is_staff)
 
 
-def me(request: HttpRequest) -> Principal:
-    """The user as a principal (username and groups), read once per request."""
-    principal = getattr(request, "_sanoma_principal", None)
-    if principal is None:
-        principal = principal_of(request.user)
-        request._sanoma_principal = principal
-    return principal
+me = request_principal
 
 
 def run_link(run_id: str, label: str | None = None) -> str:

@@ -12,7 +12,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from connectors.drivers import Driver
 from connectors.errors import ConfigError

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 from contextlib import contextmanager
 
 from django.conf import settings

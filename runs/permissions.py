@@ -60,6 +60,15 @@ def principal_of(who: Any) -> Principal:
     return Principal(id=user.get_username(), groups=tuple(sorted(g.name for g in user.groups.all())), user=user)
 
 
+def request_principal(request: Any) -> Principal:
+    """The request's user as a principal (username and groups), read once per request."""
+    principal = getattr(request, "_sanoma_principal", None)
+    if principal is None:
+        principal = principal_of(request.user)
+        request._sanoma_principal = principal
+    return principal
+
+
 def permission_denied(message: str, **data: Any) -> SanomaError:
     return SanomaError(message, code="permission_denied", data=data)
 

@@ -16,7 +16,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from connectors.errors import SanomaError, error_code
+from connectors.errors import SanomaError, describe_issues, error_code
 
 log = logging.getLogger("sanoma.api")
 
@@ -86,11 +86,7 @@ def issues_from_drf(detail: Any, path: tuple[Any, ...] = ()) -> list[dict[str, A
 
 
 def _describe(issues: list[dict[str, Any]]) -> str:
-    parts = []
-    for issue in issues:
-        where = ".".join(str(p) for p in issue["path"]) or "(body)"
-        parts.append(f"{where}: {issue['message']}")
-    return "; ".join(parts)
+    return describe_issues(issues, whole="(body)")
 
 
 def response_for(exc: BaseException) -> Response:

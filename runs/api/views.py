@@ -19,7 +19,7 @@ from runs import approvals, services
 from runs.api import serializers as s
 from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
 from runs.models import Approval, ApprovalStatus, Run, RunStatus
-from runs.permissions import Principal, principal_of
+from runs.permissions import request_principal
 from runs.registry import get_config
 
 # How long a decision waits for the run to apply it before answering 202 (SPEC 8.5).
@@ -89,13 +89,7 @@ class SanomaAPIView(APIView):
         return run
 
 
-def me(request: Request) -> Principal:
-    """The caller as a principal (username and groups), read once per request."""
-    principal = getattr(request, "_sanoma_principal", None)
-    if principal is None:
-        principal = principal_of(request.user)
-        request._sanoma_principal = principal
-    return principal
+me = request_principal
 
 
 def pending_counts(run_ids: list[str]) -> dict[str, int]:
