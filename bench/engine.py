@@ -14,7 +14,8 @@ It measures, in one run, side by side:
       advanced in this process with `runs.engine.advance`; also the marginal step (10-call runs
       minus 0-call runs, so the per-run claim/load/finish is not counted)
   (c) steps/s of 500 runs x 10 steps through a real `manage.py worker` with SANOMA_WORKERS=2, from
-      the first run's start to the last run's end (database timestamps)
+      the first run's start to the last run's end (database timestamps); (c2) the same with the runs
+      started before the worker, from its first checkpoint to the last end (the workers alone)
   (d) the same 10-step workflow on DBOS Transact (dbos 3.4.0), each mode in its own process on its
       own fresh database `<name>_dbos_<mode>`: 500 direct calls in one thread, and 500 through a
       queue polled every 10 ms with worker_concurrency=10 (ENGINE-NOTES 4)
@@ -23,9 +24,10 @@ It measures, in one run, side by side:
       (on PostgreSQL every autocommit statement is a transaction too)
   (f) the delay between a sleep's deadline and the run's resumption (`nap`: ctx.sleep(until) then
       ctx.now(), whose recorded time is the resumption), p50/p95 over 20 runs with a worker up
-  (g) where a step's time goes: the step's transaction alone, as the engine writes it (ORM: BEGIN,
-      lease UPDATE, Step INSERT, LedgerRecord INSERT, COMMIT), without the lease UPDATE, as
-      hand-written SQL, and as one statement of data-modifying CTEs (1 round trip), wall and CPU
+  (g) where a step's time goes: the step's transaction alone, on the general path (ORM: BEGIN,
+      lease UPDATE, Step INSERT, LedgerRecord INSERT, COMMIT; what SQLite uses), without the lease
+      UPDATE, as hand-written SQL, and as one statement of data-modifying CTEs (1 round trip: what
+      the engine does on PostgreSQL, runs/fastpath.py), wall and CPU
 The config root is bench/bench_company/ (its fake stays in memory even under SANOMA_FAKES=instance).
 
 Aims: one commit per step; a step at most 2x the bare insert; at least 4x DBOS-py's steps/s;
@@ -405,6 +407,31 @@ def with_worker(config: Any, runs: int, steps: int) -> dict[str, float]:
             "enqueue_per_s": runs / enqueued, "xacts": (x1 - x0) / (runs * steps)}
 
 
+def queue_before_worker(config: Any, runs: int, steps: int) -> None:
+    """(c2): runs started before any worker is up, so the workers alone set the pace."""
+    from runs import services
+
+    for i in range(runs):
+        services.start(workflow="steps", input={"n": steps}, started_by="bench", run_id=f"q-{i}", config=config)
+
+
+def drained_by_worker(runs: int, steps: int) -> dict[str, float]:
+    """(c2): steps/s from the workers' first checkpoint to the last run's end."""
+    from django.db.models import Max, Min
+
+    from runs.models import Run, RunStatus, Step
+
+    ends = time.monotonic() + 600
+    while Run.objects.filter(id__startswith="q-").exclude(status=RunStatus.FINISHED).exists():
+        if time.monotonic() > ends:
+            raise SystemExit("(c2) did not finish within 600 s")
+        time.sleep(0.05)
+    first = Step.objects.filter(run__id__startswith="q-").aggregate(first=Min("created_at"))["first"]
+    last = Run.objects.filter(id__startswith="q-").aggregate(last=Max("ended_at"))["last"]
+    seconds = (last - first).total_seconds()
+    return {"steps_per_s": runs * steps / seconds, "seconds": seconds}
+
+
 def sleep_resumption(config: Any, runs: int) -> dict[str, float]:
     """(f): naps whose deadlines fall over ~4 s while the worker is idle; delay = ctx.now() - until."""
     from runs import clock, services
@@ -533,8 +560,11 @@ def main() -> None:
     anatomy = step_anatomy(config, 500 if args.quick else 2000)
     print("(g) step transaction: " + ", ".join(f"{k} {ms(v)}" for k, v in anatomy.items() if not k.endswith("_cpu")))
     log = var / "worker.log"
+    queue_before_worker(config, c_runs, 10)
     worker = start_worker(env, log, args.workers)
     try:
+        c2 = drained_by_worker(c_runs, 10)
+        print(f"(c2) worker, runs queued before it started: {c2['steps_per_s']:.0f} steps/s")
         c = with_worker(config, c_runs, 10)
         print(f"(c) worker: {c['steps_per_s']:.0f} steps/s (starting {c['enqueue_per_s']:.0f} runs/s meanwhile)")
         f = sleep_resumption(config, f_runs)
@@ -561,6 +591,8 @@ def main() -> None:
         ("(c) 2 worker processes, 500x10 steps" if not args.quick else f"(c) worker, {c_runs}x10 steps",
          f"{c['steps_per_s']:,.0f} steps/s ({c['runs_per_s']:.0f} runs/s, {c['seconds']:.2f} s)",
          f"notes prototype: {NOTES['prototype_steps_per_s']:,} steps/s"),
+        ("(c2) the same, runs queued before the workers started", f"{c2['steps_per_s']:,.0f} steps/s ({c2['seconds']:.2f} s)",
+         "the workers alone: no starts competing for the 2 cores"),
     ]
     for mode, r in d.items():
         label = "direct calls, 1 thread" if mode == "direct" else "queue, poll 10 ms, concurrency 10"
@@ -570,11 +602,11 @@ def main() -> None:
          f"statements {engine['statements']:.1f} / {engine['statements_marginal']:.1f}"),
         ("(e) pg xact_commit per step (in-process)", f"{engine['xacts']:.2f}", "incl. autocommit reads of claim/load"),
         ("(e) pg xact_commit per step (with worker, whole system)", f"{c['xacts']:.2f}", "incl. broker, start, sweep"),
-        ("(g) step txn as the engine does it (ORM, 5 round trips)", f"{ms(anatomy['engine'])} (CPU {ms(anatomy['engine_cpu'])})",
+        ("(g) step txn, general path (ORM, 5 round trips; SQLite)", f"{ms(anatomy['engine'])} (CPU {ms(anatomy['engine_cpu'])})",
          f"{anatomy['engine'] / engine['marginal']:.0%} of the marginal step"),
         ("(g) ... without the lease UPDATE", f"{ms(anatomy['no_lease'])} (CPU {ms(anatomy['no_lease_cpu'])})", "Step + LedgerRecord saves in atomic"),
         ("(g) ... same 3 statements, hand-written SQL", f"{ms(anatomy['raw'])} (CPU {ms(anatomy['raw_cpu'])})", "ORM cost = engine - raw"),
-        ("(g) ... one CTE statement (1 round trip)", f"{ms(anatomy['cte'])} (CPU {ms(anatomy['cte_cpu'])})", f"{anatomy['cte'] / bare:.2f}x bare insert"),
+        ("(g) ... one CTE statement: the engine on PostgreSQL", f"{ms(anatomy['cte'])} (CPU {ms(anatomy['cte_cpu'])})", f"{anatomy['cte'] / bare:.2f}x bare insert"),
         ("(g) ... one CTE, lease checked not renewed", f"{ms(anatomy['cte_guard'])} (CPU {ms(anatomy['cte_guard_cpu'])})", f"{anatomy['cte_guard'] / bare:.2f}x bare insert"),
         ("(f) sleep deadline -> resumed", f"p50 {f['p50']:.0f} ms, p95 {f['p95']:.0f} ms (max {f['max']:.0f})",
          f"{f_runs} runs, worker up"),
@@ -594,7 +626,8 @@ def main() -> None:
         ("at least 4x DBOS-py's steps/s",
          None if dbos_best is None else c["steps_per_s"] >= 4 * dbos_best,
          "not measured" if dbos_best is None else f"{c['steps_per_s'] / dbos_best:.2f}x the best DBOS mode here "
-                                                  f"({c['steps_per_s'] / NOTES['dbos_steps_per_s']:.2f}x the notes' 241)"),
+                                                  f"({c['steps_per_s'] / NOTES['dbos_steps_per_s']:.2f}x the notes' 241; "
+                                                  f"workers alone {c2['steps_per_s'] / dbos_best:.2f}x)"),
         ("resumption within 1 s", f["p95"] < 1000, f"p95 {f['p95']:.0f} ms"),
     ]
     print()

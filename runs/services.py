@@ -106,14 +106,7 @@ def start_or_get(
     if run_id is not None and (not isinstance(run_id, str) or not run_id.strip() or len(run_id) > 200):
         raise InvalidInput("run_id must be a non-blank string of at most 200 characters",
                            data={"issues": [{"path": ["runId"], "message": "invalid run id", "code": "invalid"}]})
-    chosen = run_id is not None
     run_id = run_id or f"{definition.name}-{uuid.uuid4().hex[:20]}"
-    existing = Run.objects.filter(pk=run_id).first() if chosen else None
-    if existing is not None:
-        differs = _differences(existing, definition.name, input, principal.id)
-        if differs:
-            raise _already_exists(existing, differs)
-        return existing, False
     now = clock.now()
     run = Run(
         id=run_id, workflow=definition.name, app_version=config.version, input=input, started_by=principal.id,
@@ -126,7 +119,7 @@ def start_or_get(
             ledger.build(run, kind="run.started", seq=0, body={"input": input}, app=config.app_name).save(force_insert=True)
             enqueue(run.id)
     except IntegrityError:
-        # A racing start with the same id committed first: it stands.
+        # The id is taken: by an earlier start of the same run (idempotent), or a racing one. It stands.
         existing = Run.objects.get(pk=run_id)
         differs = _differences(existing, definition.name, input, principal.id)
         if differs:
