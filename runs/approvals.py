@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 
 from connectors.errors import InvalidInput, SanomaError
 from runs import clock, ledger
-from runs.context import may_decide
+from runs.approval_rules import may_decide
 from runs.engine import wake
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, DecisionMessage, Run
 from runs.permissions import Principal, can_decide, decidable_approvals, is_operator, principal_of

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from pydantic import BaseModel, ValidationError
-from pydantic_core import to_jsonable_python
 
 from connectors.drivers import CallContext
 from connectors.errors import (
@@ -34,13 +33,14 @@ from connectors.operations import Operation
 from runs import clock, fastpath, faults, heartbeat, ledger
 from runs.config import ResolvedConfig
 from runs.permissions import grant_approver
+from runs.approval_rules import may_decide, rejection_error
+from runs.ctx_requests import check_approval_request, check_sleep, parse_op_input
 from runs.policy_calls import build_policy_call
 from runs.models import Approval, ApprovalStatus, DecisionMessage, LedgerRecord, Run, RunStatus, Step, StepKind
 from runs.workflows import Approved, WorkflowDefinition
 
 log = logging.getLogger("sanoma.engine")
 
-SLEEP_UNITS_MS = {"ms": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000, "days": 86_400_000}
 LEDGER_RETRY_DELAYS = (0.05, 0.2, 0.8)
 # Records whose step's unique (run, seq) already guards them: written without a savepoint.
 FAST_KINDS = ("op.called", "sleep.started")
@@ -65,40 +65,6 @@ class LeaseLost(BaseException):
 
 class Cancelled(BaseException):
     """The run was cancelled while this advance ran."""
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return to_jsonable_python(value)
-
-
-def rejection_error(approval: Approval) -> SanomaError:
-    if approval.status == ApprovalStatus.WITHDRAWN:
-        return SanomaError(
-            f'"{approval.title}" was withdrawn by {approval.decided_by}',
-            code="approval_withdrawn",
-            data={"title": approval.title, "by": approval.decided_by, "approval_id": approval.approval_id},
-            name="WithdrawnError",
-        )
-    data = {"title": approval.title, "by": approval.decided_by, "approval_id": approval.approval_id}
-    if approval.note:
-        data["note"] = approval.note
-    note = f": {approval.note}" if approval.note else ""
-    return SanomaError(
-        f'"{approval.title}" was rejected by {approval.decided_by}{note}',
-        code="approval_rejected",
-        data=data,
-        name="RejectedError",
-    )
-
-
-def may_decide(approver: str, by: str, groups: Sequence[str]) -> str | None:
-    """None when `by` (in `groups`) may decide for `approver`, else why not."""
-    if approver.startswith("group:"):
-        group = approver[len("group:"):]
-        return None if group in groups else f"{by} is not in group {group}"
-    return None if by == approver else f"{by} is not the approver; {approver} is"
 
 
 class _Namespace:
@@ -179,7 +145,7 @@ class RunContext:
         or for a duration (`ms`, `seconds`, `minutes`, `hours`, `days`, summed)."""
         self._require("sleep")
         self._check_open()
-        until_ms, total_ms = _check_sleep(until, duration)
+        until_ms, total_ms = check_sleep(until, duration)
         seq = self._take_seq()
         step = self._replayed(seq, StepKind.SLEEP, "sleep")
         if step is None:
@@ -230,7 +196,7 @@ class RunContext:
         """
         self._require("approval")
         self._check_open()
-        approver_id, cover_ids, link_list = _check_approval_request(title, approver, covers, links, details)
+        approver_id, cover_ids, link_list = check_approval_request(title, approver, covers, links, details)
         seq = self._take_seq()
         approval = self._approvals.get(seq)
         if approval is None:
@@ -265,7 +231,7 @@ class RunContext:
 
     def _call(self, op: Operation, payload: Any) -> Any:
         self._check_open()
-        parsed = _parse_op_input(op, payload)
+        parsed = parse_op_input(op, payload)
         seq = self._take_seq()
         step = self._replayed(seq, StepKind.CALL, op.id)
         if step is not None:
@@ -623,88 +589,3 @@ class RunContext:
     @property
     def signal_gen(self) -> int:
         return self._signal_gen
-
-
-def _parse_op_input(op: Operation, payload: Any) -> BaseModel:
-    if isinstance(payload, op.input):
-        return payload
-    if isinstance(payload, BaseModel):
-        payload = payload.model_dump(mode="python")
-    try:
-        return op.input.model_validate({} if payload is None else payload)
-    except ValidationError as err:
-        issues = issues_of(err)
-        raise InvalidInput(
-            f"The input to {op.id} does not match its schema: {describe_issues(issues)}",
-            data={"op": op.id, "issues": issues},
-        ) from None
-
-
-def _check_sleep(until: Any, duration: dict[str, Any]) -> tuple[int | None, float]:
-    unknown = sorted(set(duration) - set(SLEEP_UNITS_MS))
-    if unknown:
-        raise InvalidInput(
-            f"ctx.sleep: Unrecognized key(s) {', '.join(unknown)}: give until, or ms, seconds, minutes, hours, days"
-        )
-    if until is not None and duration:
-        raise InvalidInput("ctx.sleep takes until or a duration, not both")
-    if until is None and not duration:
-        raise InvalidInput("ctx.sleep needs until or a duration (ms, seconds, minutes, hours, days)")
-    if until is not None:
-        return _until_ms(until), 0
-    total = 0.0
-    for unit, amount in duration.items():
-        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
-            raise InvalidInput(f"{unit}: must be a number")
-        if amount < 0:
-            raise InvalidInput(f"{unit}: must not be negative")
-        total += amount * SLEEP_UNITS_MS[unit]
-    return None, total
-
-
-def _until_ms(until: Any) -> int:
-    hint = "until: must be an ISO 8601 date-time with an offset (e.g. 2026-10-07T09:00:00+03:00), epoch milliseconds, or an aware datetime"
-    if isinstance(until, bool):
-        raise InvalidInput(hint)
-    if isinstance(until, int):
-        return until
-    if isinstance(until, str):
-        try:
-            until = datetime.fromisoformat(until)
-        except ValueError:
-            raise InvalidInput(hint) from None
-    if isinstance(until, datetime):
-        if until.tzinfo is None or until.utcoffset() is None:
-            raise InvalidInput(hint)
-        return clock.to_ms(until)
-    raise InvalidInput(hint)
-
-
-def _check_approval_request(
-    title: Any, approver: Any, covers: Any, links: Any, details: Any
-) -> tuple[str, list[str], list[str]]:
-    data = {"title": title}
-    if not isinstance(title, str) or not title.strip():
-        raise InvalidInput("ctx.approval needs a title", data=data)
-    if isinstance(approver, dict) and set(approver) == {"group"} and isinstance(approver["group"], str) and approver["group"]:
-        approver = f"group:{approver['group']}"
-    if not isinstance(approver, str) or not approver.strip() or approver == "group:":
-        raise InvalidInput(f'ctx.approval "{title}" needs an approver: a username or "group:<name>"', data=data)
-    if isinstance(covers, (str, bytes)) or not isinstance(covers, (list, tuple)):
-        raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations', data=data)
-    cover_ids = []
-    for cover in covers:
-        if isinstance(cover, Operation):
-            cover_ids.append(cover.id)
-        elif isinstance(cover, str) and cover.count(".") >= 2:
-            cover_ids.append(cover)
-        else:
-            raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations; {cover!r} is not one', data=data)
-    if isinstance(links, (str, bytes)) or not isinstance(links, (list, tuple)) or not all(isinstance(l, str) for l in links):
-        raise InvalidInput(f'ctx.approval "{title}": links must be a list of strings', data=data)
-    if details is not None:
-        try:
-            to_jsonable_python(details)
-        except Exception:
-            raise InvalidInput(f'ctx.approval "{title}": details must be JSON', data=data) from None
-    return approver, cover_ids, list(links)

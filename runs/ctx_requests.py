@@ -1,0 +1,100 @@
+"""Checking what a workflow asks of `ctx` before anything durable happens: bad requests fail
+the run with `invalid_input` and write nothing."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
+
+from connectors.errors import InvalidInput, describe_issues, issues_of
+from connectors.operations import Operation
+from runs import clock
+
+SLEEP_UNITS_MS = {"ms": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000, "days": 86_400_000}
+
+
+def parse_op_input(op: Operation, payload: Any) -> BaseModel:
+    if isinstance(payload, op.input):
+        return payload
+    if isinstance(payload, BaseModel):
+        payload = payload.model_dump(mode="python")
+    try:
+        return op.input.model_validate({} if payload is None else payload)
+    except ValidationError as err:
+        issues = issues_of(err)
+        raise InvalidInput(
+            f"The input to {op.id} does not match its schema: {describe_issues(issues)}",
+            data={"op": op.id, "issues": issues},
+        ) from None
+
+
+def check_sleep(until: Any, duration: dict[str, Any]) -> tuple[int | None, float]:
+    unknown = sorted(set(duration) - set(SLEEP_UNITS_MS))
+    if unknown:
+        raise InvalidInput(
+            f"ctx.sleep: Unrecognized key(s) {', '.join(unknown)}: give until, or ms, seconds, minutes, hours, days"
+        )
+    if until is not None and duration:
+        raise InvalidInput("ctx.sleep takes until or a duration, not both")
+    if until is None and not duration:
+        raise InvalidInput("ctx.sleep needs until or a duration (ms, seconds, minutes, hours, days)")
+    if until is not None:
+        return until_ms(until), 0
+    total = 0.0
+    for unit, amount in duration.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+            raise InvalidInput(f"{unit}: must be a number")
+        if amount < 0:
+            raise InvalidInput(f"{unit}: must not be negative")
+        total += amount * SLEEP_UNITS_MS[unit]
+    return None, total
+
+
+def until_ms(until: Any) -> int:
+    hint = "until: must be an ISO 8601 date-time with an offset (e.g. 2026-10-07T09:00:00+03:00), epoch milliseconds, or an aware datetime"
+    if isinstance(until, bool):
+        raise InvalidInput(hint)
+    if isinstance(until, int):
+        return until
+    if isinstance(until, str):
+        try:
+            until = datetime.fromisoformat(until)
+        except ValueError:
+            raise InvalidInput(hint) from None
+    if isinstance(until, datetime):
+        if until.tzinfo is None or until.utcoffset() is None:
+            raise InvalidInput(hint)
+        return clock.to_ms(until)
+    raise InvalidInput(hint)
+
+
+def check_approval_request(
+    title: Any, approver: Any, covers: Any, links: Any, details: Any
+) -> tuple[str, list[str], list[str]]:
+    data = {"title": title}
+    if not isinstance(title, str) or not title.strip():
+        raise InvalidInput("ctx.approval needs a title", data=data)
+    if isinstance(approver, dict) and set(approver) == {"group"} and isinstance(approver["group"], str) and approver["group"]:
+        approver = f"group:{approver['group']}"
+    if not isinstance(approver, str) or not approver.strip() or approver == "group:":
+        raise InvalidInput(f'ctx.approval "{title}" needs an approver: a username or "group:<name>"', data=data)
+    if isinstance(covers, (str, bytes)) or not isinstance(covers, (list, tuple)):
+        raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations', data=data)
+    cover_ids = []
+    for cover in covers:
+        if isinstance(cover, Operation):
+            cover_ids.append(cover.id)
+        elif isinstance(cover, str) and cover.count(".") >= 2:
+            cover_ids.append(cover)
+        else:
+            raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations; {cover!r} is not one', data=data)
+    if isinstance(links, (str, bytes)) or not isinstance(links, (list, tuple)) or not all(isinstance(l, str) for l in links):
+        raise InvalidInput(f'ctx.approval "{title}": links must be a list of strings', data=data)
+    if details is not None:
+        try:
+            to_jsonable_python(details)
+        except Exception:
+            raise InvalidInput(f'ctx.approval "{title}": details must be JSON', data=data) from None
+    return approver, cover_ids, list(links)
