@@ -9,8 +9,8 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from pydantic import BaseModel, Field
 
-from runs import admin as runs_admin
 from runs import approvals
+from runs.admin import approvals as approvals_admin
 from runs.authoring import define_workflow
 from runs.models import Approval, LedgerRecord, Run, WorkflowEntry
 from runs.testing import make_user
@@ -97,7 +97,7 @@ def held(engine, people):
 
 @pytest.fixture
 def fast_decide(monkeypatch):
-    monkeypatch.setattr(runs_admin, "DECIDE_WAIT_SECONDS", 0.1)
+    monkeypatch.setattr(approvals_admin, "DECIDE_WAIT_SECONDS", 0.1)
 
 
 # ---- runs ----------------------------------------------------------------------------------------

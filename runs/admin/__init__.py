@@ -1,0 +1,29 @@
+"""The operator's desk: runs, the approvals inbox, the ledger, starting a run, start permissions.
+
+Every view reads through the selectors and acts through the services (`runs.services`,
+`runs.approvals`, `runs.permissions`), so the admin enforces what the API and the commands enforce:
+a user who is not an operator sees only the runs they started or were asked to approve.
+
+One module per job; importing them registers their admins with the site (Django's autodiscovery
+imports this package):
+
+- `common`: helpers every page shares (`me`, JSON display, run links, refusals, `ReadOnlyMixin`);
+- `runs`: the run list and page (steps, approvals, ledger timeline), cancelling;
+- `start`: the start-a-run form, built from the workflow's input JSON Schema, and its view;
+- `approvals`: the approvals inbox and the decide / withdraw page;
+- `ledger`: the append-only ledger records;
+- `workflows`: app versions and the workflows whose object permissions grant who may start them.
+"""
+from django.contrib import admin
+
+# Importing a module registers its admins; this order (runs first) is the site's registry order.
+# isort: off
+from runs.admin import runs  # noqa: F401
+from runs.admin import approvals  # noqa: F401
+from runs.admin import ledger  # noqa: F401
+from runs.admin import workflows  # noqa: F401
+# isort: on
+
+admin.site.site_header = "sanoma: the operator's desk"
+admin.site.site_title = "sanoma"
+admin.site.index_title = "Runs, approvals and the ledger"

@@ -1,0 +1,184 @@
+"""The approvals inbox, and an approval's page where it is approved, rejected or withdrawn."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from connectors.errors import SanomaError
+from runs import approvals
+from runs.admin.common import ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
+from runs.models import Approval, ApprovalStatus, DecisionMessage
+from runs.permissions import check_can_view, is_operator, visible_runs
+
+# How long the approval page waits for the run to apply a decision before saying it is still pending.
+DECIDE_WAIT_SECONDS = 5.0
+
+
+class ApprovalStatusFilter(admin.SimpleListFilter):
+    """Pending by default: the inbox. `All` shows what was decided too."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any):
+        return [(s.value, s.label) for s in ApprovalStatus] + [("all", "All")]
+
+    def value(self) -> str:
+        return super().value() or ApprovalStatus.PENDING
+
+    def choices(self, changelist: Any):
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request: HttpRequest, queryset):
+        value = self.value()
+        return queryset if value == "all" else queryset.filter(status=value)
+
+
+class DecisionForm(forms.Form):
+    note = forms.CharField(required=False, strip=True, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+                           help_text="Recorded with the decision, in the ledger.")
+
+
+@admin.register(Approval)
+class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("title_link", "run_column", "workflow", "lets_through", "approver", "status", "requested_at")
+    list_display_links = None
+    list_filter = (ApprovalStatusFilter,)
+    list_select_related = ("run",)
+    ordering = ("-requested_at", "-id")
+    search_fields = ("title", "run__id")
+    search_help_text = "Search by title or run id"
+    actions = None
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_staff(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Approval | None = None) -> bool:
+        if not is_staff(request):
+            return False
+        return obj is None or check_can_view(me(request), obj.run, raise_error=False)
+
+    def get_queryset(self, request: HttpRequest):
+        """The inbox: what this user may decide (operators: everything)."""
+        return approvals.visible_approvals(principal=me(request)).order_by("-requested_at", "-id")
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Approval | None:
+        """An approval's page is open to whoever may see its run: its approvers, starter, operators."""
+        runs = visible_runs(me(request)).values("pk")
+        try:
+            return Approval.objects.select_related("run").filter(run__in=runs).get(pk=int(object_id))
+        except (Approval.DoesNotExist, ValueError, TypeError):
+            return None
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None):
+        extra_context = {"title": "Approvals inbox", **(extra_context or {})}
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="approval", ordering="title")
+    def title_link(self, approval: Approval) -> str:
+        url = reverse("admin:runs_approval_change", args=[approval.pk])
+        return format_html('<a href="{}">{}</a>', url, approval.title)
+
+    @admin.display(description="run")
+    def run_column(self, approval: Approval) -> str:
+        return format_html("{} ({})", run_link(approval.run_id), approval.approval_id)
+
+    @admin.display(description="workflow")
+    def workflow(self, approval: Approval) -> str:
+        return approval.run.workflow
+
+    @admin.display(description="lets through")
+    def lets_through(self, approval: Approval) -> str:
+        parts = []
+        if approval.op:
+            parts.append(format_html("<code>{}</code> {}", approval.op,
+                                     json.dumps(approval.op_input, sort_keys=True, default=str)))
+        covers = [c for c in approval.covers if c != approval.op]
+        if covers:
+            parts.append(format_html("covers {}", format_html_join(", ", "<code>{}</code>", ((c,) for c in covers))))
+        if not parts:
+            return "nothing further (a workflow approval)"
+        return format_html_join(format_html("<br>"), "{}", ((p,) for p in parts))
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None):
+        approval = self.get_object(request, unquote(object_id))
+        if approval is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if request.method == "POST":
+            return self._act(request, approval)
+        principal = me(request)
+        why_not = None
+        if approval.status == ApprovalStatus.PENDING:
+            try:
+                approvals.check_decide(run_id=approval.run_id, approval_id=approval.approval_id,
+                                       decision="approve", by=principal)
+            except SanomaError as err:
+                why_not = refusal(err)
+        may_withdraw = approval.status == ApprovalStatus.PENDING and not approval.run.ended and (
+            approval.run.started_by == principal.id or principal.has_global("runs.operate_runs")
+        )
+        queued = list(DecisionMessage.objects.filter(approval=approval, applied=False).order_by("id"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": approval.title,
+            "subtitle": f"{approval.approval_id} of run {approval.run_id}",
+            "original": approval,
+            "approval": approval,
+            "state": approvals.approval_state(approval),
+            "state_json": as_json(approvals.approval_state(approval)),
+            "op_input_json": as_json(approval.op_input) if approval.op else "",
+            "details_json": as_json(approval.details) if approval.details is not None else "",
+            "links": [{"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links],
+            "run_url": reverse("admin:runs_run_change", args=[approval.run_id]),
+            "inbox_url": reverse("admin:runs_approval_changelist"),
+            "form": DecisionForm(),
+            "may_decide": approval.status == ApprovalStatus.PENDING and why_not is None,
+            "why_not": why_not,
+            "may_withdraw": may_withdraw,
+            "queued": queued,
+            "is_operator": is_operator(principal),
+        }
+        return TemplateResponse(request, "admin/runs/approval/decide.html", context)
+
+    def _act(self, request: HttpRequest, approval: Approval) -> HttpResponse:
+        form = DecisionForm(request.POST)
+        note = form.cleaned_data.get("note", "") if form.is_valid() else ""
+        where = f"{approval.approval_id} of run {approval.run_id}"
+        try:
+            if "_withdraw" in request.POST:
+                approvals.withdraw(run_id=approval.run_id, approval_id=approval.approval_id, by=me(request),
+                                   reason=note)
+                self.message_user(request, f"Withdrew {where}: the run will stop waiting for it", messages.SUCCESS)
+            elif "_approve" in request.POST or "_reject" in request.POST:
+                decision = "approve" if "_approve" in request.POST else "reject"
+                state = approvals.decide(run_id=approval.run_id, approval_id=approval.approval_id, decision=decision,
+                                         note=note, by=me(request), timeout=DECIDE_WAIT_SECONDS)
+                if state["status"] == ApprovalStatus.PENDING:
+                    self.message_user(
+                        request,
+                        f"Your decision ({decision}) on {where} was sent, still pending "
+                        "(the run will apply it when a worker runs)",
+                        messages.WARNING,
+                    )
+                else:
+                    self.message_user(request, f"Decided: {where} is {state['status']} by {state.get('decided_by')}",
+                                      messages.SUCCESS)
+            else:
+                self.message_user(request, "Choose Approve, Reject or Withdraw", messages.ERROR)
+        except SanomaError as err:
+            self.message_user(request, f"Not done: {refusal(err)}", messages.ERROR)
+        return HttpResponseRedirect(request.path)

@@ -1,0 +1,56 @@
+"""The ledger: append-only records, read here and never written."""
+from __future__ import annotations
+
+import datetime as dt
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, run_link
+from runs.models import LedgerRecord, Run
+from runs.permissions import check_can_view, is_operator, visible_runs
+
+
+@admin.register(LedgerRecord)
+class LedgerRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Append-only: nobody adds, changes or deletes a record here, superusers included."""
+
+    list_display = ("record_id", "run", "seq", "kind", "actor", "workflow", "when", "group")
+    list_filter = ("kind",)
+    search_fields = ("=run_id", "record_id")
+    search_help_text = "Search by run id (exact) or record id"
+    ordering = ("-at", "-id")
+    list_per_page = 100
+    actions = None
+    fields = ("record_id", "run", "seq", "kind", "v", "app", "actor", "workflow", "when", "group", "body_json")
+    readonly_fields = ("run", "when", "body_json")
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_staff(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: LedgerRecord | None = None) -> bool:
+        if not is_staff(request):
+            return False
+        if obj is None:
+            return True
+        run = Run.objects.filter(pk=obj.run_id).first()
+        return run is not None and check_can_view(me(request), run, raise_error=False)
+
+    def get_queryset(self, request: HttpRequest):
+        principal = me(request)
+        records = LedgerRecord.objects.all()
+        if is_operator(principal):
+            return records
+        return records.filter(run_id__in=visible_runs(principal).values("pk"))
+
+    @admin.display(description="run", ordering="run_id")
+    def run(self, record: LedgerRecord) -> str:
+        return run_link(record.run_id)
+
+    @admin.display(description="at (UTC)", ordering="at")
+    def when(self, record: LedgerRecord) -> str:
+        return dt.datetime.fromtimestamp(record.at / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+    @admin.display(description="record")
+    def body_json(self, record: LedgerRecord) -> str:
+        return pretty_json(record.as_dict())
