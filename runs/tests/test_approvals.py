@@ -514,15 +514,19 @@ def test_53_a_rejection_returns_rejected_and_fails_the_run(engine_for, worker_wh
     assert [c["op"] for c in engine.fake.calls] == ["acme.order.get"]
 
 
-def test_a_rejected_workflow_approval_can_be_caught(engine_for, people):
-    def run(ctx, input):
-        try:
-            ctx.approval("Go?", approver="bob")
-        except Exception as err:
-            return {"code": error_code(err)}
-        return {"code": None}
+def catching(ctx, input):
+    try:
+        ctx.approval("Go?", approver="bob")
+    except Exception as err:
+        return {"code": error_code(err)}
+    return {"code": None}
 
-    engine = engine_for(define_workflow(name="catches", uses=["approval"], run=run))
+
+catches = define_workflow(name="catches", uses=["approval"], run=catching)
+
+
+def test_a_rejected_workflow_approval_can_be_caught(engine_for, people):
+    engine = engine_for(catches)
     run = engine.run("catches")
     approvals.decide(run_id=run.id, decision="reject", by="bob", timeout=0)
     engine.drain()
@@ -550,14 +554,7 @@ def test_54_the_starter_withdraws_and_the_run_fails_approval_withdrawn(engine_fo
 
 
 def test_54_a_caught_withdrawal_lets_the_run_go_on(engine_for, people):
-    def run(ctx, input):
-        try:
-            ctx.approval("Go?", approver="bob")
-        except Exception as err:
-            return {"code": error_code(err)}
-        return {"code": None}
-
-    engine = engine_for(define_workflow(name="catches", uses=["approval"], run=run))
+    engine = engine_for(catches)
     run = engine.run("catches")
     approvals.withdraw(run_id=run.id, by="alice")
     engine.drain()
