@@ -1,7 +1,18 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _forget_permission_ids(**kwargs: object) -> None:
+    # Permission rows are recreated by migrate (and by a test database flush): ids read before go stale.
+    from runs.permissions import start_permission_id
+
+    start_permission_id.cache_clear()
 
 
 class RunsConfig(AppConfig):
     name = "runs"
     verbose_name = "Runs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        post_migrate.connect(_forget_permission_ids, dispatch_uid="runs.forget_permission_ids")

@@ -9,6 +9,7 @@ Superusers hold every permission.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -44,17 +45,32 @@ class Principal:
         return self.user is not None and self.user.is_active and self.user.has_perm(perm)
 
 
+@lru_cache(maxsize=1)
+def start_permission_id() -> int:
+    """The id of `runs.start_workflow`: fixed once migrated, so read once per process."""
+    return Permission.objects.get(content_type__app_label="runs", codename="start_workflow").pk
+
+
 def principal_of(who: Any) -> Principal:
+    """Who acts, with their groups; a username is read in two queries that also tell whether the
+    user may start any workflow (directly or through a group), which every start asks."""
     if isinstance(who, Principal):
         return who
     User = get_user_model()
     if isinstance(who, User):
         user = who
     elif isinstance(who, str) and who.strip():
-        user = (User.objects.filter(username=who).annotate(may_start_any=Exists(_start_permission(OuterRef("pk"))))
-                .prefetch_related("groups").first())
+        pid = start_permission_id()
+        user = User.objects.filter(username=who).annotate(
+            may_start_direct=Exists(User.user_permissions.through.objects.filter(user_id=OuterRef("pk"), permission_id=pid))
+        ).first()
         if user is None:
             return Principal(id=who)
+        groups = list(Group.objects.filter(user=user).annotate(
+            starts=Exists(Group.permissions.through.objects.filter(group_id=OuterRef("pk"), permission_id=pid))
+        ).values_list("name", "starts"))
+        user.may_start_any = user.may_start_direct or any(starts for _, starts in groups)
+        return Principal(id=user.get_username(), groups=tuple(sorted(name for name, _ in groups)), user=user)
     else:
         raise SanomaError("A principal is a non-blank username", code="invalid_input")
     return Principal(id=user.get_username(), groups=tuple(sorted(g.name for g in user.groups.all())), user=user)
