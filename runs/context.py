@@ -115,6 +115,8 @@ class RunContext:
         self._signal_gen = run.signal_gen
         self._segment_ends = time.monotonic() + segment_seconds
         self._lease = timedelta(seconds=settings.SANOMA_LEASE_SECONDS)
+        # The claim just set the lease; step writes only check it until a third of it has passed.
+        self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
         self._uses = set(definition.ops)
 
     # ---- public surface -------------------------------------------------------------------
@@ -527,6 +529,7 @@ class RunContext:
                     raise LeaseLost(self._run.id)
                 cancelled = True  # what already happened is still recorded; nothing more is done
             yield
+        self._lease_renewed()
         if cancelled:
             raise Cancelled(self._run.id)
 
@@ -570,14 +573,20 @@ class RunContext:
         faults.point("step.commit")
         now = clock.now()
         step.created_at = now
+        renew = time.monotonic() >= self._renew_after
         try:
             written = fastpath.write_step(step=step, record=record, worker_id=self._worker_id,
-                                          lease_until=now + self._lease, now=now)
+                                          lease_until=now + self._lease, now=now, renew=renew)
         except IntegrityError as err:
             raise LeaseLost(f"{self._run.id}: {err}") from err
         if written:
             self._steps[step.seq] = step
+            if renew:
+                self._lease_renewed()
         return written
+
+    def _lease_renewed(self) -> None:
+        self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
 
     def close(self) -> None:
         self._ended = True

@@ -14,12 +14,19 @@ from django.db import connection, transaction
 
 from runs.models import LedgerRecord, RunStatus, Step
 
-_SQL = """
-WITH lease AS (
+_RENEW = """
     UPDATE runs_run SET lease_until = %s, updated_at = %s
     WHERE id = %s AND lease_owner = %s AND status = %s
     RETURNING id
-), step AS (
+"""
+# While the lease is fresh it is only checked: no write to the run row (and its indexes) per step.
+# A lease that has not expired cannot be claimed by another worker, so the check is enough.
+_CHECK = """
+    SELECT id FROM runs_run
+    WHERE lease_until > %s AND id = %s AND lease_owner = %s AND status = %s
+"""
+_SQL = """
+WITH lease AS ({lease}), step AS (
     INSERT INTO runs_step (run_id, seq, kind, name, output, error, decision, attempt, next_seq, created_at)
     SELECT id, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s, %s FROM lease
     RETURNING run_id
@@ -38,16 +45,23 @@ def _json(value: object) -> str | None:
     return None if value is None else json.dumps(value)
 
 
-def write_step(*, step: Step, record: LedgerRecord, worker_id: str, lease_until: datetime, now: datetime) -> bool:
-    """Renew the lease and write the step and its record together; False when the lease check failed."""
+_RENEWING = _SQL.format(lease=_RENEW)
+_CHECKING = _SQL.format(lease=_CHECK)
+
+
+def write_step(*, step: Step, record: LedgerRecord, worker_id: str, lease_until: datetime, now: datetime,
+               renew: bool) -> bool:
+    """Check (or renew) the lease and write the step and its record together; False when the
+    lease is no longer this worker's, or the run no longer running."""
+    lease = [lease_until, now] if renew else [now]
     params = [
-        lease_until, now, step.run_id, worker_id, RunStatus.RUNNING,
+        *lease, step.run_id, worker_id, RunStatus.RUNNING,
         step.seq, step.kind, step.name, _json(step.output), _json(step.error), _json(step.decision), step.attempt,
         step.next_seq, step.created_at,
         record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow, record.kind,
         _json(record.body), _json(record.group),
     ]
-    return _execute(_SQL, params)
+    return _execute(_RENEWING if renew else _CHECKING, params)
 
 
 _END_SQL = """
