@@ -135,8 +135,13 @@ def check_can_view(principal: Principal, run: Run, *, raise_error: bool = True) 
     return allowed
 
 
+def can_operate(principal: Principal, run: Run) -> bool:
+    """May cancel the run and withdraw its approvals: its starter, or an operator."""
+    return principal.has_global("runs.operate_runs") or run.started_by == principal.id
+
+
 def check_can_operate(principal: Principal, run: Run) -> None:
-    if principal.has_global("runs.operate_runs") or run.started_by == principal.id:
+    if can_operate(principal, run):
         return
     raise permission_denied(f"{principal.id} may not cancel run {run.id}: only its starter or an operator may",
                             user=principal.id)

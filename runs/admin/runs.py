@@ -19,7 +19,7 @@ from runs import services
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal
 from runs.admin.start import StartRunMixin
 from runs.models import Approval, ApprovalStatus, Run, Step
-from runs.permissions import check_can_view, visible_runs
+from runs.permissions import check_can_view, visible_runs, can_operate
 
 
 class StepInline(ReadOnlyMixin, admin.TabularInline):
@@ -161,6 +161,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             extra_context.update(
                 ledger_rows=[timeline_row(r) for r in records],
                 run_ended=run.ended,
+                may_cancel=not run.ended and can_operate(me(request), run),
                 ledger_list_url=reverse("admin:runs_ledgerrecord_changelist") + f"?run_id={run.id}",
             )
         return super().change_view(request, object_id, form_url, extra_context)

@@ -208,6 +208,9 @@ def test_cancel_selected_runs_cancels_what_the_user_may_cancel(held, engine, peo
 def test_the_cancel_button_on_a_run_page(held, people):
     page = browser(people["alice"]).get("/admin/runs/run/refund-1/change/").content.decode()
     assert "Cancel run" in page
+    # The approver may see the run but not cancel it: no button offers what would be refused.
+    approver_page = browser(people["bob"]).get("/admin/runs/run/refund-1/change/")
+    assert approver_page.status_code == 200 and "Cancel run" not in approver_page.content.decode()
     response = browser(people["alice"]).post("/admin/runs/run/refund-1/cancel/", follow=True)
     assert any("Cancelled refund-1" in m for m in said(response))
     assert Run.objects.get(pk="refund-1").status == "cancelled"
