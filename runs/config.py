@@ -34,10 +34,8 @@ class SanomaConfig:
     workflows: Sequence[WorkflowDefinition] = ()
     policy: Any = None
     steps: Sequence[Any] = ()
-    collections: Sequence[Any] = ()
     root: str | Path | None = None
     demo: Mapping[str, str] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -302,7 +300,7 @@ def load_config(
     try:
         module = importlib.import_module(f"{package.__name__}.sanoma_config")
     except ConfigError:
-        raise
+        raise  # already says what is wrong
     except Exception as err:
         raise ConfigError([f"sanoma_config.py: {type(err).__name__}: {err}"]) from err
     config = getattr(module, "config", None)

@@ -20,7 +20,7 @@ from runs import clock, fastpath, ledger
 from runs.config import ResolvedConfig
 from runs.context import Cancelled, LeaseLost, RunContext, Suspend
 from runs.dispatch import enqueue
-from runs.models import Approval, ApprovalStatus, DecisionMessage, Run, RunStatus
+from runs.models import Approval, DecisionMessage, Run, RunStatus
 from runs.registry import get_config
 
 log = logging.getLogger("sanoma.engine")
@@ -166,6 +166,3 @@ def wake(run_id: str) -> bool:
     Run.objects.filter(pk=run_id).update(signal_gen=F("signal_gen") + 1, updated_at=now)
     return False
 
-
-def pending_approvals_of(run: Run) -> list[Approval]:
-    return list(Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).order_by("seq"))

@@ -51,29 +51,41 @@ def start_permission_id() -> int:
     return Permission.objects.get(content_type__app_label="runs", codename="start_workflow").pk
 
 
+def _groups_and_start(user: Any) -> tuple[tuple[str, ...], bool]:
+    """The user's group names, and whether they hold `runs.start_workflow` directly or through one."""
+    pid = start_permission_id()
+    groups = list(Group.objects.filter(user=user).annotate(
+        starts=Exists(Group.permissions.through.objects.filter(group_id=OuterRef("pk"), permission_id=pid))
+    ).values_list("name", "starts"))
+    direct = getattr(user, "may_start_direct", None)
+    if direct is None:
+        direct = _user_permissions(user).filter(permission_id=pid).exists()
+    return tuple(sorted(name for name, _ in groups)), bool(direct or any(starts for _, starts in groups))
+
+
+def _user_permissions(user: Any) -> QuerySet[Any]:
+    return get_user_model().user_permissions.through.objects.filter(user_id=user.pk)
+
+
 def principal_of(who: Any) -> Principal:
-    """Who acts, with their groups; a username is read in two queries that also tell whether the
+    """Who acts, with their groups. A username is read in two queries that also tell whether the
     user may start any workflow (directly or through a group), which every start asks."""
     if isinstance(who, Principal):
         return who
     User = get_user_model()
-    if isinstance(who, User):
-        user = who
-    elif isinstance(who, str) and who.strip():
-        pid = start_permission_id()
+    if isinstance(who, str) and who.strip():
         user = User.objects.filter(username=who).annotate(
-            may_start_direct=Exists(User.user_permissions.through.objects.filter(user_id=OuterRef("pk"), permission_id=pid))
+            may_start_direct=Exists(User.user_permissions.through.objects.filter(
+                user_id=OuterRef("pk"), permission_id=start_permission_id()))
         ).first()
         if user is None:
             return Principal(id=who)
-        groups = list(Group.objects.filter(user=user).annotate(
-            starts=Exists(Group.permissions.through.objects.filter(group_id=OuterRef("pk"), permission_id=pid))
-        ).values_list("name", "starts"))
-        user.may_start_any = user.may_start_direct or any(starts for _, starts in groups)
-        return Principal(id=user.get_username(), groups=tuple(sorted(name for name, _ in groups)), user=user)
+    elif isinstance(who, User):
+        user = who
     else:
         raise SanomaError("A principal is a non-blank username", code="invalid_input")
-    return Principal(id=user.get_username(), groups=tuple(sorted(g.name for g in user.groups.all())), user=user)
+    groups, user.may_start_any = _groups_and_start(user)
+    return Principal(id=user.get_username(), groups=groups, user=user)
 
 
 def request_principal(request: Any) -> Principal:
@@ -94,12 +106,6 @@ def workflow_entry(name: str) -> WorkflowEntry:
     return entry
 
 
-def _start_permission(user: Any) -> QuerySet[Permission]:
-    return Permission.objects.filter(content_type__app_label="runs", codename="start_workflow").filter(
-        Q(user=user) | Q(group__user=user)
-    )
-
-
 def _has_global_start(user: Any) -> bool:
     """The global start permission, through the user or a group (read with the user when it can be)."""
     if not user.is_active:
@@ -107,7 +113,7 @@ def _has_global_start(user: Any) -> bool:
     if user.is_superuser:
         return True
     known = getattr(user, "may_start_any", None)
-    return known if known is not None else _start_permission(user).exists()
+    return known if known is not None else _groups_and_start(user)[1]
 
 
 def check_can_start(principal: Principal, workflow: str) -> None:

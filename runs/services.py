@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from pydantic import ValidationError
@@ -231,10 +231,3 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
 def runs_on_other_versions(*, version: str, limit: int = 5) -> tuple[list[Run], int]:
     others = Run.objects.exclude(status__in=ENDED_STATUSES).exclude(app_version=version).order_by("created_at")
     return list(others[:limit]), others.count()
-
-
-def status_counts(runs: Sequence[Run]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for run in runs:
-        counts[run.status] = counts.get(run.status, 0) + 1
-    return counts

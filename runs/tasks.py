@@ -6,9 +6,6 @@ import socket
 
 from runs.engine import advance
 
-WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
-
-
 def advance_task(run_id: str) -> str:
     # The id is read per call: django-q2 forks worker processes after this module loads.
     return advance(run_id, worker_id=f"{socket.gethostname()}:{os.getpid()}")

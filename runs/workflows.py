@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -85,7 +85,6 @@ class WorkflowDefinition:
     app: str | None = None
     local_name: str = ""
     builtin: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"<workflow {self.name}>"

@@ -338,6 +338,7 @@ class CedarPolicy:
         self.version = version
         self.directory = directory
         self._by_id = {rule.id: rule for rule in self.rules}
+        self._hold_ids = frozenset(rule.id for rule in self.rules if rule.holds)
         self._sets: dict[frozenset[str], Any] = {}
         self._singles: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -480,10 +481,6 @@ class CedarPolicy:
             reasons=tuple(r.reason for r in plain if r.reason) + tuple(notes),
             policies=tuple(r.id for r in plain),
         )
-
-    @property
-    def _hold_ids(self) -> frozenset[str]:
-        return frozenset(rule.id for rule in self.rules if rule.holds)
 
     def _stamp(self, kind: str, **fields: Any) -> Decision:
         return Decision(kind=kind, policy_version=self.version, **fields)
