@@ -7,6 +7,7 @@ was lost. Every wake is a conditional UPDATE, so two hosts sweeping together wak
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -88,9 +89,15 @@ def resend_lost(version: str, cluster: str) -> int:
     return resent
 
 
+_next_resend = 0.0
+
+
 def sweep(*, version: str, cluster: str = "sanoma") -> SweepResult:
-    return SweepResult(
-        woken=wake_due_sleepers(version),
-        taken_over=take_over_expired(version),
-        resent=resend_lost(version, cluster),
-    )
+    """One pass. Lost tasks are looked for only every few seconds: a run counts as lost only after
+    STALE_QUEUED, so looking on every pass would only add idle queries."""
+    global _next_resend
+    resent = 0
+    if time.monotonic() >= _next_resend:
+        resent = resend_lost(version, cluster)
+        _next_resend = time.monotonic() + STALE_QUEUED.total_seconds() / 4
+    return SweepResult(woken=wake_due_sleepers(version), taken_over=take_over_expired(version), resent=resent)
