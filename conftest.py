@@ -6,7 +6,8 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _clean_process_state():
-    from runs import clock, faults
+    from runs.engine import clock
+    from runs.engine import faults
 
     yield
     faults.clear()

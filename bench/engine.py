@@ -11,7 +11,7 @@ Usage (PostgreSQL only; the database named is DROPPED and created afresh, so giv
 It measures, in one run, side by side:
   (a) a bare ORM insert-and-commit: one ~100-byte JSON row per `transaction.atomic()` (ENGINE-NOTES 3)
   (b) the engine's cost per checkpointed step: `steps` workflows of 10 calls on an in-memory fake,
-      advanced in this process with `runs.engine.advance`; also the marginal step (10-call runs
+      advanced in this process with `runs.engine.advance.advance`; also the marginal step (10-call runs
       minus 0-call runs, so the per-run claim/load/finish is not counted)
   (c) steps/s of 500 runs x 10 steps through a real `manage.py worker` with SANOMA_WORKERS=2, from
       the first run's start to the last run's end (database timestamps); (c2) the same with the runs
@@ -186,7 +186,7 @@ def start_runs(config: Any, prefix: str, count: int, steps: int) -> list[str]:
 
 
 def advance_all(config: Any, ids: list[str]) -> float:
-    from runs.engine import advance
+    from runs.engine.advance import advance
 
     started, cpu = time.perf_counter(), time.process_time()
     for run_id in ids:
@@ -278,8 +278,9 @@ def step_anatomy(config: Any, steps: int) -> dict[str, float]:
     from django.db import connection, transaction
     from django_q.models import OrmQ
 
-    from runs import clock, ledger, services
-    from runs.engine import claim
+    from runs import ledger, services
+    from runs.engine import clock
+    from runs.engine.advance import claim
     from runs.models import LedgerRecord, Run, RunStatus, Step, StepKind
 
     run_id = services.start(workflow="steps", input={"n": 0}, started_by="bench", run_id="g-anatomy", config=config).id
@@ -375,7 +376,7 @@ def step_anatomy(config: Any, steps: int) -> dict[str, float]:
 
 def start_worker(env: dict[str, str], log: Path, workers: int):
     sys.path.insert(0, str(REPO))
-    from runs.tests.worker_company.harness import Worker
+    from wakeups.tests.worker_company.harness import Worker
 
     worker_env = {**{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_SETTINGS")}, **env,
                   "SANOMA_WORKERS": str(workers), "DJANGO_SETTINGS_MODULE": "sanoma_site.settings",
@@ -434,7 +435,8 @@ def drained_by_worker(runs: int, steps: int) -> dict[str, float]:
 
 def sleep_resumption(config: Any, runs: int) -> dict[str, float]:
     """(f): naps whose deadlines fall over ~4 s while the worker is idle; delay = ctx.now() - until."""
-    from runs import clock, services
+    from runs import services
+    from runs.engine import clock
     from runs.models import Run, RunStatus, Step
 
     base = clock.now_ms() + 2000
@@ -543,8 +545,8 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from runs.config import load_config
-    from runs.registry import set_config
+    from runs.config.resolution import load_config
+    from runs.config.registry import set_config
     from runs.testing import make_user
 
     call_command("migrate", verbosity=0)

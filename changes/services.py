@@ -6,7 +6,7 @@ from typing import Sequence
 
 from django.db import transaction
 
-from runs import clock
+from runs.engine import clock
 from runs.models import Run, RunStatus
 
 CHANGE_WORKFLOW = "change"

@@ -4,7 +4,7 @@ from django.db.models.signals import post_migrate
 
 def _forget_permission_ids(**kwargs: object) -> None:
     # Permission rows are recreated by migrate (and by a test database flush): ids read before go stale.
-    from runs.permissions import start_permission_id
+    from runs.approvals.permissions import start_permission_id
 
     start_permission_id.cache_clear()
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from runs import clock
+from runs.engine import clock
 from runs.models import LedgerRecord, Run
 
 log = logging.getLogger("sanoma.ledger")

@@ -14,12 +14,13 @@ from django.db import IntegrityError, transaction
 from pydantic import ValidationError
 
 from connectors.errors import InvalidInput, SanomaError, describe_issues, error_from_dict, issues_of
-from runs import clock, ledger
-from runs.config import ResolvedConfig
-from runs.dispatch import enqueue
+from runs import ledger
+from runs.engine import clock
+from runs.config.resolution import ResolvedConfig
+from runs.engine.dispatch import enqueue
 from runs.models import ENDED_STATUSES, LedgerRecord, Run, RunStatus
-from runs.permissions import Principal, check_can_start, check_can_view, principal_of, visible_runs
-from runs.registry import get_config
+from runs.approvals.permissions import Principal, check_can_start, check_can_view, principal_of, visible_runs
+from runs.config.registry import get_config
 
 RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
@@ -206,7 +207,7 @@ def result(*, run_id: str, timeout: float = 30.0, viewer: str | Principal | None
 
 def cancel(*, run_id: str, by: str | Principal) -> Run:
     """Cancel a run that has not ended: it makes no further calls; a run that ended is `run_ended`."""
-    from runs.permissions import check_can_operate
+    from runs.approvals.permissions import check_can_operate
 
     principal = principal_of(by)
     config = get_config()

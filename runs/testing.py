@@ -6,9 +6,9 @@ from typing import Any, Sequence
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 
-from runs import clock
-from runs.config import ResolvedConfig, SanomaConfig, resolve_config
-from runs.engine import advance
+from runs.engine import clock
+from runs.config.resolution import ResolvedConfig, SanomaConfig, resolve_config
+from runs.engine.advance import advance
 from runs.models import Run, RunStatus
 
 

@@ -5,9 +5,9 @@ import logging
 
 from django.db import IntegrityError, transaction
 
-from runs import clock
+from runs.engine import clock
 from runs.models import AppVersion, WorkflowEntry
-from runs.config import ResolvedConfig
+from runs.config.resolution import ResolvedConfig
 from runs.services import runs_on_other_versions
 
 log = logging.getLogger("sanoma.worker")

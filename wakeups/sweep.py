@@ -14,8 +14,8 @@ from datetime import timedelta
 from django.db import transaction
 from django_q.models import OrmQ
 
-from runs import clock
-from runs.dispatch import enqueue
+from runs.engine import clock
+from runs.engine.dispatch import enqueue
 from runs.models import Run, RunStatus
 
 log = logging.getLogger("sanoma.sweep")

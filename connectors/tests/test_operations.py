@@ -6,8 +6,8 @@ from pydantic import BaseModel
 
 from connectors import VendorInfo, define_connector, op
 from connectors.errors import ConfigError
-from runs.config import SanomaConfig, resolve_config
-from runs.workflows import define_workflow
+from runs.config.resolution import SanomaConfig, resolve_config
+from runs.config.workflows import define_workflow
 
 
 class In(BaseModel):

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from connectors import define_connector, op, with_setup
 from connectors.fakes import define_fake
-from runs.scenarios import StepSet
+from features.library import StepSet
 
 
 class Opening(BaseModel):

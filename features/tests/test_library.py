@@ -9,11 +9,11 @@ import time
 import pytest
 
 from features.tests.support import make_root
-from runs.config import load_config
-from runs.scenarios import ScenarioConfigError, StepLibrary, StepSet, check, load_scenarios
-from runs.scenarios import model as m
-from runs.scenarios.drive import choose_decision
-from runs.scenarios.expressions import BUILTIN_TYPES, compile_expression
+from runs.config.resolution import load_config
+from features.library import ScenarioConfigError, StepLibrary, StepSet, check, load_scenarios
+from features.library import model as m
+from features.library.drive import choose_decision
+from features.library.expressions import BUILTIN_TYPES, compile_expression
 
 GOOD = """
     Feature: tickets
@@ -208,6 +208,6 @@ def test_an_outcome_before_the_end_is_run_not_ended():
 
 
 def _step(kind, text):
-    from runs.scenarios.library import StepText
+    from features.library.library import StepText
 
     return StepText(name=text, step_type=kind)

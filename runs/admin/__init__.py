@@ -1,7 +1,7 @@
 """The operator's desk: runs, the approvals inbox, the ledger, starting a run, start permissions.
 
 Every view reads through the selectors and acts through the services (`runs.services`,
-`runs.approvals`, `runs.permissions`), so the admin enforces what the API and the commands enforce:
+`runs.approvals.services`, `runs.approvals.permissions`), so the admin enforces what the API and the commands enforce:
 a user who is not an operator sees only the runs they started or were asked to approve.
 
 One module per job; importing them registers their admins with the site (Django's autodiscovery

@@ -13,10 +13,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from connectors.errors import SanomaError
-from runs import approvals
+from runs.approvals import services as approvals
 from runs.admin.common import ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
 from runs.models import Approval, ApprovalStatus, DecisionMessage
-from runs.permissions import check_can_view, is_operator, visible_runs
+from runs.approvals.permissions import check_can_view, is_operator, visible_runs
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
 DECIDE_WAIT_SECONDS = 5.0

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from connectors.errors import SanomaError
-from runs.permissions import request_principal
+from runs.approvals.permissions import request_principal
 
 
 def as_json(value: Any) -> str:

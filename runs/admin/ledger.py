@@ -8,7 +8,7 @@ from django.http import HttpRequest
 
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, run_link
 from runs.models import LedgerRecord, Run
-from runs.permissions import check_can_view, is_operator, visible_runs
+from runs.approvals.permissions import check_can_view, is_operator, visible_runs
 
 
 @admin.register(LedgerRecord)

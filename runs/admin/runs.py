@@ -19,7 +19,7 @@ from runs import services
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal
 from runs.admin.start import StartRunMixin
 from runs.models import Approval, ApprovalStatus, Run, Step
-from runs.permissions import check_can_view, visible_runs, can_operate
+from runs.approvals.permissions import check_can_view, visible_runs, can_operate
 
 
 class StepInline(ReadOnlyMixin, admin.TabularInline):

@@ -14,8 +14,8 @@ from django.urls import reverse
 from connectors.errors import InvalidInput, SanomaError, describe_issues
 from runs import services
 from runs.admin.common import me, refusal
-from runs.config import input_schema
-from runs.registry import get_config
+from runs.config.resolution import input_schema
+from runs.config.registry import get_config
 
 # ---- the start form, from the workflow's input JSON Schema ---------------------------------------
 

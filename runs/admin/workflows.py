@@ -9,7 +9,7 @@ from guardian.admin import GuardedModelAdmin
 
 from runs.admin.common import ReadOnlyMixin
 from runs.models import AppVersion, WorkflowEntry
-from runs.registry import get_config
+from runs.config.registry import get_config
 from runs.versions import sync_workflow_entries
 
 

@@ -1,1 +1,1 @@
-"""The JSON API (DRF): thin views over `runs.services` and `runs.approvals`, mounted at `/api/`."""
+"""The JSON API (DRF): thin views over `runs.services` and `runs.approvals.services`, mounted at `/api/`."""

@@ -9,7 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from runs.config import input_schema
+from runs.config.resolution import input_schema
 from runs.models import Run, RunStatus
 
 # ---- input --------------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ class RunPageSerializer(serializers.Serializer):
 
 
 class ApprovalSerializer(serializers.Serializer):
-    """An approval as the run publishes it (`runs.approvals.approval_state`)."""
+    """An approval as the run publishes it (`runs.approvals.services.approval_state`)."""
 
     id = serializers.CharField()
     run_id = serializers.CharField()

@@ -1,5 +1,5 @@
 """The JSON API's views: each reads its input through a serializer, calls one service, and answers
-through a serializer. Permissions are the services' (`runs.permissions` underneath): a run the
+through a serializer. Permissions are the services' (`runs.approvals.permissions` underneath): a run the
 caller may not see is `404 run_not_found`, as if it did not exist."""
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from connectors.errors import InvalidInput, SanomaError, error_code
-from runs import approvals, services
+from runs import services
+from runs.approvals import services as approvals
 from runs.api import serializers as s
 from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
 from runs.models import Approval, ApprovalStatus, Run, RunStatus
-from runs.permissions import request_principal
-from runs.registry import get_config
+from runs.approvals.permissions import request_principal
+from runs.config.registry import get_config
 
 # How long a decision waits for the run to apply it before answering 202 (SPEC 8.5).
 DECIDE_WAIT_SECONDS = 5.0

@@ -7,9 +7,9 @@ import pytest
 from django.test import override_settings
 
 from runs import services
-from runs.config import ResolvedConfig, SanomaConfig
+from runs.config.resolution import ResolvedConfig, SanomaConfig
 from runs.models import Run
-from runs.registry import set_config
+from runs.config.registry import set_config
 from runs.testing import drain, make_user, resolve_on_fakes
 from runs.tests.fixtures import acme
 

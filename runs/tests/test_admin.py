@@ -9,7 +9,7 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from pydantic import BaseModel, Field
 
-from runs import approvals
+from runs.approvals import services as approvals
 from runs.admin import approvals as approvals_admin
 from runs.authoring import define_workflow
 from runs.models import Approval, LedgerRecord, Run, WorkflowEntry

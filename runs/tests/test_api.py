@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runs import approvals, services
+from runs import services
+from runs.approvals import services as approvals
 from runs.api import views
 from runs.authoring import define_workflow
 from runs.models import DecisionMessage, Run

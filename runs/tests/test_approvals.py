@@ -13,11 +13,14 @@ import pytest
 from pydantic import BaseModel
 
 from connectors.errors import SanomaError, error_code
-from runs import approvals, clock, faults, services
+from runs import services
+from runs.approvals import services as approvals
+from runs.engine import clock
+from runs.engine import faults
 from runs.authoring import define_workflow
-from runs.engine import advance
+from runs.engine.advance import advance
 from runs.models import Approval, DecisionMessage, Run
-from runs.permissions import Principal
+from runs.approvals.permissions import Principal
 from runs.policies import allow, approve, approved_for, define_policy, deny
 from runs.testing import make_user
 from runs.tests.fixtures import GET, REFUND, SEND

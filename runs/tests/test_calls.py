@@ -8,10 +8,11 @@ from django.db import DatabaseError
 from django.test import override_settings
 
 from connectors import DriverError
-from runs import clock, faults
+from runs.engine import clock
+from runs.engine import faults
 from runs.models import Run, Step
 from wakeups.sweep import take_over_expired
-from runs.workflows import define_workflow
+from runs.config.workflows import define_workflow
 from runs.tests.fixtures import GET, PUBLISH, REFUND, SEND
 
 

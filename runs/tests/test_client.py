@@ -9,9 +9,10 @@ from django.db import connection
 from pydantic import BaseModel, field_validator
 
 from connectors.errors import SanomaError, error_code
-from runs import clock, services
+from runs import services
+from runs.engine import clock
 from runs.models import LedgerRecord, Run
-from runs.workflows import define_workflow
+from runs.config.workflows import define_workflow
 from runs.tests.fixtures import GET, SEND
 
 

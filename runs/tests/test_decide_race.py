@@ -33,7 +33,7 @@ def _decide_in_child(database, run_id, by, note, message_id, barrier, results):
     from django.db import connections
 
     from connectors.errors import error_code
-    from runs import approvals
+    from runs.approvals import services as approvals
 
     try:
         barrier.wait(timeout=60)

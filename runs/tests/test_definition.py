@@ -14,10 +14,10 @@ from pydantic import BaseModel
 
 from connectors import define_connector, define_driver, op, with_setup
 from connectors.errors import ConfigError
-from runs.config import SanomaConfig, load_config, resolve_config
-from runs.registry import set_config
+from runs.config.resolution import SanomaConfig, load_config, resolve_config
+from runs.config.registry import set_config
 from runs.tests.fixtures import GET, PUBLISH, acme
-from runs.workflows import define_workflow
+from runs.config.workflows import define_workflow
 from sanoma_site.database_url import database_entry
 
 
@@ -48,12 +48,12 @@ def make_root(tmp_path: Path, files: dict[str, str]) -> Path:
 
 CONFIG = """
 from runs.tests.fixtures import acme
-from runs.config import SanomaConfig
+from runs.config.resolution import SanomaConfig
 config = SanomaConfig(app_name="acme", connectors=[acme])
 """
 
 SYNC = """
-from runs.workflows import define_workflow
+from runs.config.workflows import define_workflow
 def run(ctx, input):
     return {"from": __file__}
 sync = define_workflow(name="sync", run=run)
@@ -108,7 +108,7 @@ def test_the_worker_and_the_commands_refuse_a_bad_config_with_the_same_message(t
     root = make_root(tmp_path, {
         "sanoma_config.py": CONFIG,
         "workflows/bad.py": """
-            from runs.workflows import define_workflow
+            from runs.config.workflows import define_workflow
             def run(ctx, input):
                 return {}
             bad = define_workflow(name="bad", uses=["acme.nothing.here"], run=run)

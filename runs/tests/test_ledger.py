@@ -9,7 +9,7 @@ from django.db import DatabaseError, connection, transaction
 from connectors import DriverError
 from runs import ledger
 from runs.models import LedgerRecord
-from runs.workflows import define_workflow
+from runs.config.workflows import define_workflow
 from runs.tests.fixtures import GET, PUBLISH, SEND
 
 
@@ -87,7 +87,7 @@ def test_replaying_after_a_restart_duplicates_no_record(engine_for):
 
     from datetime import timedelta
 
-    from runs import clock
+    from runs.engine import clock
     engine = engine_for(define_workflow(name="restartable", uses=[SEND, "sleep"], run=run))
     started = engine.run("restartable")
     clock.advance(timedelta(seconds=2))

@@ -13,10 +13,11 @@ from guardian.shortcuts import assign_perm
 from pydantic import BaseModel
 
 from connectors.errors import SanomaError, error_code
-from runs import approvals, services
+from runs import services
+from runs.approvals import services as approvals
 from runs.authoring import define_workflow
 from runs.models import Approval, DecisionMessage, Run
-from runs.permissions import workflow_entry
+from runs.approvals.permissions import workflow_entry
 from runs.testing import make_user
 from runs.tests.fixtures import REFUND
 

@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from connectors import define_connector, op, with_setup
 from connectors.errors import DriverError, InvalidInput, SanomaError, error_code
 from connectors.fakes import define_fake
-from runs import approvals, services
+from runs import services
+from runs.approvals import services as approvals
 from runs.authoring import define_workflow
 from runs.models import Approval, Run
 from runs.policies import allow, allow_all, approve, approved_for, define_policy, deny, load_cedar_policy

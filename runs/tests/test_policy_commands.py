@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from company.vendors.shop import shop
 from company.workflows.refund import refund
-from runs import approvals
+from runs.approvals import services as approvals
 from runs.authoring import define_workflow
 from runs.models import Approval, DecisionMessage, Run
 from runs.policies import load_cedar_policy

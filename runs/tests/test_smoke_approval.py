@@ -1,4 +1,4 @@
-from runs import approvals
+from runs.approvals import services as approvals
 from runs.authoring import define_workflow
 from runs.testing import make_user
 from runs.tests.fixtures import REFUND

@@ -8,12 +8,12 @@ from django.db import connection
 from pydantic import BaseModel
 
 from changes.services import stamp_version
-from runs import clock
-from runs.config import SanomaConfig, resolve_config
-from runs.engine import advance
+from runs.engine import clock
+from runs.config.resolution import SanomaConfig, resolve_config
+from runs.engine.advance import advance
 from runs.models import Run, RunStatus
 from runs.versions import startup_report
-from runs.workflows import define_workflow
+from runs.config.workflows import define_workflow
 from runs.tests.fixtures import GET, SEND, acme
 
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from runs import approvals
+from runs.approvals import services as approvals
 from runs.management.commands._common import dumps, guarded
 
 

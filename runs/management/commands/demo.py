@@ -17,7 +17,7 @@ from django.db import connections
 
 from connectors.errors import ConfigError, SanomaError
 from runs import services
-from runs.registry import get_config
+from runs.config.registry import get_config
 from runs.testing import make_user
 from runs.versions import sync_workflow_entries
 

@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.management.commands._common import dumps, guarded
-from runs.policy_calls import explain_call, explain_recorded
-from runs.registry import get_config
+from runs.policies.calls import explain_call, explain_recorded
+from runs.config.registry import get_config
 
 
 class Command(BaseCommand):

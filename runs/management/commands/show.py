@@ -4,7 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from runs import approvals, services
+from runs import services
+from runs.approvals import services as approvals
 from runs.management.commands._common import dumps, guarded
 
 

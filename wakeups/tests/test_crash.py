@@ -27,10 +27,10 @@ import pytest
 from django.db import connection
 
 from runs import services
-from runs.config import load_config
+from runs.config.resolution import load_config
 from runs.models import LedgerRecord, Run, RunStatus, Step, StepKind
 from runs.testing import make_user
-from runs.tests.worker_company.harness import ROOT, Worker, database_url, worker_env
+from wakeups.tests.worker_company.harness import ROOT, Worker, database_url, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

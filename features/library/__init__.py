@@ -6,16 +6,16 @@
 - `check(scenario, records)`: expectations against a run's ledger (pure).
 - `Driver`: drives a run in-process, deciding its approvals as the scenario says.
 - `StepSet`: steps a connector or the config adds.
-- `runs.scenarios.behave_support`: the behave hooks `features/environment.py` uses.
+- `features.library.behave_support`: the behave hooks `features/environment.py` uses.
 
 Modules that touch the database (`drive`, `world`, `behave_support`) are imported on demand.
 """
-from runs.scenarios.checks import Check, check
-from runs.scenarios.errors import DriveError, ScenarioConfigError, ScenarioProblem, StepFailed
-from runs.scenarios.library import StepLibrary
-from runs.scenarios.loader import LoadResult, compile_features, load_scenarios, scenario_files
-from runs.scenarios.model import Decision, Scenario, ScenarioStep
-from runs.scenarios.stepsets import StepSet
+from features.library.checks import Check, check
+from features.library.errors import DriveError, ScenarioConfigError, ScenarioProblem, StepFailed
+from features.library.library import StepLibrary
+from features.library.loader import LoadResult, compile_features, load_scenarios, scenario_files
+from features.library.model import Decision, Scenario, ScenarioStep
+from features.library.stepsets import StepSet
 
 __all__ = [
     "Check",

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from django.db import connections
 
-from runs import clock
+from runs.engine import clock
 
 log = logging.getLogger("sanoma.engine")
 

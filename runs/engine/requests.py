@@ -10,7 +10,7 @@ from pydantic_core import to_jsonable_python
 
 from connectors.errors import InvalidInput, describe_issues, issues_of
 from connectors.operations import Operation
-from runs import clock
+from runs.engine import clock
 
 SLEEP_UNITS_MS = {"ms": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000, "days": 86_400_000}
 

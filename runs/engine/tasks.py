@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import socket
 
-from runs.engine import advance
+from runs.engine.advance import advance
 
 def advance_task(run_id: str) -> str:
     # The id is read per call: django-q2 forks worker processes after this module loads.

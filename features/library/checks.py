@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from runs.scenarios import model as m
-from runs.scenarios.values import contains, short
+from features.library import model as m
+from features.library.values import contains, short
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 
 A step set is a `StepSet`:
 
-    from runs.scenarios import StepSet
+    from features.library import StepSet
 
     shop_steps = StepSet("shop")
 
@@ -20,7 +20,7 @@ or "step" (any keyword); `pattern` is a step expression (`{op}`, `{workflow}`, `
 `{vendor}`, `{string}`, `{int}`, `{float}`, `{word}`, `{value}`, `{duration}`, optional
 `(text)`, alternatives `a/b`) or a compiled `re.Pattern` whose groups are passed as text.
 The function runs at the step's turn as `function(world, *values)`; `world` is the running
-scenario (`runs.scenarios.world.ScenarioWorld`: `config`, `fake(vendor)`, `run`, `records()`,
+scenario (`features.library.world.ScenarioWorld`: `config`, `fake(vendor)`, `run`, `records()`,
 `text` and `table` of the current step). A raised AssertionError fails the step with its message.
 """
 from __future__ import annotations

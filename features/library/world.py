@@ -1,6 +1,6 @@
 """One scenario running: the fakes, the people, the run, and each step's action at its turn.
 
-Used by behave (`runs.scenarios.behave_support`) and usable from a test: `prepare()` once the
+Used by behave (`features.library.behave_support`) and usable from a test: `prepare()` once the
 database is ready, then `execute(i)` for each step in order.
 """
 from __future__ import annotations
@@ -9,10 +9,12 @@ import json
 from typing import Any
 
 from connectors.drivers import CallContext
-from runs import clock, faults, services
+from runs import services
+from runs.engine import clock
+from runs.engine import faults
 from runs.models import ENDED_STATUSES, Run, RunStatus
-from runs.scenarios import model as m
-from runs.scenarios.checks import (
+from features.library import model as m
+from features.library.checks import (
     check_call,
     check_ledger,
     check_order,
@@ -20,9 +22,9 @@ from runs.scenarios.checks import (
     describe_calls,
     describe_end,
 )
-from runs.scenarios.drive import Driver
-from runs.scenarios.errors import DriveError, StepFailed
-from runs.scenarios.values import contains, get_path, put_path, short
+from features.library.drive import Driver
+from features.library.errors import DriveError, StepFailed
+from features.library.values import contains, get_path, put_path, short
 from runs.testing import make_user
 
 DEFAULT_STARTER = "scenario"

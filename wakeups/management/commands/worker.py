@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from connectors.errors import ConfigError
-from runs.registry import get_config
+from runs.config.registry import get_config
 from runs.versions import startup_report, sync_workflow_entries
 
 log = logging.getLogger("sanoma.worker")

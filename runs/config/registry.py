@@ -5,7 +5,7 @@ import threading
 
 from django.conf import settings
 
-from runs.config import ResolvedConfig, load_config
+from runs.config.resolution import ResolvedConfig, load_config
 
 _lock = threading.Lock()
 _current: ResolvedConfig | None = None

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from connectors.drivers import Driver
 from connectors.errors import ConfigError
 from connectors.operations import Connector, Operation, phrase_fields
-from runs.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
+from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
 
 RUNTIME_VERSION = "0.1.0"
 # Bumped whenever the per-call step sequence changes: old runs could not replay on the new layout.

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from runs.scenarios.errors import ScenarioProblem
+from features.library.errors import ScenarioProblem
 
 TAKES_OBJECT = "a JSON doc string or a two-column table"
 

@@ -16,12 +16,14 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from connectors.errors import InvalidInput, SanomaError, describe_issues, error_to_dict, issues_of
-from runs import clock, fastpath, ledger
-from runs.config import ResolvedConfig
-from runs.context import Cancelled, LeaseLost, RunContext, Suspend
-from runs.dispatch import enqueue
+from runs import ledger
+from runs.engine import clock
+from runs.engine import fastpath
+from runs.config.resolution import ResolvedConfig
+from runs.engine.context import Cancelled, LeaseLost, RunContext, Suspend
+from runs.engine.dispatch import enqueue
 from runs.models import Approval, DecisionMessage, Run, RunStatus
-from runs.registry import get_config
+from runs.config.registry import get_config
 
 log = logging.getLogger("sanoma.engine")
 

@@ -14,12 +14,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from connectors.errors import InvalidInput, SanomaError
-from runs import clock, ledger
-from runs.approval_rules import may_decide
-from runs.engine import wake
+from runs import ledger
+from runs.engine import clock
+from runs.approvals.rules import may_decide
+from runs.engine.advance import wake
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, DecisionMessage, Run
-from runs.permissions import Principal, can_decide, decidable_approvals, is_operator, principal_of
-from runs.registry import get_config
+from runs.approvals.permissions import Principal, can_decide, decidable_approvals, is_operator, principal_of
+from runs.config.registry import get_config
 
 DECISIONS = ("approve", "reject")
 WAIT_POLLS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)

@@ -18,11 +18,11 @@ from typing import Any, Iterable
 from behave.model import ScenarioOutline, ScenarioOutlineBuilder
 from behave.parser import ParserError, parse_file
 
-from runs.scenarios import model as m
-from runs.scenarios.errors import ScenarioProblem
-from runs.scenarios.inputs import Maker
-from runs.scenarios.library import Draft, StepLibrary
-from runs.scenarios.titles import literal_titles
+from features.library import model as m
+from features.library.errors import ScenarioProblem
+from features.library.inputs import Maker
+from features.library.library import Draft, StepLibrary
+from features.library.titles import literal_titles
 
 SETUP_ACTIONS = (m.Seed, m.Fault, m.Person, m.Starter, m.SetState)
 

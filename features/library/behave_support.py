@@ -23,11 +23,11 @@ from behave.parser import ParserError, parse_file
 from django.conf import settings
 from django.test.utils import override_settings
 
-from runs.config import load_config
-from runs.registry import set_config
-from runs.scenarios.errors import ScenarioProblem
-from runs.scenarios.loader import LoadResult, compile_features, display_path, scenario_files
-from runs.scenarios.world import ScenarioWorld
+from runs.config.resolution import load_config
+from runs.config.registry import set_config
+from features.library.errors import ScenarioProblem
+from features.library.loader import LoadResult, compile_features, display_path, scenario_files
+from features.library.world import ScenarioWorld
 
 # Retries of idempotent calls wait (1 s, 2 s by default); a scenario does not wait on the wall clock.
 SCENARIO_SETTINGS = {"SANOMA_RETRY_DELAYS": (0.0, 0.0)}

@@ -27,7 +27,7 @@ def build_policy_call(
 def explain_call(*, config: Any, op_id: str, actor: str, input: Any, workflow: str = "", run_id: str = "",
                  approvals: Iterable[Any] = ()) -> dict[str, Any]:
     """Which policies apply to this call and what they decide, with the current policy files."""
-    from runs.permissions import principal_of
+    from runs.approvals.permissions import principal_of
     from runs.policies import explain
 
     op = config.ops.get(op_id)

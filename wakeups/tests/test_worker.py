@@ -15,11 +15,12 @@ import pytest
 from django.db import connection
 from django_q.models import OrmQ
 
-from runs import clock, services
-from runs.config import ResolvedConfig, load_config
+from runs import services
+from runs.engine import clock
+from runs.config.resolution import ResolvedConfig, load_config
 from runs.models import AppVersion, LedgerRecord, Run, RunStatus, Step
 from runs.testing import make_user
-from runs.tests.worker_company.harness import ROOT, Worker, database_url, group_members, worker_env
+from wakeups.tests.worker_company.harness import ROOT, Worker, database_url, group_members, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

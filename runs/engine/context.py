@@ -30,14 +30,18 @@ from connectors.errors import (
     issues_of,
 )
 from connectors.operations import Operation
-from runs import clock, fastpath, faults, heartbeat, ledger
-from runs.config import ResolvedConfig
-from runs.permissions import grant_approver
-from runs.approval_rules import may_decide, rejection_error
-from runs.ctx_requests import check_approval_request, check_sleep, parse_op_input
-from runs.policy_calls import build_policy_call
+from runs import ledger
+from runs.engine import clock
+from runs.engine import fastpath
+from runs.engine import faults
+from runs.engine import heartbeat
+from runs.config.resolution import ResolvedConfig
+from runs.approvals.permissions import grant_approver
+from runs.approvals.rules import may_decide, rejection_error
+from runs.engine.requests import check_approval_request, check_sleep, parse_op_input
+from runs.policies.calls import build_policy_call
 from runs.models import Approval, ApprovalStatus, DecisionMessage, LedgerRecord, Run, RunStatus, Step, StepKind
-from runs.workflows import Approved, WorkflowDefinition
+from runs.config.workflows import Approved, WorkflowDefinition
 
 log = logging.getLogger("sanoma.engine")
 

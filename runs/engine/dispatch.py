@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db import transaction
 from django_q.tasks import async_task
 
-ADVANCE_TASK = "runs.tasks.advance_task"
+ADVANCE_TASK = "runs.engine.tasks.advance_task"
 
 
 def enqueue(run_id: str) -> None:

@@ -17,11 +17,11 @@ from datetime import timedelta
 from typing import Any, Sequence
 
 from connectors.errors import SanomaError
-from runs import clock
-from runs.approvals import approvals_of, decide
+from runs.engine import clock
+from runs.approvals.services import approvals_of, decide
 from runs.models import ENDED_STATUSES, Run, RunStatus
-from runs.scenarios import model as m
-from runs.scenarios.errors import DriveError
+from features.library import model as m
+from features.library.errors import DriveError
 from runs.testing import drain
 
 _APPROVAL_ID = re.compile(r"^approval-\d+$")

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, Sequence
 
-from runs.scenarios import model as m
-from runs.scenarios.errors import ScenarioConfigError, ScenarioProblem
-from runs.scenarios.expressions import BUILTIN_TYPES, FIELD_REGEX, Expression, ParameterType, compile_expression, unquote
-from runs.scenarios.inputs import Maker
-from runs.scenarios.stepsets import StepSet, as_step_set
-from runs.scenarios.values import TAKES_OBJECT, Fields, doc_object, plain_value, step_object, table_rows, validate
+from features.library import model as m
+from features.library.errors import ScenarioConfigError, ScenarioProblem
+from features.library.expressions import BUILTIN_TYPES, FIELD_REGEX, Expression, ParameterType, compile_expression, unquote
+from features.library.inputs import Maker
+from features.library.stepsets import StepSet, as_step_set
+from features.library.values import TAKES_OBJECT, Fields, doc_object, plain_value, step_object, table_rows, validate
 
 OBJECT = TAKES_OBJECT
 JSON_VALUE = "a JSON doc string"
