@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from runs.engine import clock
 from runs.models import AppVersion, WorkflowEntry
 from runs.config.resolution import ResolvedConfig
-from runs.services import runs_on_other_versions
+from runs.selectors import runs_on_other_versions
 
 log = logging.getLogger("sanoma.worker")
 

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 
 from connectors.errors import SanomaError
 from runs.engine import clock
-from runs.approvals.services import approvals_of, decide
+from runs.approvals.selectors import approvals_of
+from runs.approvals.services import decide
 from runs.models import ENDED_STATUSES, Run, RunStatus
 from features.library import model as m
 from features.library.errors import DriveError

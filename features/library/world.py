@@ -10,6 +10,7 @@ from typing import Any
 
 from connectors.drivers import CallContext
 from runs import services
+from runs import selectors
 from runs.engine import clock
 from runs.engine import faults
 from runs.models import ENDED_STATUSES, Run, RunStatus
@@ -76,7 +77,7 @@ class ScenarioWorld:
         return Run.objects.filter(pk=self.run_id).first() if self.run_id else None
 
     def records(self) -> list[dict[str, Any]]:
-        return services.ledger_of(run_id=self.run_id) if self.run_id else []
+        return selectors.ledger_of(run_id=self.run_id) if self.run_id else []
 
     # -- running a step ----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 
 from connectors.errors import SanomaError
 from runs.approvals import services as approvals
+from runs.approvals import selectors as approval_selectors
 from runs.admin.common import ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
 from runs.models import Approval, ApprovalStatus, DecisionMessage
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
@@ -73,7 +74,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest):
         """The inbox: what this user may decide (operators: everything)."""
-        return approvals.visible_approvals(principal=me(request)).order_by("-requested_at", "-id")
+        return approval_selectors.visible_approvals(principal=me(request)).order_by("-requested_at", "-id")
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Approval | None:
         """An approval's page is open to whoever may see its run: its approvers, starter, operators."""
@@ -138,8 +139,8 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "subtitle": f"{approval.approval_id} of run {approval.run_id}",
             "original": approval,
             "approval": approval,
-            "state": approvals.approval_state(approval),
-            "state_json": as_json(approvals.approval_state(approval)),
+            "state": approval_selectors.approval_state(approval),
+            "state_json": as_json(approval_selectors.approval_state(approval)),
             "op_input_json": as_json(approval.op_input) if approval.op else "",
             "details_json": as_json(approval.details) if approval.details is not None else "",
             "links": [{"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links],

@@ -16,6 +16,7 @@ from django.utils.html import format_html
 
 from connectors.errors import SanomaError
 from runs import services
+from runs import selectors
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal
 from runs.admin.start import StartRunMixin
 from runs.models import Approval, ApprovalStatus, Run, Step
@@ -155,7 +156,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         run = self.get_object(request, unquote(object_id))
         if run is not None:
             try:
-                records = services.ledger_of(run_id=run.id, viewer=me(request))
+                records = selectors.ledger_of(run_id=run.id, viewer=me(request))
             except SanomaError:
                 records = []
             extra_context.update(

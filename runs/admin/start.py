@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from connectors.errors import InvalidInput, SanomaError, describe_issues
 from runs import services
+from runs import selectors
 from runs.admin.common import me, refusal
 from runs.config.resolution import input_schema
 from runs.config.registry import get_config
@@ -208,7 +209,7 @@ class StartRunMixin:
         form = form_class(request.POST or None)
         if request.method == "POST" and form.is_valid():
             run_id = form.cleaned_data.get(RUN_ID_FIELD) or None
-            existed = run_id is not None and services.get_run(run_id=run_id) is not None
+            existed = run_id is not None and selectors.get_run(run_id=run_id) is not None
             try:
                 run = services.start(workflow=name, input=form.input_value(), started_by=me(request), run_id=run_id)
             except SanomaError as err:

@@ -16,7 +16,9 @@ from rest_framework.views import APIView
 
 from connectors.errors import InvalidInput, SanomaError, error_code
 from runs import services
+from runs import selectors
 from runs.approvals import services as approvals
+from runs.approvals import selectors as approval_selectors
 from runs.api import serializers as s
 from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
 from runs.models import Approval, ApprovalStatus, Run, RunStatus
@@ -84,9 +86,9 @@ class SanomaAPIView(APIView):
 
     @staticmethod
     def visible_run(request: Request, run_id: str) -> Run:
-        run = services.get_run(run_id=run_id, viewer=me(request))
+        run = selectors.get_run(run_id=run_id, viewer=me(request))
         if run is None:
-            raise services.run_not_found(run_id)
+            raise selectors.run_not_found(run_id)
         return run
 
 
@@ -153,7 +155,7 @@ class RunListView(SanomaAPIView):
     )
     def get(self, request: Request) -> Response:
         query = self.checked(s.RunListQuery, request.query_params.dict())
-        page = services.list_runs(viewer=me(request), **query)
+        page = selectors.list_runs(viewer=me(request), **query)
         counts = pending_counts([run.id for run in page.runs])
         runs = s.RunSerializer(page.runs, many=True, context={"pending_counts": counts}).data
         return Response({"runs": runs, "total": page.total, "limit": page.limit, "offset": page.offset})
@@ -188,8 +190,8 @@ class RunDetailView(SanomaAPIView):
     )
     def get(self, request: Request, run_id: str) -> Response:
         run = self.visible_run(request, run_id)
-        states = approvals.approvals_of(run_id=run.id, viewer=me(request))
-        records = services.ledger_of(run_id=run.id, viewer=me(request))
+        states = approval_selectors.approvals_of(run_id=run.id, viewer=me(request))
+        records = selectors.ledger_of(run_id=run.id, viewer=me(request))
         return Response({
             "run": run_data(run),
             "approvals": s.ApprovalSerializer(states, many=True).data,
@@ -204,7 +206,7 @@ class RunLedgerView(SanomaAPIView):
         responses={200: s.LedgerRecordSerializer(many=True), **errors(404)},
     )
     def get(self, request: Request, run_id: str) -> Response:
-        records = services.ledger_of(run_id=run_id, viewer=me(request))
+        records = selectors.ledger_of(run_id=run_id, viewer=me(request))
         return Response(s.LedgerRecordSerializer(records, many=True).data)
 
 
@@ -220,9 +222,9 @@ class RunResultView(SanomaAPIView):
     def get(self, request: Request, run_id: str) -> Response:
         query = self.checked(s.ResultQuery, request.query_params.dict())
         try:
-            output = services.result(run_id=run_id, timeout=query["timeout"], viewer=me(request))
+            output = selectors.result(run_id=run_id, timeout=query["timeout"], viewer=me(request))
         except SanomaError as err:
-            run = services.get_run(run_id=run_id, viewer=me(request))
+            run = selectors.get_run(run_id=run_id, viewer=me(request))
             if run is None or run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
                 raise  # run_not_found, run_running
             body = error_body(err.message, code=error_code(err))
@@ -255,7 +257,7 @@ class InboxView(SanomaAPIView):
         responses={200: s.InboxItemSerializer(many=True), **errors()},
     )
     def get(self, request: Request) -> Response:
-        items = [{**approvals.approval_state(a), "run": a.run} for a in approvals.pending_for(principal=me(request))]
+        items = [{**approval_selectors.approval_state(a), "run": a.run} for a in approval_selectors.pending_for(principal=me(request))]
         return Response(s.InboxItemSerializer(items, many=True).data)
 
 
@@ -285,7 +287,7 @@ class RunApprovalsView(DecideMixin, SanomaAPIView):
         responses={200: s.ApprovalSerializer(many=True), **errors(404)},
     )
     def get(self, request: Request, run_id: str) -> Response:
-        states = approvals.approvals_of(run_id=run_id, viewer=me(request))
+        states = approval_selectors.approvals_of(run_id=run_id, viewer=me(request))
         return Response(s.ApprovalSerializer(states, many=True).data)
 
     @extend_schema(
@@ -306,7 +308,7 @@ class ApprovalView(DecideMixin, SanomaAPIView):
         responses={200: s.ApprovalSerializer, **errors(404)},
     )
     def get(self, request: Request, run_id: str, approval_id: str) -> Response:
-        for state in approvals.approvals_of(run_id=run_id, viewer=me(request)):
+        for state in approval_selectors.approvals_of(run_id=run_id, viewer=me(request)):
             if state["id"] == approval_id:
                 return Response(s.ApprovalSerializer(state).data)
         raise SanomaError(f"Run {run_id} has no approval {approval_id}", code="no_pending_approval",

@@ -7,6 +7,8 @@ import pytest
 from django.test import override_settings
 
 from runs import services
+
+from runs import selectors
 from runs.config.resolution import ResolvedConfig, SanomaConfig
 from runs.models import Run
 from runs.config.registry import set_config
@@ -35,10 +37,10 @@ class Engine:
         return run
 
     def kinds(self, run: Run) -> list[str]:
-        return [r["type"] for r in services.ledger_of(run_id=run.id)]
+        return [r["type"] for r in selectors.ledger_of(run_id=run.id)]
 
     def records(self, run: Run, kind: str | None = None) -> list[dict]:
-        return [r for r in services.ledger_of(run_id=run.id) if kind is None or r["type"] == kind]
+        return [r for r in selectors.ledger_of(run_id=run.id) if kind is None or r["type"] == kind]
 
 
 @pytest.fixture

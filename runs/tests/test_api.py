@@ -12,6 +12,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs import services
+from runs import selectors
 from runs.approvals import services as approvals
 from runs.api import views
 from runs.authoring import define_workflow
@@ -255,7 +256,7 @@ def test_an_unexpected_error_is_500_without_its_message(engine, people, monkeypa
     def broken(**kwargs):
         raise RuntimeError("connection to db-7 with password hunter2 failed")
 
-    monkeypatch.setattr(services, "list_runs", broken)
+    monkeypatch.setattr(selectors, "list_runs", broken)
     with caplog.at_level("ERROR", logger="sanoma.api"):
         response = client_for(people["alice"]).get("/api/runs")
     assert response.status_code == 500

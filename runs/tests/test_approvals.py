@@ -14,7 +14,9 @@ from pydantic import BaseModel
 
 from connectors.errors import SanomaError, error_code
 from runs import services
+from runs import selectors
 from runs.approvals import services as approvals
+from runs.approvals import selectors as approval_selectors
 from runs.engine import clock
 from runs.engine import faults
 from runs.authoring import define_workflow
@@ -87,7 +89,7 @@ def pending(run: Run) -> list[Approval]:
 
 
 def state_of(run: Run, approval_id: str = "approval-1") -> dict:
-    return next(a for a in approvals.approvals_of(run_id=run.id) if a["id"] == approval_id)
+    return next(a for a in approval_selectors.approvals_of(run_id=run.id) if a["id"] == approval_id)
 
 
 def refresh(run: Run) -> Run:
@@ -147,7 +149,7 @@ def test_43_a_bad_approval_request_fails_before_anything_is_recorded(engine_for,
     assert says in run.error["message"]
     assert run.error["data"]["title"] == "Ship it"
     assert Approval.objects.filter(run=run).count() == 0
-    assert approvals.approvals_of(run_id=run.id) == []
+    assert approval_selectors.approvals_of(run_id=run.id) == []
     assert engine.kinds(run) == ["run.started", "run.failed"]
 
 
@@ -155,7 +157,7 @@ def test_a_workflow_approval_is_published_with_everything_it_asked(engine_for, p
     engine = engine_for(asking)
     run = engine.run("asking")
     assert run.status == "waiting" and run.waiting_for == "approval"
-    (state,) = approvals.approvals_of(run_id=run.id)
+    (state,) = approval_selectors.approvals_of(run_id=run.id)
     assert state["id"] == "approval-1"
     assert state["title"] == "Refund order 1"
     assert state["approver"] == "marketing-lead"
@@ -283,7 +285,7 @@ def test_47_a_policy_hold_on_a_group_is_titled_with_the_group(engine_for):
     engine = engine_for(shop_flow, policy=define_policy(hold_money_for_group, version="v1"))
     make_user("fin", groups=["finance"])
     run = engine.run("shop-flow")
-    (state,) = approvals.approvals_of(run_id=run.id)
+    (state,) = approval_selectors.approvals_of(run_id=run.id)
     assert state["title"] == "acme.order.refund needs group finance"
     assert state["approver"] == "group:finance"
     assert state["requested_by"] == "policy"
@@ -291,7 +293,7 @@ def test_47_a_policy_hold_on_a_group_is_titled_with_the_group(engine_for):
     assert state["input"] == {"order_id": "1", "amount": 10}
     assert state["op_seq"] == 2
     assert state["covers"] == ["acme.order.refund"]
-    (pending_one,) = approvals.pending_for(principal="fin")
+    (pending_one,) = approval_selectors.pending_for(principal="fin")
     assert pending_one.approval_id == "approval-1"
 
     approvals.decide(run_id=run.id, decision="approve", by="fin", timeout=0)
@@ -478,7 +480,7 @@ def test_52_one_message_id_reused_on_two_approvals_of_a_run_delivers_both(engine
     engine.drain()
     assert refresh(run).status == "finished", run.error
     assert run.result == {"first": "bob", "second": "bob"}
-    states = approvals.approvals_of(run_id=run.id)
+    states = approval_selectors.approvals_of(run_id=run.id)
     assert [(s["id"], s["status"], s["decided_with"]) for s in states] == [
         ("approval-1", "approved", "same"), ("approval-2", "approved", "same")]
 
@@ -629,16 +631,16 @@ def test_61_a_run_waiting_on_an_approval_is_listed_as_waiting_then_finished(engi
     done = engine.run("shop-flow")
     assert done.status == "finished"
 
-    waiting = services.list_runs(status="waiting")
+    waiting = selectors.list_runs(status="waiting")
     assert run.id in [r.id for r in waiting.runs]
     assert all(r.status == "waiting" for r in waiting.runs)
     assert done.id not in [r.id for r in waiting.runs]
 
     approvals.decide(run_id=run.id, decision="approve", by="marketing-lead", timeout=0)
     engine.drain()
-    assert run.id not in [r.id for r in services.list_runs(status="waiting").runs]
-    assert run.id not in [r.id for r in services.list_runs(status="queued").runs]
-    finished = services.list_runs(status="finished")
+    assert run.id not in [r.id for r in selectors.list_runs(status="waiting").runs]
+    assert run.id not in [r.id for r in selectors.list_runs(status="queued").runs]
+    finished = selectors.list_runs(status="finished")
     assert {run.id, done.id} <= {r.id for r in finished.runs}
     assert all(r.status == "finished" for r in finished.runs)
 
@@ -651,7 +653,7 @@ def test_64_the_result_of_a_denied_run_keeps_policy_denied(engine_for):
         lambda call: deny("no refunds today") if call.effect == "money" else allow(), version="v1"))
     run = engine.run("shop-flow")
     with pytest.raises(SanomaError) as caught:
-        services.result(run_id=run.id, timeout=0)
+        selectors.result(run_id=run.id, timeout=0)
     assert error_code(caught.value) == "policy_denied"
     assert str(caught.value) == "acme.order.refund was denied by policy: no refunds today"
     assert caught.value.data == {"op": "acme.order.refund", "reason": "no refunds today"}
@@ -663,7 +665,7 @@ def test_64_the_result_of_a_rejected_run_keeps_approval_rejected(engine_for, peo
     approvals.decide(run_id=run.id, decision="reject", by="marketing-lead", note="no", timeout=0)
     engine.drain()
     with pytest.raises(SanomaError) as caught:
-        services.result(run_id=run.id, timeout=0)
+        selectors.result(run_id=run.id, timeout=0)
     assert error_code(caught.value) == "approval_rejected"
     assert caught.value.data["by"] == "marketing-lead"
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, field_validator
 
 from connectors.errors import SanomaError, error_code
 from runs import services
+from runs import selectors
 from runs.engine import clock
 from runs.models import LedgerRecord, Run
 from runs.config.workflows import define_workflow
@@ -151,21 +152,21 @@ def test_listing_filters_by_status_and_workflow_newest_first(engine_for):
     a = engine.run("orders", {"order_id": "1"})
     b = engine.run("sleepy")
     c = engine.run("orders", {"order_id": "2"})
-    assert [r.id for r in services.list_runs().runs] == [c.id, b.id, a.id]
-    assert [r.id for r in services.list_runs(status="waiting").runs] == [b.id]
-    assert [r.id for r in services.list_runs(workflow="orders").runs] == [c.id, a.id]
-    page = services.list_runs(limit=1, offset=1)
+    assert [r.id for r in selectors.list_runs().runs] == [c.id, b.id, a.id]
+    assert [r.id for r in selectors.list_runs(status="waiting").runs] == [b.id]
+    assert [r.id for r in selectors.list_runs(workflow="orders").runs] == [c.id, a.id]
+    page = selectors.list_runs(limit=1, offset=1)
     assert [r.id for r in page.runs] == [b.id] and page.total == 3
     with pytest.raises(SanomaError, match="status must be one of"):
-        services.list_runs(status="sleeping")
+        selectors.list_runs(status="sleeping")
     with pytest.raises(SanomaError, match="limit must be"):
-        services.list_runs(limit=0)
+        selectors.list_runs(limit=0)
 
 
 def test_result_and_ledger_of_a_missing_run_are_run_not_found(engine_for):
     engine_for(orders)
-    assert services.get_run(run_id="missing") is None
-    for call in (lambda: services.result(run_id="missing", timeout=0), lambda: services.ledger_of(run_id="missing")):
+    assert selectors.get_run(run_id="missing") is None
+    for call in (lambda: selectors.result(run_id="missing", timeout=0), lambda: selectors.ledger_of(run_id="missing")):
         with pytest.raises(SanomaError) as missing:
             call()
         assert missing.value.code == "run_not_found" and missing.value.message == "No run missing"
@@ -175,13 +176,13 @@ def test_result_times_out_with_run_running_and_returns_or_raises_once_ended(engi
     engine = engine_for(orders, sleepy)
     waiting = engine.run("sleepy")
     with pytest.raises(SanomaError) as running:
-        services.result(run_id=waiting.id, timeout=0.1)
+        selectors.result(run_id=waiting.id, timeout=0.1)
     assert running.value.code == "run_running"
     done = engine.run("orders", {"order_id": "1"})
-    assert services.result(run_id=done.id, timeout=0) == {"order": "1"}
+    assert selectors.result(run_id=done.id, timeout=0) == {"order": "1"}
     failed = engine.run("orders", {"order_id": "404"})
     with pytest.raises(SanomaError) as err:
-        services.result(run_id=failed.id, timeout=0)
+        selectors.result(run_id=failed.id, timeout=0)
     assert error_code(err.value) == "driver_failed" and err.value.message == "no order 404"
 
 

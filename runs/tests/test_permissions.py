@@ -13,8 +13,9 @@ from guardian.shortcuts import assign_perm
 from pydantic import BaseModel
 
 from connectors.errors import SanomaError, error_code
-from runs import services
+from runs import selectors
 from runs.approvals import services as approvals
+from runs.approvals import selectors as approval_selectors
 from runs.authoring import define_workflow
 from runs.models import Approval, DecisionMessage, Run
 from runs.approvals.permissions import workflow_entry
@@ -50,7 +51,7 @@ def people(db):
 
 
 def visible_to(who) -> set[str]:
-    return {r.id for r in services.list_runs(viewer=who, limit=500).runs}
+    return {r.id for r in selectors.list_runs(viewer=who, limit=500).runs}
 
 
 # -- seeing and deciding an approval ----------------------------------------------------------------------
@@ -62,14 +63,14 @@ def test_someone_neither_the_approver_nor_in_its_group_can_neither_see_nor_decid
     assert run.status == "waiting"
 
     for who in ("stranger", "dave", "marketing-lead"):
-        assert list(approvals.pending_for(principal=who)) == [], who
-        assert services.get_run(run_id=run.id, viewer=who) is None, who
+        assert list(approval_selectors.pending_for(principal=who)) == [], who
+        assert selectors.get_run(run_id=run.id, viewer=who) is None, who
         with pytest.raises(SanomaError) as caught:
-            approvals.approvals_of(run_id=run.id, viewer=who)
+            approval_selectors.approvals_of(run_id=run.id, viewer=who)
         assert error_code(caught.value) == "run_not_found"
         assert str(caught.value) == f"No run {run.id}"  # not even whether it exists
         with pytest.raises(SanomaError) as caught:
-            services.ledger_of(run_id=run.id, viewer=who)
+            selectors.ledger_of(run_id=run.id, viewer=who)
         assert error_code(caught.value) == "run_not_found"
         assert run.id not in visible_to(who)
         with pytest.raises(SanomaError) as caught:
@@ -83,17 +84,17 @@ def test_a_member_of_the_approver_group_can_see_and_decide(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking", {"approver": "group:marketing"})
 
-    (inbox,) = approvals.pending_for(principal="carol")
+    (inbox,) = approval_selectors.pending_for(principal="carol")
     assert (inbox.run_id, inbox.approval_id) == (run.id, "approval-1")
-    assert services.get_run(run_id=run.id, viewer="carol").id == run.id
-    assert [a["id"] for a in approvals.approvals_of(run_id=run.id, viewer="carol")] == ["approval-1"]
+    assert selectors.get_run(run_id=run.id, viewer="carol").id == run.id
+    assert [a["id"] for a in approval_selectors.approvals_of(run_id=run.id, viewer="carol")] == ["approval-1"]
     assert run.id in visible_to("carol")
 
     approvals.decide(run_id=run.id, decision="approve", by="carol", timeout=0)
     engine.drain()
     run.refresh_from_db()
     assert run.status == "finished", run.error
-    assert list(approvals.pending_for(principal="carol")) == []  # decided: out of the inbox
+    assert list(approval_selectors.pending_for(principal="carol")) == []  # decided: out of the inbox
     assert run.id in visible_to("carol")  # still hers to look at
 
 
@@ -103,13 +104,13 @@ def test_someone_who_joins_the_group_later_may_decide_and_one_who_leaves_may_not
     marketing = Group.objects.get(name="marketing")
 
     people.carol.groups.remove(marketing)
-    assert list(approvals.pending_for(principal="carol")) == []
+    assert list(approval_selectors.pending_for(principal="carol")) == []
     with pytest.raises(SanomaError) as caught:
         approvals.decide(run_id=run.id, decision="approve", by="carol", timeout=0)
     assert error_code(caught.value) == "not_approver"
 
     people.dave.groups.add(marketing)
-    assert [a.approval_id for a in approvals.pending_for(principal="dave")] == ["approval-1"]
+    assert [a.approval_id for a in approval_selectors.pending_for(principal="dave")] == ["approval-1"]
     approvals.decide(run_id=run.id, decision="approve", by="dave", timeout=0)
     engine.drain()
     run.refresh_from_db()
@@ -119,9 +120,9 @@ def test_someone_who_joins_the_group_later_may_decide_and_one_who_leaves_may_not
 def test_the_named_approver_sees_and_decides_and_nobody_else_does(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking")
-    assert [a.approval_id for a in approvals.pending_for(principal="marketing-lead")] == ["approval-1"]
-    assert list(approvals.pending_for(principal="carol")) == []  # in marketing, but the approver is a person
-    assert services.get_run(run_id=run.id, viewer="marketing-lead") is not None
+    assert [a.approval_id for a in approval_selectors.pending_for(principal="marketing-lead")] == ["approval-1"]
+    assert list(approval_selectors.pending_for(principal="carol")) == []  # in marketing, but the approver is a person
+    assert selectors.get_run(run_id=run.id, viewer="marketing-lead") is not None
     with pytest.raises(SanomaError) as caught:
         approvals.decide(run_id=run.id, decision="approve", by="carol", timeout=0)
     assert str(caught.value) == "carol is not the approver; marketing-lead is (approval-1)"
@@ -145,7 +146,7 @@ def test_an_approver_with_no_account_gets_one_that_cannot_log_in(engine_for, peo
 
     newcomer = get_user_model().objects.get(username="newcomer")
     assert not newcomer.has_usable_password()
-    assert [a.run_id for a in approvals.pending_for(principal="newcomer")] == [run.id]
+    assert [a.run_id for a in approval_selectors.pending_for(principal="newcomer")] == [run.id]
 
 
 def test_an_administrators_inbox_lists_only_what_they_may_decide(engine_for, people):
@@ -158,8 +159,8 @@ def test_an_administrators_inbox_lists_only_what_they_may_decide(engine_for, peo
     with pytest.raises(SanomaError) as caught:
         approvals.decide(run_id=run.id, decision="approve", by="root", timeout=0)
     assert error_code(caught.value) == "not_approver"
-    assert services.get_run(run_id=run.id, viewer="root") is not None  # an operator may look at it
-    assert [a.approval_id for a in approvals.pending_for(principal="root")] == []
+    assert selectors.get_run(run_id=run.id, viewer="root") is not None  # an operator may look at it
+    assert [a.approval_id for a in approval_selectors.pending_for(principal="root")] == []
 
 
 # -- starting a workflow ---------------------------------------------------------------------------------
@@ -220,13 +221,13 @@ def test_a_run_is_visible_to_its_starter_its_approvers_and_operators_only(engine
     assert visible_to("stranger") == set()
     assert visible_to("dave") == set()
 
-    assert services.get_run(run_id=bobs.id, viewer="alice") is None
-    assert services.get_run(run_id=bobs.id, viewer="ops").id == bobs.id
-    assert [r["type"] for r in services.ledger_of(run_id=bobs.id, viewer="ops")][0] == "run.started"
+    assert selectors.get_run(run_id=bobs.id, viewer="alice") is None
+    assert selectors.get_run(run_id=bobs.id, viewer="ops").id == bobs.id
+    assert [r["type"] for r in selectors.ledger_of(run_id=bobs.id, viewer="ops")][0] == "run.started"
     with pytest.raises(SanomaError) as caught:
-        services.result(run_id=bobs.id, viewer="alice", timeout=0)
+        selectors.result(run_id=bobs.id, viewer="alice", timeout=0)
     assert error_code(caught.value) == "run_not_found"
-    assert services.result(run_id=bobs.id, viewer="bob", timeout=0) == {"ok": True}
+    assert selectors.result(run_id=bobs.id, viewer="bob", timeout=0) == {"ok": True}
 
 
 def test_filters_apply_within_what_a_viewer_may_see(engine_for, people):
@@ -234,7 +235,7 @@ def test_filters_apply_within_what_a_viewer_may_see(engine_for, people):
     waiting = engine.run("asking", by="alice")
     engine.run("plain", by="alice")
     engine.run("asking", by="bob")
-    page = services.list_runs(viewer="alice", status="waiting")
+    page = selectors.list_runs(viewer="alice", status="waiting")
     assert [r.id for r in page.runs] == [waiting.id] and page.total == 1
 
 
@@ -244,7 +245,7 @@ def test_filters_apply_within_what_a_viewer_may_see(engine_for, people):
 def _inbox_queries(count: int) -> tuple[int, list[tuple[str, str]]]:
     with CaptureQueriesContext(connection) as queries:
         inbox = [(a.approval_id, a.run.id, a.run.workflow, a.run.status, a.run.started_by)
-                 for a in approvals.pending_for(principal="carol")]
+                 for a in approval_selectors.pending_for(principal="carol")]
     assert len(inbox) == count
     return len(queries), inbox
 

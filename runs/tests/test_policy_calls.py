@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from connectors import define_connector, op, with_setup
 from connectors.errors import DriverError, InvalidInput, SanomaError, error_code
 from connectors.fakes import define_fake
-from runs import services
+from runs import selectors
 from runs.approvals import services as approvals
 from runs.authoring import define_workflow
 from runs.models import Approval, Run
@@ -451,7 +451,7 @@ def test_37_result_rethrows_the_policy_failure_with_its_code(engine_for):
     engine = engine_for(refund_flow(), policy=define_policy(policy, version="v1"))
     run = engine.run("refund-one")
     with pytest.raises(SanomaError) as caught:
-        services.result(run_id=run.id, timeout=0)
+        selectors.result(run_id=run.id, timeout=0)
     assert error_code(caught.value) == "invalid_input"
     assert "The policy failed deciding acme.order.refund" in str(caught.value)
 

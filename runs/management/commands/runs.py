@@ -4,7 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from runs import services
+
+from runs import selectors
 from runs.management.commands._common import guarded
 
 
@@ -21,7 +22,7 @@ class Command(BaseCommand):
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
-        page = services.list_runs(
+        page = selectors.list_runs(
             viewer=options["user"], status=options["status"], workflow=options["workflow"],
             started_by=options["started_by"], limit=options["limit"], offset=options["offset"],
         )

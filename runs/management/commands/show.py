@@ -4,8 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from runs import services
-from runs.approvals import services as approvals
+
+from runs import selectors
+from runs.approvals import selectors as approval_selectors
 from runs.management.commands._common import dumps, guarded
 
 
@@ -18,8 +19,8 @@ class Command(BaseCommand):
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
-        records = services.ledger_of(run_id=options["run_id"], viewer=options["user"])
-        run = services.get_run(run_id=options["run_id"])
+        records = selectors.ledger_of(run_id=options["run_id"], viewer=options["user"])
+        run = selectors.get_run(run_id=options["run_id"])
         self.stdout.write(f"{run.id}  {run.workflow}  {run.status}  started by {run.started_by}  version {run.app_version}")
         if run.waiting_for:
             self.stdout.write(f"waiting for {run.waiting_for}" + (f" until {run.wake_at:%Y-%m-%d %H:%M:%S}" if run.wake_at else ""))
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             self.stdout.write("result: " + dumps(run.result))
         if run.error:
             self.stdout.write("error: " + dumps(run.error))
-        for state in approvals.approvals_of(run_id=run.id):
+        for state in approval_selectors.approvals_of(run_id=run.id):
             who = f" by {state['decided_by']}" if state.get("decided_by") else ""
             self.stdout.write(f"{state['id']}: {state['title']} -> {state['approver']} [{state['status']}{who}]")
         self.stdout.write("ledger:")

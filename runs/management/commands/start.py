@@ -5,6 +5,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from runs import services
+
+from runs import selectors
 from runs.management.commands._common import dumps, guarded, read_input
 
 
@@ -26,5 +28,5 @@ class Command(BaseCommand):
         run = services.start(workflow=options["workflow"], input=data, started_by=options["user"], run_id=options["run_id"])
         self.stdout.write(f"{run.id} {run.status}")
         if options["wait"]:
-            output = services.result(run_id=run.id, timeout=options["wait"])
+            output = selectors.result(run_id=run.id, timeout=options["wait"])
             self.stdout.write(dumps(output))

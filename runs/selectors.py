@@ -1,0 +1,98 @@
+"""Reads of runs: the client's selectors. Each answers only what its viewer may see."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.errors import InvalidInput, SanomaError, error_from_dict
+from runs import ledger
+from runs.approvals.permissions import Principal, check_can_view, principal_of, visible_runs
+from runs.models import ENDED_STATUSES, Run, RunStatus
+
+RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+def run_not_found(run_id: str) -> SanomaError:
+    return SanomaError(f"No run {run_id}", code="run_not_found", data={"run_id": run_id})
+
+
+def get_run(*, run_id: str, viewer: str | Principal | None = None) -> Run | None:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None and viewer is not None and not check_can_view(principal_of(viewer), run, raise_error=False):
+        return None
+    return run
+
+
+def get_run_or_error(run_id: str, viewer: str | Principal | None) -> Run:
+    run = get_run(run_id=run_id, viewer=viewer)
+    if run is None:
+        raise run_not_found(run_id)
+    return run
+
+
+@dataclass(frozen=True)
+class RunPage:
+    runs: list[Run]
+    total: int
+    offset: int
+    limit: int
+
+
+def list_runs(
+    *,
+    viewer: str | Principal | None = None,
+    status: str | None = None,
+    workflow: str | None = None,
+    started_by: str | None = None,
+    limit: int = 20,
+    offset: int = 0,
+) -> RunPage:
+    """Runs newest first, filtered; a viewer sees only the runs they may see."""
+    if status is not None and status not in RunStatus.values:
+        raise InvalidInput(f"status must be one of {', '.join(RunStatus.values)}; got {status!r}",
+                           data={"issues": [{"path": ["status"], "message": "unknown status", "code": "invalid"}]})
+    if not isinstance(limit, int) or not 1 <= limit <= 500:
+        raise InvalidInput("limit must be a whole number from 1 to 500",
+                           data={"issues": [{"path": ["limit"], "message": "out of range", "code": "invalid"}]})
+    if not isinstance(offset, int) or offset < 0:
+        raise InvalidInput("offset must be a whole number from 0",
+                           data={"issues": [{"path": ["offset"], "message": "out of range", "code": "invalid"}]})
+    runs = Run.objects.all() if viewer is None else visible_runs(principal_of(viewer))
+    if status:
+        runs = runs.filter(status=status)
+    if workflow:
+        runs = runs.filter(workflow=workflow)
+    if started_by:
+        runs = runs.filter(started_by=started_by)
+    runs = runs.order_by("-created_at", "-id")
+    return RunPage(runs=list(runs[offset : offset + limit]), total=runs.count(), offset=offset, limit=limit)
+
+
+def ledger_of(*, run_id: str, viewer: str | Principal | None = None) -> list[dict[str, Any]]:
+    get_run_or_error(run_id, viewer)
+    return ledger.records_of(run_id)
+
+
+def result(*, run_id: str, timeout: float = 30.0, viewer: str | Principal | None = None) -> Any:
+    """The run's output once it has ended; its error, code kept, if it failed."""
+    deadline = time.monotonic() + max(0.0, timeout)
+    polls = iter(RESULT_POLL_SECONDS)
+    while True:
+        run = get_run_or_error(run_id, viewer)
+        if run.status == RunStatus.FINISHED:
+            return run.result
+        if run.status == RunStatus.FAILED:
+            raise error_from_dict(run.error or {"message": "failed"})
+        if run.status == RunStatus.CANCELLED:
+            raise SanomaError(f"Run {run_id} was cancelled", code="run_cancelled", data={"run_id": run_id})
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise SanomaError(f"Run {run_id} is still {run.status}", code="run_running",
+                              data={"run_id": run_id, "status": run.status})
+        time.sleep(min(next(polls, 1.0), remaining))
+
+
+def runs_on_other_versions(*, version: str, limit: int = 5) -> tuple[list[Run], int]:
+    others = Run.objects.exclude(status__in=ENDED_STATUSES).exclude(app_version=version).order_by("created_at")
+    return list(others[:limit]), others.count()
