@@ -1,16 +1,15 @@
 """Services of a change's life that touch the engine's tables."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from django.db import transaction
 
-from runs.engine import clock
+from runs.engine import clock, transitions
 from runs.models import Run, RunStatus
 
 CHANGE_WORKFLOW = "change"
-_UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
 
 
 @dataclass(frozen=True)
@@ -28,14 +27,11 @@ def stamp_version(*, run_ids: Sequence[str], version: str) -> list[Stamped]:
     stamped: list[Stamped] = []
     with transaction.atomic():
         candidates = list(
-            Run.objects.filter(pk__in=list(run_ids), workflow=CHANGE_WORKFLOW, status__in=_UNFINISHED)
+            Run.objects.filter(pk__in=list(run_ids), workflow=CHANGE_WORKFLOW, status__in=transitions.UNFINISHED)
             .exclude(app_version=version)
             .values_list("pk", "status", "app_version")
         )
         for run_id, status, old_version in candidates:
-            changed = Run.objects.filter(pk=run_id, app_version=old_version, status__in=_UNFINISHED).update(
-                app_version=version, updated_at=clock.now()
-            )
-            if changed:
+            if transitions.stamp(run_id=run_id, from_version=old_version, to_version=version, now=clock.now()):
                 stamped.append(Stamped(run_id=run_id, pending=status != RunStatus.QUEUED))
     return stamped

@@ -1,6 +1,8 @@
 """The authoring API for vendors: what a company's connector files import."""
-from connectors.drivers import CallContext, Driver, define_driver
-from connectors.errors import DriverError, SanomaError, error_code, retryable_status
+from typing import TYPE_CHECKING
+
+from connectors.drivers import CallContext, Driver, DriverFn, define_driver
+from connectors.errors import DriverError, ErrorCode, SanomaError, error_code, retryable_status
 from connectors.operations import (
     EFFECTS,
     Connector,
@@ -11,12 +13,19 @@ from connectors.operations import (
     with_setup,
 )
 
+if TYPE_CHECKING:  # loaded lazily at run time: see __getattr__
+    from connectors.fakes import Fake, OpFn, define_fake
+
 __all__ = [
     "EFFECTS",
     "CallContext",
     "Connector",
     "Driver",
     "DriverError",
+    "DriverFn",
+    "ErrorCode",
+    "Fake",
+    "OpFn",
     "Operation",
     "SanomaError",
     "VendorInfo",
@@ -30,9 +39,9 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     # Fakes load lazily so a driver-only import does not pull in the fake machinery.
-    if name in ("define_fake", "Fake"):
+    if name in ("define_fake", "Fake", "OpFn"):
         from connectors import fakes
 
         return getattr(fakes, name)

@@ -1,8 +1,9 @@
 """Drivers: the functions that carry an operation to its vendor."""
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
@@ -26,13 +27,18 @@ class CallContext:
     secrets: Mapping[str, str] = field(default_factory=dict)
 
 
-DriverFn = Callable[[BaseModel, CallContext], Any]
+# The parsed input of one operation: each driver function takes its own operation's input model.
+InputT = TypeVar("InputT", bound=BaseModel)
+# `fn(parsed_input, call_context) -> reply`. Generic in the input, so a function declared with its
+# own model (`def refund(i: RefundRequest, c: CallContext)`) type-checks where a driver expects one;
+# a mapping of several operations' functions holds `DriverFn[Any]`.
+DriverFn: TypeAlias = Callable[[InputT, CallContext], Any]
 
 
 @dataclass(frozen=True, eq=False)
 class Driver:
     vendor: str
-    functions: Mapping[str, DriverFn]
+    functions: Mapping[str, DriverFn[Any]]
     env: Mapping[str, str] = field(default_factory=dict)
 
     def call(self, op_id: str, payload: BaseModel, context: CallContext) -> Any:
@@ -67,7 +73,7 @@ def check_complete(what: str, connector: Connector, implemented: set[str]) -> No
 
 def define_driver(
     connector: Connector,
-    impl: Mapping[str, Mapping[str, DriverFn]],
+    impl: Mapping[str, Mapping[str, DriverFn[Any]]],
     *,
     env: Mapping[str, str] | None = None,
 ) -> Driver:

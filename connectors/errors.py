@@ -5,27 +5,47 @@ copy (a `SanomaError` carrying the recorded code and name), not an instance of t
 """
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
-KNOWN_CODES = frozenset(
-    {
-        "policy_denied",
-        "approval_rejected",
-        "approval_withdrawn",
-        "not_approver",
-        "no_pending_approval",
-        "already_decided",
-        "run_not_found",
-        "driver_failed",
-        "invalid_input",
-        "run_ended",
-        "run_running",
-        "run_cancelled",
-        "permission_denied",
-        "workflow_not_found",
-        "config_invalid",
-    }
-)
+
+class ErrorCode(StrEnum):
+    """Every code the runtime puts on an error. Code branches on these, never on an error's class.
+
+    A code is a plain string on the wire (API bodies, the ledger), so `ErrorCode.RUN_ENDED ==
+    "run_ended"`; this enum is the one list of them.
+    """
+
+    # a request was refused before anything happened
+    INVALID_INPUT = "invalid_input"  # the input (or an argument) does not have the expected shape
+    PERMISSION_DENIED = "permission_denied"  # the caller may not do this
+    NOT_AUTHENTICATED = "not_authenticated"  # the API caller did not say who they are
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"  # the API body is not JSON
+    NOT_FOUND = "not_found"  # no such API endpoint
+    CONFIG_INVALID = "config_invalid"  # the company's config cannot be resolved
+    # runs
+    RUN_NOT_FOUND = "run_not_found"  # no such run, or the caller may not see it
+    RUN_ENDED = "run_ended"  # the run has ended: no more calls, cancels or decisions
+    RUN_RUNNING = "run_running"  # the run has not ended yet (asking for its result)
+    RUN_CANCELLED = "run_cancelled"  # the run was cancelled
+    WORKFLOW_NOT_FOUND = "workflow_not_found"  # no workflow of that name (in this version)
+    REPLAY_DIVERGED = "replay_diverged"  # the workflow no longer makes the calls it made before
+    BAD_RETURN_VALUE = "bad_return_value"  # the workflow returned something that is not JSON
+    # calls
+    POLICY_DENIED = "policy_denied"  # the policy denied the call
+    POLICY_FAILED = "policy_failed"  # the policy raised or answered something that is not a decision
+    DRIVER_FAILED = "driver_failed"  # the vendor said no, or the driver failed
+    NO_DRIVER = "no_driver"  # the operation has no driver in this config
+    LEDGER_WRITE_FAILED = "ledger_write_failed"  # the vendor acted but the ledger could not record it
+    # approvals
+    APPROVAL_REJECTED = "approval_rejected"
+    APPROVAL_WITHDRAWN = "approval_withdrawn"
+    NOT_APPROVER = "not_approver"  # the decider is not the approval's approver
+    NO_PENDING_APPROVAL = "no_pending_approval"  # nothing (or not that approval) waits for a decision
+    ALREADY_DECIDED = "already_decided"
+
+
+KNOWN_CODES = frozenset(code.value for code in ErrorCode)
 
 
 class SanomaError(Exception):
@@ -53,13 +73,13 @@ class SanomaError(Exception):
 
 
 class InvalidInput(SanomaError):
-    code = "invalid_input"
+    code = ErrorCode.INVALID_INPUT
 
 
 class ConfigError(SanomaError):
     """The company's config cannot be resolved; the message lists every problem."""
 
-    code = "config_invalid"
+    code = ErrorCode.CONFIG_INVALID
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
@@ -73,7 +93,7 @@ class ConfigError(SanomaError):
 class DriverError(SanomaError):
     """A vendor said no. `retryable` says whether trying again may succeed."""
 
-    code = "driver_failed"
+    code = ErrorCode.DRIVER_FAILED
 
     def __init__(
         self,
@@ -97,10 +117,10 @@ def retryable_status(status: int) -> bool:
     return status in (408, 429) or 500 <= status <= 599
 
 
-def error_code(err: BaseException | None) -> str | None:
+def error_code(err: BaseException | None) -> ErrorCode | None:
     """The error's code when it is one the runtime knows, else None."""
     code = getattr(err, "code", None)
-    return code if isinstance(code, str) and code in KNOWN_CODES else None
+    return ErrorCode(code) if isinstance(code, str) and code in KNOWN_CODES else None
 
 
 def error_to_dict(err: BaseException) -> dict[str, Any]:
@@ -118,7 +138,7 @@ def error_to_dict(err: BaseException) -> dict[str, Any]:
     retryable = getattr(err, "retryable", None)
     if isinstance(retryable, bool):
         record["retryable"] = retryable
-    if code == "driver_failed":
+    if code == ErrorCode.DRIVER_FAILED:
         if getattr(err, "status", None) is not None:
             record["status"] = err.status  # type: ignore[attr-defined]
         if getattr(err, "vendor_code", None) is not None:

@@ -14,10 +14,11 @@ import os
 import tempfile
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
@@ -25,7 +26,10 @@ from connectors.drivers import CallContext, Driver, check_complete, flatten_impl
 from connectors.errors import DriverError, error_from_dict, error_to_dict
 from connectors.operations import Connector, Operation
 
-OpFn = Callable[[dict, BaseModel, CallContext], Any]
+InputT = TypeVar("InputT", bound=BaseModel)
+# A fake's operation: `fn(state, parsed_input, call_context) -> reply`, editing `state` in place.
+# Generic in the input like `DriverFn`, so each function may name its own operation's model.
+OpFn: TypeAlias = Callable[[dict[str, Any], InputT, CallContext], Any]
 Initial = dict | Callable[[], dict]
 T = TypeVar("T")
 
@@ -83,7 +87,7 @@ def _json_copy(value: Any, what: str) -> Any:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # --- errors carried through a file -------------------------------------------------------------
@@ -253,7 +257,7 @@ class Fake:
         self,
         connector: Connector,
         initial: Initial,
-        functions: Mapping[str, OpFn],
+        functions: Mapping[str, OpFn[Any]],
         *,
         file: Path | None = None,
         calls: CallLog | None = None,
@@ -503,7 +507,7 @@ def define_fake(
     connector: Connector,
     *,
     initial: Initial,
-    ops: Mapping[str, Mapping[str, OpFn]],
+    ops: Mapping[str, Mapping[str, OpFn[Any]]],
     file: str | os.PathLike[str] | None = None,
     calls: CallLog | None = None,
 ) -> Fake:

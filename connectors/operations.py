@@ -5,8 +5,9 @@ Plain Python: importable without Django, so a company's files can be read withou
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from pydantic import BaseModel
@@ -14,6 +15,9 @@ from pydantic import BaseModel
 EFFECTS = ("read", "write", "publish", "send", "money", "access")
 Effect = Literal["read", "write", "publish", "send", "money", "access"]
 
+# `ctx.<vendor>` reaches a connector, so a vendor may not be named like a member of `ctx` itself:
+# `ctx.all` would be the built-in, never the vendor. A test keeps this list in step with `ctx`.
+RESERVED_VENDOR_NAMES = ("all", "approval", "now", "run_id", "sleep")
 _ID_PART = re.compile(r"^[a-z][a-z0-9_-]*$")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _SVG = re.compile(r"^\s*<svg[\s>].*</svg>\s*$", re.DOTALL)
@@ -68,7 +72,7 @@ class Operation:
             "effect": self.effect,
         }
 
-    def same_contract(self, other: "Operation") -> bool:
+    def same_contract(self, other: Operation) -> bool:
         return self.effect == other.effect and self.idempotent == other.idempotent
 
 
@@ -168,6 +172,11 @@ def define_connector(
     """
     if not isinstance(vendor, str) or not _ID_PART.match(vendor):
         raise ValueError(f"vendor {vendor!r} must be lowercase letters, digits, dashes and underscores")
+    if vendor in RESERVED_VENDOR_NAMES:
+        raise ValueError(
+            f"vendor {vendor!r} is taken by ctx.{vendor}, which workflows use; name the connector after its vendor "
+            f"(taken: {', '.join(RESERVED_VENDOR_NAMES)})"
+        )
     operations: dict[str, Operation] = {}
     for resource, specs in resources.items():
         if not _ID_PART.match(resource):

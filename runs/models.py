@@ -97,6 +97,26 @@ class ApprovalStatus(models.TextChoices):
     WITHDRAWN = "withdrawn"
 
 
+class ApprovalRequester(models.TextChoices):
+    WORKFLOW = "workflow"  # ctx.approval(...)
+    POLICY = "policy"  # a policy held a call for this approver
+
+
+class Decision(models.TextChoices):
+    """What a person sends to an approval."""
+
+    APPROVE = "approve"
+    REJECT = "reject"
+
+
+class MessageOutcome(models.TextChoices):
+    """What the run made of a decision message when it applied it."""
+
+    DECIDED = "decided"  # it decided the approval
+    REFUSED = "refused"  # its sender may not decide it (recorded as approval.refused)
+    IGNORED = "ignored"  # the approval was already decided or withdrawn
+
+
 class Approval(models.Model):
     """A request for a person's or a group's decision, from the workflow or a policy hold."""
 
@@ -105,7 +125,7 @@ class Approval(models.Model):
     seq = models.IntegerField()
     title = models.CharField(max_length=500)
     approver = models.CharField(max_length=200)
-    requested_by = models.CharField(max_length=16)  # "workflow" | "policy"
+    requested_by = models.CharField(max_length=16, choices=ApprovalRequester.choices)
     covers = models.JSONField(default=list)
     links = models.JSONField(default=list)
     details = models.JSONField(null=True, blank=True)
@@ -141,13 +161,14 @@ class DecisionMessage(models.Model):
 
     approval = models.ForeignKey(Approval, on_delete=models.PROTECT, related_name="messages")
     message_id = models.CharField(max_length=200)
+    # Kept as sent: a message that is not a decision is refused when the run applies it, and recorded.
     decision = models.CharField(max_length=16)
     by = models.CharField(max_length=150)
     groups = models.JSONField(default=list)
     note = models.TextField(blank=True, default="")
     sent_at = models.DateTimeField()
     applied = models.BooleanField(default=False)
-    outcome = models.CharField(max_length=16, blank=True, default="")  # decided | refused | ignored
+    outcome = models.CharField(max_length=16, blank=True, default="", choices=MessageOutcome.choices)
 
     class Meta:
         ordering = ["id"]
@@ -162,6 +183,21 @@ class AppendOnlyQuerySet(models.QuerySet):
         raise PermissionError("The ledger is append-only: records are never deleted")
 
 
+class LedgerKind(models.TextChoices):
+    """Every kind of ledger record; a record's `type` on the wire."""
+
+    RUN_STARTED = "run.started"
+    RUN_FINISHED = "run.finished"
+    RUN_FAILED = "run.failed"
+    RUN_CANCELLED = "run.cancelled"
+    OP_CALLED = "op.called"  # a call: its decision, input, output or error
+    SLEEP_STARTED = "sleep.started"
+    APPROVAL_REQUESTED = "approval.requested"
+    APPROVAL_DECIDED = "approval.decided"
+    APPROVAL_REFUSED = "approval.refused"  # a decision from someone who may not decide it
+    APPROVAL_WITHDRAWN = "approval.withdrawn"
+
+
 class LedgerRecord(models.Model):
     """One audit record. Ids are deterministic (`<run>:<kind>:<seq>`), so the first write wins."""
 
@@ -173,7 +209,7 @@ class LedgerRecord(models.Model):
     at = models.BigIntegerField()
     actor = models.CharField(max_length=150)
     workflow = models.CharField(max_length=200)
-    kind = models.CharField(max_length=40)
+    kind = models.CharField(max_length=40, choices=LedgerKind.choices)
     body = models.JSONField(default=dict)
     group = models.JSONField(null=True, blank=True)
 

@@ -11,20 +11,24 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from pydantic import ValidationError
 
-from connectors.errors import InvalidInput, SanomaError, describe_issues, issues_of
+from connectors.errors import ErrorCode, InvalidInput, SanomaError, describe_issues, issues_of
 from runs import ledger
-from runs.engine import clock
-from runs.config.resolution import ResolvedConfig
-from runs.engine.dispatch import enqueue
-from runs.selectors import run_not_found
-from runs.models import ENDED_STATUSES, LedgerRecord, Run, RunStatus
-from runs.approvals.permissions import Principal, check_can_start, check_can_view, principal_of
+from runs.approvals.permissions import (
+    Principal,
+    check_can_operate,
+    check_can_start,
+    check_can_view,
+    principal_of,
+)
 from runs.config.registry import get_config
+from runs.config.resolution import ResolvedConfig
+from runs.config.workflows import WorkflowDefinition
+from runs.engine import clock, transitions
+from runs.models import ENDED_STATUSES, LedgerKind, LedgerRecord, Run, RunStatus
+from runs.selectors import run_not_found
 
-RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
-
-def _workflow_or_error(config: ResolvedConfig, name: Any):
+def _workflow_or_error(config: ResolvedConfig, name: Any) -> WorkflowDefinition:
     definition = config.workflows.get(name) if isinstance(name, str) else None
     if definition is None:
         raise InvalidInput(
@@ -110,10 +114,10 @@ def start_or_get(
     )
     try:
         with transaction.atomic():
-            run.save(force_insert=True)
+            transitions.start(run=run)
             # The run row is new, so its first record cannot exist yet: a plain insert.
-            ledger.build(run, kind="run.started", seq=0, body={"input": input}, app=config.app_name).save(force_insert=True)
-            enqueue(run.id)
+            ledger.build(run, kind=LedgerKind.RUN_STARTED, seq=0, body={"input": input},
+                         app=config.app_name).save(force_insert=True)
     except IntegrityError:
         # The id is taken: by an earlier start of the same run (idempotent), or a racing one. It stands.
         existing = Run.objects.get(pk=run_id)
@@ -126,8 +130,6 @@ def start_or_get(
 
 def cancel(*, run_id: str, by: str | Principal) -> Run:
     """Cancel a run that has not ended: it makes no further calls; a run that ended is `run_ended`."""
-    from runs.approvals.permissions import check_can_operate
-
     principal = principal_of(by)
     config = get_config()
     with transaction.atomic():
@@ -136,13 +138,11 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
             raise run_not_found(run_id)
         check_can_operate(principal, run)
         if run.status in ENDED_STATUSES:
-            raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code="run_ended",
+            raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code=ErrorCode.RUN_ENDED,
                               data={"status": run.status})
-        now = clock.now()
-        Run.objects.filter(pk=run_id).update(status=RunStatus.CANCELLED, ended_at=now, updated_at=now,
-                                              wake_at=None, waiting_for="")
+        transitions.cancel(run_id=run_id, now=clock.now())  # the row is locked: it has not ended meanwhile
         seq = (LedgerRecord.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first() or 0) + 1
-        ledger.append(ledger.build(run, kind="run.cancelled", seq=seq, key="run", body={"by": principal.id},
+        ledger.append(ledger.build(run, kind=LedgerKind.RUN_CANCELLED, seq=seq, key="run", body={"by": principal.id},
                                    app=config.app_name))
     run.refresh_from_db()
     return run

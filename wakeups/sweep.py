@@ -2,7 +2,8 @@
 
 django-q2 has no timed enqueue (its Schedule ticks every ~30 s), so the runtime wakes its own
 sleepers, takes over runs whose worker died (lease expired), and re-sends runs whose wake-up task
-was lost. Every wake is a conditional UPDATE, so two hosts sweeping together wake a run once.
+was lost. Every wake is a conditional UPDATE (`runs.engine.transitions`), so two hosts sweeping
+together wake a run once.
 """
 from __future__ import annotations
 
@@ -11,11 +12,9 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import transaction
 from django_q.models import OrmQ
 
-from runs.engine import clock
-from runs.engine.dispatch import enqueue
+from runs.engine import clock, transitions
 from runs.models import Run, RunStatus
 
 log = logging.getLogger("sanoma.sweep")
@@ -36,20 +35,7 @@ class SweepResult:
 
 
 def wake_due_sleepers(version: str) -> int:
-    now = clock.now()
-    due = list(
-        Run.objects.filter(status=RunStatus.WAITING, app_version=version, wake_at__lte=now)
-        .order_by("wake_at").values_list("pk", flat=True)[:BATCH]
-    )
-    woken = 0
-    for run_id in due:
-        with transaction.atomic():
-            if Run.objects.filter(pk=run_id, status=RunStatus.WAITING, wake_at__lte=now).update(
-                status=RunStatus.QUEUED, wake_at=None, waiting_for="", queued_at=now, updated_at=now
-            ):
-                enqueue(run_id)
-                woken += 1
-    return woken
+    return transitions.wake_due_sleepers(version=version, now=clock.now(), limit=BATCH)
 
 
 def take_over_expired(version: str) -> int:
@@ -60,13 +46,10 @@ def take_over_expired(version: str) -> int:
     )
     taken = 0
     for run_id, owner in expired:
-        with transaction.atomic():
-            if Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, lease_owner=owner, lease_until__lt=now).update(
-                status=RunStatus.QUEUED, lease_owner="", lease_until=None, queued_at=now, updated_at=now
-            ):
-                enqueue(run_id)
-                taken += 1
-                log.warning("run %s: worker %s stopped renewing its lease; taking the run over", run_id, owner)
+        if transitions.take_over(run_id=run_id, owner=owner, now=now):
+            taken += 1
+            log.warning("run %s: worker %s stopped renewing its lease; taking the run over", run_id, owner,
+                        extra={"run_id": run_id})
     return taken
 
 
@@ -80,13 +63,8 @@ def resend_lost(version: str, cluster: str) -> int:
         Run.objects.filter(status=RunStatus.QUEUED, app_version=version, queued_at__lt=now - STALE_QUEUED)
         .values_list("pk", "queued_at")[:BATCH]
     )
-    resent = 0
-    for run_id, queued_at in stale:
-        with transaction.atomic():
-            if Run.objects.filter(pk=run_id, status=RunStatus.QUEUED, queued_at=queued_at).update(queued_at=now):
-                enqueue(run_id)
-                resent += 1
-    return resent
+    return sum(transitions.resend(run_id=run_id, queued_at=queued_at, now=now)
+               for run_id, queued_at in stale if queued_at is not None)
 
 
 _next_resend = 0.0

@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 _lock = threading.Lock()
 _offset = timedelta(0)
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc) + _offset
+    return datetime.now(UTC) + _offset
 
 
 def now_ms() -> int:
@@ -21,7 +24,7 @@ def to_ms(moment: datetime) -> int:
 
 
 def from_ms(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 def advance(delta: timedelta) -> None:
@@ -34,6 +37,29 @@ def advance(delta: timedelta) -> None:
 
 
 def reset() -> None:
-    global _offset
+    global _offset, _sleeper
     with _lock:
         _offset = timedelta(0)
+        _sleeper = time.sleep
+
+
+# The engine's waits inside an advance (retry delays, ledger write retries) go through `sleep`,
+# so a test can see what the engine waited for without spending the time.
+_sleeper: Callable[[float], None] = time.sleep
+
+
+def sleep(seconds: float) -> None:
+    """Wait `seconds` of wall-clock time (a retry's delay)."""
+    _sleeper(seconds)
+
+
+@contextmanager
+def sleeping_with(sleeper: Callable[[float], None]) -> Iterator[None]:
+    """Route the engine's waits to `sleeper` in this process while the block runs."""
+    global _sleeper
+    before = _sleeper
+    _sleeper = sleeper
+    try:
+        yield
+    finally:
+        _sleeper = before

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timedelta
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from connectors.drivers import CallContext
 from connectors.errors import (
     DriverError,
+    ErrorCode,
     InvalidInput,
     SanomaError,
     describe_issues,
@@ -31,23 +33,34 @@ from connectors.errors import (
 )
 from connectors.operations import Operation
 from runs import ledger
-from runs.engine import clock
-from runs.engine import fastpath
-from runs.engine import faults
-from runs.engine import heartbeat
-from runs.config.resolution import ResolvedConfig
 from runs.approvals.permissions import grant_approver
 from runs.approvals.rules import may_decide, rejection_error
-from runs.engine.requests import check_approval_request, check_sleep, parse_op_input
-from runs.policies.calls import build_policy_call
-from runs.models import Approval, ApprovalStatus, DecisionMessage, LedgerRecord, Run, RunStatus, Step, StepKind
+from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Approved, WorkflowDefinition
+from runs.engine import clock, fastpath, faults, heartbeat, transitions
+from runs.engine.faults import FaultPoint
+from runs.engine.requests import check_approval_request, check_sleep, parse_op_input
+from runs.engine.transitions import LeaseCheck
+from runs.models import (
+    Approval,
+    ApprovalRequester,
+    ApprovalStatus,
+    Decision,
+    DecisionMessage,
+    LedgerKind,
+    LedgerRecord,
+    MessageOutcome,
+    Run,
+    Step,
+    StepKind,
+)
+from runs.policies.calls import build_policy_call
 
 log = logging.getLogger("sanoma.engine")
 
 LEDGER_RETRY_DELAYS = (0.05, 0.2, 0.8)
 # Records whose step's unique (run, seq) already guards them: written without a savepoint.
-FAST_KINDS = ("op.called", "sleep.started")
+FAST_KINDS = (LedgerKind.OP_CALLED, LedgerKind.SLEEP_STARTED)
 
 
 class Suspend(BaseException):
@@ -74,7 +87,7 @@ class Cancelled(BaseException):
 class _Namespace:
     """`ctx.<vendor>.<resource>.<op>`: attribute paths ending in an operation the workflow uses."""
 
-    def __init__(self, ctx: "RunContext", path: tuple[str, ...]) -> None:
+    def __init__(self, ctx: RunContext, path: tuple[str, ...]) -> None:
         self._ctx = ctx
         self._path = path
 
@@ -85,6 +98,26 @@ class _Namespace:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise self._ctx._not_available(self._path)
+
+
+class _OperationCall:
+    """`ctx.<vendor>.<resource>.<op>(input)`: one call of an operation the workflow uses."""
+
+    def __init__(self, ctx: RunContext, op: Operation) -> None:
+        self._ctx = ctx
+        self._op = op
+
+    def __call__(self, payload: Any = None, **options: Any) -> Any:
+        if options:
+            # A keyword the engine does not know would otherwise be dropped without a word.
+            names = ", ".join(sorted(options))
+            raise InvalidInput(
+                f"ctx.{self._op.id} got an unknown keyword argument: {names}; pass the input as one object",
+                data={"op": self._op.id, "issues": [
+                    {"path": [name], "message": "unknown keyword argument", "code": "unknown_keyword"}
+                    for name in sorted(options)]},
+            )
+        return self._ctx._call(self._op, payload)
 
 
 class RunContext:
@@ -158,7 +191,7 @@ class RunContext:
             self._check_segment()
             started = clock.now_ms()
             until_ms = until_ms if until_ms is not None else started + int(total_ms)
-            record = self._record("sleep.started", seq, {"until": until_ms})
+            record = self._record(LedgerKind.SLEEP_STARTED, seq, {"until": until_ms})
             step = Step(run=self._run, seq=seq, kind=StepKind.SLEEP, name="sleep", output={"until": until_ms},
                         next_seq=self._next_seq)
             self._commit(step, [record])
@@ -208,7 +241,7 @@ class RunContext:
         if approval is None:
             self._check_segment()
             approval = self._request_approval(
-                seq=seq, title=title, approver=approver_id, requested_by="workflow", covers=cover_ids,
+                seq=seq, title=title, approver=approver_id, requested_by=ApprovalRequester.WORKFLOW, covers=cover_ids,
                 links=link_list, details=details,
             )
         return self._await_approval(approval)
@@ -219,7 +252,7 @@ class RunContext:
         if len(path) == 3:
             op_id = ".".join(path)
             if op_id in self._uses and op_id in self._config.ops:
-                return lambda payload=None, **options: self._call(self._config.ops[op_id], payload)
+                return _OperationCall(self, self._config.ops[op_id])
             raise self._not_available(path)
         if len(path) > 3:
             raise self._not_available(path)
@@ -228,7 +261,7 @@ class RunContext:
     def _not_available(self, path: tuple[str, ...]) -> SanomaError:
         return SanomaError(
             f"ctx.{'.'.join(path)} is not available: add it to `uses` in workflow \"{self._definition.name}\"",
-            code="invalid_input",
+            code=ErrorCode.INVALID_INPUT,
         )
 
     def _require(self, builtin: str) -> None:
@@ -251,7 +284,8 @@ class RunContext:
         if op.target is not None:
             target = op.target(parsed)
             if not isinstance(target, str):
-                raise SanomaError(f"The target of {op.id} must be a string; it gave {type(target).__name__}")
+                raise SanomaError(f"The target of {op.id} must be a string; it gave {type(target).__name__}",
+                                  code=ErrorCode.CONFIG_INVALID, data={"op": op.id})
         decision, approval = self._decide(op, seq, input_json, target)
         if approval is not None:
             error = rejection_error(approval)
@@ -261,7 +295,7 @@ class RunContext:
             reason = decision.get("reason") or "denied"
             error = SanomaError(
                 reason if reason.startswith(op.id) else f"{op.id} was denied by policy: {reason}",
-                code="policy_denied",
+                code=ErrorCode.POLICY_DENIED,
                 data={"op": op.id, "reason": reason},
                 name="PolicyDeniedError",
             )
@@ -283,7 +317,7 @@ class RunContext:
             )
             try:
                 if driver is None:
-                    raise SanomaError(f"{op.id} has no driver")
+                    raise SanomaError(f"{op.id} has no driver", code=ErrorCode.NO_DRIVER, data={"op": op.id})
                 with self._heartbeat():
                     reply = driver.call(op.id, parsed, context)
                 try:
@@ -296,12 +330,12 @@ class RunContext:
             except Exception as err:
                 retry = op.idempotent and attempt < tries and getattr(err, "retryable", None) is True
                 if retry:
-                    time.sleep(delays[min(attempt - 1, len(delays) - 1)])
+                    clock.sleep(delays[min(attempt - 1, len(delays) - 1)])
                     continue
                 duration = int((time.monotonic() - started) * 1000)
                 self._settle_call(op, seq, input_json, decision, error=err, attempt=attempt, duration_ms=duration)
                 raise
-            faults.point("after_driver_call")
+            faults.point(FaultPoint.AFTER_DRIVER_CALL)
             duration = int((time.monotonic() - started) * 1000)
             self._settle_call(op, seq, input_json, decision, output=output, attempt=attempt, duration_ms=duration)
             return output
@@ -339,7 +373,7 @@ class RunContext:
             body["approval"] = approval.approval_id
         step = Step(run=self._run, seq=seq, kind=StepKind.CALL, name=op.id, output=output_json, error=error_json,
                     decision=decision, attempt=attempt or 1, next_seq=self._next_seq)
-        record = self._record("op.called", seq, body)
+        record = self._record(LedgerKind.OP_CALLED, seq, body)
         if output is None:
             self._commit(step, [record])
             return
@@ -355,9 +389,10 @@ class RunContext:
                 # A record that cannot be serialised fails the same way every time: no retry.
                 if delay is None or isinstance(err, (TypeError, ValueError)):
                     self._poisoned = op.id
-                    raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {err}") from err
+                    raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {err}",
+                                      code=ErrorCode.LEDGER_WRITE_FAILED, data={"op": op.id}) from err
                 log.warning("recording %s of run %s failed (%s); trying again", op.id, self._run.id, err)
-                time.sleep(delay)
+                clock.sleep(delay)
 
     # ---- policy and approvals -------------------------------------------------------------
 
@@ -375,7 +410,7 @@ class RunContext:
                 shown = f"group {approver[6:]}" if approver.startswith("group:") else approver
                 approval = self._request_approval(
                     seq=self._take_seq(), title=decision.get("title") or f"{op.id} needs {shown}",
-                    approver=approver, requested_by="policy",
+                    approver=approver, requested_by=ApprovalRequester.POLICY,
                     covers=list(dict.fromkeys([op.id, *decision.get("covers", [])])),
                     op=op.id, op_input=input_json, op_seq=seq,
                 )
@@ -387,7 +422,8 @@ class RunContext:
                 raise Suspend("approval")
             if approval.status != ApprovalStatus.APPROVED:
                 return decision, approval
-        raise SanomaError(f"The policy kept holding {op.id} after {len(held)} approvals; check its @approve rules")
+        raise SanomaError(f"The policy kept holding {op.id} after {len(held)} approvals; check its @approve rules",
+                          code=ErrorCode.POLICY_FAILED, data={"op": op.id})
 
     def _policy_decision(self, op: Operation, input_json: dict, target: str | None) -> dict:
         call = build_policy_call(
@@ -399,7 +435,8 @@ class RunContext:
         except SanomaError:
             raise
         except Exception as err:
-            raise SanomaError(f"The policy failed deciding {op.id}: {err}", code=error_code(err)) from err
+            raise SanomaError(f"The policy failed deciding {op.id}: {err}",
+                              code=error_code(err) or ErrorCode.POLICY_FAILED, data={"op": op.id}) from err
         return decision.to_dict()
 
     def _request_approval(
@@ -416,7 +453,7 @@ class RunContext:
                 "covers": list(covers)}
         if op:
             body["op"] = op
-        record = self._record("approval.requested", seq, body, key=approval.approval_id)
+        record = self._record(LedgerKind.APPROVAL_REQUESTED, seq, body, key=approval.approval_id)
         self._commit(None, [record], approval=approval)
         self._approvals[seq] = approval
         return approval
@@ -437,10 +474,10 @@ class RunContext:
             if message.applied:
                 continue
             if approval.status != ApprovalStatus.PENDING:
-                self._apply_message(approval, message, outcome="ignored")
+                self._apply_message(approval, message, outcome=MessageOutcome.IGNORED)
                 continue
             why = None
-            if message.decision not in ("approve", "reject"):
+            if message.decision not in Decision.values:
                 why = f"{message.decision!r} is not a decision: send approve or reject"
             else:
                 why = may_decide(approval.approver, message.by, message.groups)
@@ -448,11 +485,11 @@ class RunContext:
                 approval.refused = [*approval.refused, {"by": message.by, "id": message.message_id,
                                                         "at": clock.now_ms(), "reason": why}]
                 key = f"{approval.approval_id}:refused:{len(approval.refused)}"
-                record = self._record("approval.refused", approval.seq,
+                record = self._record(LedgerKind.APPROVAL_REFUSED, approval.seq,
                                       {"approval": approval.approval_id, "by": message.by, "reason": why}, key=key)
-                self._apply_message(approval, message, outcome="refused", records=[record])
+                self._apply_message(approval, message, outcome=MessageOutcome.REFUSED, records=[record])
                 continue
-            approval.status = ApprovalStatus.APPROVED if message.decision == "approve" else ApprovalStatus.REJECTED
+            approval.status = ApprovalStatus.APPROVED if message.decision == Decision.APPROVE else ApprovalStatus.REJECTED
             approval.decided_by = message.by
             approval.decided_at = clock.now()
             approval.note = message.note
@@ -460,15 +497,15 @@ class RunContext:
             body = {"approval": approval.approval_id, "decision": message.decision, "by": message.by}
             if message.note:
                 body["note"] = message.note
-            record = self._record("approval.decided", approval.seq, body, key=approval.approval_id)
-            self._apply_message(approval, message, outcome="decided", records=[record])
+            record = self._record(LedgerKind.APPROVAL_DECIDED, approval.seq, body, key=approval.approval_id)
+            self._apply_message(approval, message, outcome=MessageOutcome.DECIDED, records=[record])
 
-    def _apply_message(self, approval: Approval, message: DecisionMessage, *, outcome: str,
+    def _apply_message(self, approval: Approval, message: DecisionMessage, *, outcome: MessageOutcome,
                        records: Sequence[LedgerRecord] = ()) -> None:
         message.applied = True
         message.outcome = outcome
         with self._guarded():
-            if outcome == "decided":
+            if outcome == MessageOutcome.DECIDED:
                 changed = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
                     status=approval.status, decided_by=approval.decided_by, decided_at=approval.decided_at,
                     note=approval.note, decided_with=approval.decided_with,
@@ -477,9 +514,9 @@ class RunContext:
                     fresh = Approval.objects.get(pk=approval.pk)
                     for name in ("status", "decided_by", "decided_at", "note", "decided_with"):
                         setattr(approval, name, getattr(fresh, name))
-                    message.outcome = "ignored"
+                    message.outcome = MessageOutcome.IGNORED
                     records = ()
-            elif outcome == "refused":
+            elif outcome == MessageOutcome.REFUSED:
                 Approval.objects.filter(pk=approval.pk).update(refused=approval.refused)
             DecisionMessage.objects.filter(pk=message.pk).update(applied=True, outcome=message.outcome)
             for record in records:
@@ -497,21 +534,22 @@ class RunContext:
         if step is not None and (step.kind != kind or step.name != name):
             raise SanomaError(
                 f"Run {self._run.id} no longer replays: step {seq} was {step.kind} {step.name}, now {kind} {name}. "
-                "A workflow must make the same calls in the same order on every replay"
+                "A workflow must make the same calls in the same order on every replay",
+                code=ErrorCode.REPLAY_DIVERGED, data={"seq": seq, "was": f"{step.kind} {step.name}", "now": f"{kind} {name}"},
             )
         return step
 
-    def _record(self, kind: str, seq: int, body: dict[str, Any], *, key: str | None = None) -> LedgerRecord:
+    def _record(self, kind: LedgerKind, seq: int, body: dict[str, Any], *, key: str | None = None) -> LedgerRecord:
         return ledger.build(self._run, kind=kind, seq=seq, body=body, key=key, group=self._group,
                             app=self._config.app_name)
 
     def _check_open(self) -> None:
         if self._ended:
-            raise SanomaError(f"Run {self._run.id} has ended: no more calls", code="run_ended")
+            raise SanomaError(f"Run {self._run.id} has ended: no more calls", code=ErrorCode.RUN_ENDED)
         if self._poisoned:
             raise SanomaError(
                 f"Run {self._run.id} takes no more calls: {self._poisoned} succeeded, but the ledger could not record it",
-                code="run_ended",
+                code=ErrorCode.RUN_ENDED,
             )
 
     def _check_segment(self) -> None:
@@ -524,12 +562,10 @@ class RunContext:
         cancelled = False
         with transaction.atomic():
             now = clock.now()
-            renewed = Run.objects.filter(pk=self._run.pk, lease_owner=self._worker_id, status=RunStatus.RUNNING).update(
-                lease_until=now + self._lease, updated_at=now
-            )
-            if not renewed:
-                row = Run.objects.filter(pk=self._run.pk).values("status", "lease_owner").first()
-                if not row or row["lease_owner"] != self._worker_id or row["status"] != RunStatus.CANCELLED:
+            if not transitions.renew_lease(run_id=self._run.pk, worker_id=self._worker_id, now=now,
+                                           lease_until=now + self._lease):
+                # The cancel/lease handshake: see `runs.engine.transitions`.
+                if transitions.lease_check(run_id=self._run.pk, worker_id=self._worker_id) is not LeaseCheck.CANCELLED:
                     raise LeaseLost(self._run.id)
                 cancelled = True  # what already happened is still recorded; nothing more is done
             yield
@@ -552,7 +588,7 @@ class RunContext:
                 return
         try:
             with self._guarded():
-                faults.point("step.commit")
+                faults.point(FaultPoint.STEP_COMMIT)
                 if step is not None:
                     step.created_at = clock.now()
                     step.save(force_insert=True)
@@ -560,7 +596,7 @@ class RunContext:
                     approval.save(force_insert=True)
                     grant_approver(approval)
                     if not self._run.has_approvals:
-                        Run.objects.filter(pk=self._run.pk).update(has_approvals=True)
+                        transitions.mark_has_approvals(run_id=self._run.pk)
                         self._run.has_approvals = True
                 for record in records:
                     if record.kind in FAST_KINDS:
@@ -574,7 +610,7 @@ class RunContext:
             self._steps[step.seq] = step
 
     def _commit_fast(self, step: Step, record: LedgerRecord) -> bool:
-        faults.point("step.commit")
+        faults.point(FaultPoint.STEP_COMMIT)
         now = clock.now()
         step.created_at = now
         renew = time.monotonic() >= self._renew_after
@@ -592,13 +628,6 @@ class RunContext:
     def _lease_renewed(self) -> None:
         self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
 
-    def close(self) -> None:
+    def _close(self) -> None:
+        """The advance is over: any later call through this ctx (kept by a workflow) is refused."""
         self._ended = True
-
-    @property
-    def next_seq(self) -> int:
-        return self._next_seq
-
-    @property
-    def signal_gen(self) -> int:
-        return self._signal_gen

@@ -1,20 +1,34 @@
 """Named fault-injection points at the engine's commit boundaries, for tests.
 
-`arm("ledger.append", error, times=1)` makes the next pass through that point raise `error`.
-Points: `step.commit` (inside a step's transaction, before its rows are written),
-`after_driver_call` (the vendor replied; nothing recorded yet).
+`arm(FaultPoint.STEP_COMMIT, error, times=1)` makes the next pass through that point raise
+`error`. Arming a point the engine does not have raises at once, so a test cannot arm a fault
+that never fires.
 """
 from __future__ import annotations
 
 import threading
+from enum import StrEnum
+
+
+class FaultPoint(StrEnum):
+    STEP_COMMIT = "step.commit"  # inside a step's transaction, before its rows are written
+    AFTER_DRIVER_CALL = "after_driver_call"  # the vendor replied; nothing is recorded yet
+
 
 _lock = threading.Lock()
-_armed: dict[str, list[BaseException]] = {}
+_armed: dict[FaultPoint, list[BaseException]] = {}
 
 
-def arm(name: str, error: BaseException, *, times: int = 1) -> None:
+def arm(name: FaultPoint | str, error: BaseException, *, times: int = 1) -> None:
+    try:
+        point_ = FaultPoint(name)
+    except ValueError:
+        known = ", ".join(p.value for p in FaultPoint)
+        raise ValueError(f"No fault point {name!r}; the engine has: {known}") from None
+    if times < 1:
+        raise ValueError(f"times must be at least 1; got {times}")
     with _lock:
-        _armed.setdefault(name, []).extend([error] * times)
+        _armed.setdefault(point_, []).extend([error] * times)
 
 
 def clear() -> None:
@@ -22,7 +36,7 @@ def clear() -> None:
         _armed.clear()
 
 
-def point(name: str) -> None:
+def point(name: FaultPoint) -> None:
     if not _armed:
         return
     with _lock:

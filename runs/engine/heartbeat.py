@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from django.db import connections
 
-from runs.engine import clock
+from runs.engine import clock, transitions
 
 log = logging.getLogger("sanoma.engine")
 
@@ -51,8 +51,6 @@ def _due() -> list[tuple[int, str, str, timedelta]]:
 
 
 def _loop() -> None:
-    from runs.models import Run
-
     while True:
         time.sleep(TICK_SECONDS)
         due = _due()
@@ -61,7 +59,7 @@ def _loop() -> None:
         try:
             for _, run_id, worker_id, lease in due:
                 now = clock.now()
-                Run.objects.filter(pk=run_id, lease_owner=worker_id).update(lease_until=now + lease, updated_at=now)
+                transitions.keep_alive(run_id=run_id, worker_id=worker_id, now=now, lease_until=now + lease)
         except Exception:  # the next step's commit finds out whether the lease is really gone
             log.warning("renewing leases of calls in flight failed", exc_info=True)
         finally:

@@ -6,6 +6,7 @@ import socket
 
 from runs.engine.advance import advance
 
+
 def advance_task(run_id: str) -> str:
     # The id is read per call: django-q2 forks worker processes after this module loads.
     return advance(run_id, worker_id=f"{socket.gethostname()}:{os.getpid()}")

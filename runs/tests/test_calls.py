@@ -8,11 +8,10 @@ from django.db import DatabaseError
 from django.test import override_settings
 
 from connectors import DriverError
-from runs.engine import clock
-from runs.engine import faults
-from runs.models import Run, Step
-from wakeups.sweep import take_over_expired
 from runs.config.workflows import define_workflow
+from runs.engine import clock, faults, transitions
+from runs.engine.faults import FaultPoint
+from runs.models import Run, Step
 from runs.tests.fixtures import GET, PUBLISH, REFUND, SEND
 
 
@@ -74,17 +73,26 @@ def test_three_retryable_failures_fail_the_run_with_the_last_error(engine_for):
 
 
 @override_settings(SANOMA_RETRY_DELAYS=(1.0, 2.0))
-def test_retries_wait_about_one_then_two_seconds(engine_for):
-    import time
-
+def test_retries_wait_one_then_two_seconds(engine_for):
     engine = engine_for(wf("slow-retry", lambda ctx, i: ctx.acme.post.publish({"text": "hi"})))
     engine.fake.fail_next("acme.post.publish")
     engine.fake.fail_next("acme.post.publish")
-    started = time.monotonic()
-    run = engine.run("slow-retry")
-    took = time.monotonic() - started
+    waited: list[float] = []
+    with clock.sleeping_with(waited.append):
+        run = engine.run("slow-retry")
     assert run.status == "finished"
-    assert 2.9 <= took < 5, took
+    assert waited == [1.0, 2.0]
+    assert [c["outcome"] for c in engine.fake.calls][-1] == "ok" and len(engine.fake.calls) == 3
+
+
+def test_a_ledger_write_that_fails_after_the_vendor_acted_is_retried_after_50_200_and_800_ms(engine_for):
+    engine = engine_for(wf("ledger-waits", lambda ctx, i: ctx.acme.order.refund({"order_id": "1", "amount": 5})))
+    faults.arm(FaultPoint.STEP_COMMIT, DatabaseError("connection reset"), times=3)
+    waited: list[float] = []
+    with clock.sleeping_with(waited.append):
+        run = engine.run("ledger-waits")
+    assert run.status == "finished"
+    assert waited == [0.05, 0.2, 0.8]
 
 
 def test_a_final_error_or_a_reply_refused_by_the_output_schema_is_tried_once(engine_for):
@@ -126,14 +134,14 @@ def test_a_worker_dying_mid_call_is_recovered_with_the_same_key_and_one_effect(e
         return refund.refund_id
 
     engine = engine_for(wf("crashy", run))
-    faults.arm("after_driver_call", Crash("killed"))
+    faults.arm(FaultPoint.AFTER_DRIVER_CALL, Crash("killed"))
     started = engine.start("crashy")
     with pytest.raises(Crash):
         engine.drain()
     stuck = Run.objects.get(pk=started.id)
     assert stuck.status == "running" and stuck.lease_owner
     clock.advance(timedelta(seconds=60))  # the dead worker's lease runs out
-    assert take_over_expired(engine.config.version) == 1
+    assert transitions.take_over(run_id=started.id, owner=stuck.lease_owner, now=clock.now())
     engine.drain()
     done = Run.objects.get(pk=started.id)
     assert done.status == "finished" and done.result == "re_1"
@@ -153,7 +161,7 @@ def test_a_call_the_ledger_cannot_record_refuses_every_later_call(engine_for):
         return first
 
     engine = engine_for(wf("unrecorded", run))
-    faults.arm("step.commit", DatabaseError("disk full"), times=4)
+    faults.arm(FaultPoint.STEP_COMMIT, DatabaseError("disk full"), times=4)
     run = engine.run("unrecorded")
     assert run.error["code"] == "run_ended"
     assert "acme.order.refund succeeded, but the ledger could not record it" in run.error["message"]
@@ -162,11 +170,11 @@ def test_a_call_the_ledger_cannot_record_refuses_every_later_call(engine_for):
 
 def test_a_transient_ledger_failure_is_retried_and_a_final_one_is_not(engine_for):
     engine = engine_for(wf("flaky-ledger", lambda ctx, i: ctx.acme.order.refund({"order_id": "1", "amount": 5}).refund_id))
-    faults.arm("step.commit", DatabaseError("connection reset"), times=3)
+    faults.arm(FaultPoint.STEP_COMMIT, DatabaseError("connection reset"), times=3)
     run = engine.run("flaky-ledger")
     assert run.status == "finished" and len(engine.records(run, "op.called")) == 1
     faults.clear()
-    faults.arm("step.commit", TypeError("not serialisable"), times=1)
+    faults.arm(FaultPoint.STEP_COMMIT, TypeError("not serialisable"), times=1)
     run = engine.run("flaky-ledger")
     assert run.status == "failed" and "could not record it: not serialisable" in run.error["message"]
 
@@ -343,7 +351,8 @@ def test_a_slow_vendor_call_keeps_its_lease_so_no_other_worker_takes_the_run(eng
     def slow(payload, context):
         if "taken_over" not in seen:
             wall.sleep(2.5)  # longer than the lease below
-            seen["taken_over"] = take_over_expired(engine.config.version)
+            held = Run.objects.get(pk=context.run_id)
+            seen["taken_over"] = transitions.take_over(run_id=held.pk, owner=held.lease_owner, now=clock.now())
         return original(payload, context)
 
     engine.config.drivers["acme.order.get"] = type(engine.fake.driver)(

@@ -1,0 +1,301 @@
+"""Every change of a run's status and lease, in one place.
+
+A run row moves through these states:
+
+    queued --claim--> running --end--> finished | failed
+      ^                  |  \\--suspend--> waiting --wake / wake_due--> queued
+      |                  \\--hand_back--> queued
+      \\--take_over-- running (lease expired)          any unended --cancel--> cancelled
+
+Each transition is one conditional UPDATE that names the state it leaves, so two workers (or two
+hosts sweeping at once) racing for the same run change it once: the loser's update matches no
+row and it learns it lost. Where the engine's hot path needs it on PostgreSQL, the one-statement
+form (the change and its ledger record in one round trip) sits right beside its ORM twin, so a
+change to the run table is one edit in this module.
+
+Transitions that make a run runnable enqueue its django-q2 task in the same transaction: the ORM
+broker's insert commits or rolls back with the row.
+
+The cancel/lease handshake. `cancel` sets the status to cancelled while leaving `lease_owner` as
+it is. A worker advancing that run finds out at its next guarded write: the write checks
+`lease_owner = me AND status = running`, matches nothing, and `lease_check` reads the row back.
+If the owner is still this worker and the status is cancelled, the run was cancelled under it:
+the advance stops (`Cancelled`) having recorded what already happened, and makes no further call.
+Any other answer means another worker took the run over (`LeaseLost`): the advance stops without
+writing anything. Because `end` and `suspend` also require `status = running`, a cancelled run is
+never ended or suspended afterwards, and its `run.cancelled` record is the last word.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F, Q
+
+from runs.engine.dispatch import enqueue
+from runs.models import ENDED_STATUSES, LedgerRecord, Run, RunStatus
+
+UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
+
+
+class LeaseCheck(StrEnum):
+    """Why a guarded write by a lease holder matched no row."""
+
+    CANCELLED = "cancelled"  # the run was cancelled while this worker held it
+    LOST = "lost"  # another worker holds it now, or the row is gone
+
+
+def one_statement() -> bool:
+    """Whether the database takes the one-statement forms below (PostgreSQL)."""
+    return connection.vendor == "postgresql"
+
+
+def _json(value: object) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def execute_returning(sql: str, params: Sequence[Any]) -> bool:
+    """Run one data-modifying statement; True when it returned a row."""
+    # One statement is atomic on its own: in autocommit it is one round trip. Inside a caller's
+    # transaction a savepoint keeps a refused insert from aborting the caller's work.
+    if connection.in_atomic_block:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone() is not None
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone() is not None
+
+
+# ---- start ----------------------------------------------------------------------------------
+
+def start(*, run: Run) -> None:
+    """Insert a new queued run and enqueue it. Raises IntegrityError when the id is taken.
+
+    Call inside the transaction that also writes its `run.started` record.
+    """
+    run.status = RunStatus.QUEUED
+    run.save(force_insert=True)
+    enqueue(run.pk)
+
+
+# ---- claim ----------------------------------------------------------------------------------
+
+_CLAIM_SQL = """
+UPDATE runs_run SET status = %s, lease_owner = %s, lease_until = %s, waiting_for = '', wake_at = NULL, updated_at = %s
+WHERE id = %s AND app_version = %s AND status IN (%s, %s) AND (lease_until IS NULL OR lease_until < %s)
+RETURNING *
+"""
+
+
+def claim(*, run_id: str, worker_id: str, version: str, now: datetime, lease_until: datetime) -> Run | None:
+    """queued (or running with an expired lease) -> running, held by `worker_id`; the run, or None."""
+    if one_statement():  # claim and read in one round trip
+        claimed = list(Run.objects.raw(_CLAIM_SQL, [
+            RunStatus.RUNNING, worker_id, lease_until, now, run_id, version, RunStatus.QUEUED, RunStatus.RUNNING, now]))
+        return claimed[0] if claimed else None
+    updated = (
+        Run.objects.filter(pk=run_id, app_version=version, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(status=RunStatus.RUNNING, lease_owner=worker_id, lease_until=lease_until, waiting_for="",
+                wake_at=None, updated_at=now)
+    )
+    return Run.objects.get(pk=run_id) if updated else None
+
+
+# ---- holding the lease ----------------------------------------------------------------------
+
+# The lease part of a step's one-statement checkpoint (see `runs.engine.fastpath`): either renew
+# the lease, or, while it is fresh, only check it (no write to the run row and its indexes). A
+# lease that has not expired cannot be claimed by another worker, so the check is enough.
+LEASE_RENEW_SQL = """
+    UPDATE runs_run SET lease_until = %s, updated_at = %s
+    WHERE id = %s AND lease_owner = %s AND status = %s
+    RETURNING id
+"""
+LEASE_CHECK_SQL = """
+    SELECT id FROM runs_run
+    WHERE lease_until > %s AND id = %s AND lease_owner = %s AND status = %s
+"""
+
+
+def lease_params(*, run_id: str, worker_id: str, now: datetime, lease_until: datetime, renew: bool) -> list[Any]:
+    """The parameters of LEASE_RENEW_SQL (renew) or LEASE_CHECK_SQL, in order."""
+    head = [lease_until, now] if renew else [now]
+    return [*head, run_id, worker_id, RunStatus.RUNNING]
+
+
+def renew_lease(*, run_id: str, worker_id: str, now: datetime, lease_until: datetime) -> bool:
+    """running, held by `worker_id` -> the same, with a later lease; False when no longer held."""
+    return bool(
+        Run.objects.filter(pk=run_id, lease_owner=worker_id, status=RunStatus.RUNNING).update(
+            lease_until=lease_until, updated_at=now)
+    )
+
+
+def keep_alive(*, run_id: str, worker_id: str, now: datetime, lease_until: datetime) -> None:
+    """Extend the lease of a call in flight (the heartbeat); the next step's write checks the status."""
+    Run.objects.filter(pk=run_id, lease_owner=worker_id).update(lease_until=lease_until, updated_at=now)
+
+
+def lease_check(*, run_id: str, worker_id: str) -> LeaseCheck:
+    """After a guarded write matched nothing: was the run cancelled under this worker, or lost?"""
+    row = Run.objects.filter(pk=run_id).values("status", "lease_owner").first()
+    if row and row["lease_owner"] == worker_id and row["status"] == RunStatus.CANCELLED:
+        return LeaseCheck.CANCELLED
+    return LeaseCheck.LOST
+
+
+def mark_has_approvals(*, run_id: str) -> None:
+    """Not a status change: the run asked its first approval, so later advances load approvals."""
+    Run.objects.filter(pk=run_id).update(has_approvals=True)
+
+
+# ---- suspend, hand back ---------------------------------------------------------------------
+
+def suspend(*, run_id: str, worker_id: str, signal_gen: int, waiting_for: str, wake_at: datetime | None,
+            now: datetime) -> bool:
+    """running -> waiting, releasing the lease; False when a signal arrived since `signal_gen`
+    was read (a decision or message to look at now) or the lease is no longer held."""
+    return bool(
+        Run.objects.filter(pk=run_id, lease_owner=worker_id, status=RunStatus.RUNNING, signal_gen=signal_gen).update(
+            status=RunStatus.WAITING, waiting_for=waiting_for, wake_at=wake_at, lease_owner="", lease_until=None,
+            updated_at=now)
+    )
+
+
+def hand_back(*, run_id: str, worker_id: str, now: datetime) -> bool:
+    """running -> queued and enqueued again (the segment ran long, or a signal arrived)."""
+    with transaction.atomic(savepoint=False):
+        requeued = Run.objects.filter(pk=run_id, lease_owner=worker_id, status=RunStatus.RUNNING).update(
+            status=RunStatus.QUEUED, lease_owner="", lease_until=None, queued_at=now, updated_at=now)
+        if requeued:
+            enqueue(run_id)
+    return bool(requeued)
+
+
+# ---- wake -----------------------------------------------------------------------------------
+
+def wake(*, run_id: str, now: datetime) -> bool:
+    """waiting -> queued now, enqueued (a decision, a withdrawal). A run that is not waiting gets
+    its signal bumped instead, so an advance about to suspend it looks again. True when woken."""
+    with transaction.atomic(savepoint=False):
+        woken = Run.objects.filter(pk=run_id, status=RunStatus.WAITING).update(
+            status=RunStatus.QUEUED, wake_at=None, waiting_for="", queued_at=now, updated_at=now,
+            signal_gen=F("signal_gen") + 1)
+        if woken:
+            enqueue(run_id)
+            return True
+        Run.objects.filter(pk=run_id).update(signal_gen=F("signal_gen") + 1, updated_at=now)
+    return False
+
+
+def wake_due(*, run_id: str, now: datetime) -> bool:
+    """waiting with a deadline that has passed -> queued, enqueued."""
+    with transaction.atomic(savepoint=False):
+        woken = Run.objects.filter(pk=run_id, status=RunStatus.WAITING, wake_at__lte=now).update(
+            status=RunStatus.QUEUED, wake_at=None, waiting_for="", queued_at=now, updated_at=now)
+        if woken:
+            enqueue(run_id)
+    return bool(woken)
+
+
+def due_sleepers(*, version: str, now: datetime, limit: int) -> list[str]:
+    """Ids of this version's waiting runs whose deadline has passed, earliest first."""
+    return list(
+        Run.objects.filter(status=RunStatus.WAITING, app_version=version, wake_at__lte=now)
+        .order_by("wake_at").values_list("pk", flat=True)[:limit]
+    )
+
+
+def wake_due_sleepers(*, version: str, now: datetime, limit: int) -> int:
+    """Wake every due sleeper of `version`, each in its own transaction; how many were woken."""
+    return sum(wake_due(run_id=run_id, now=now) for run_id in due_sleepers(version=version, now=now, limit=limit))
+
+
+# ---- recovery -------------------------------------------------------------------------------
+
+def take_over(*, run_id: str, owner: str, now: datetime) -> bool:
+    """running under a lease that expired -> queued, enqueued (its worker died or hung)."""
+    with transaction.atomic(savepoint=False):
+        taken = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, lease_owner=owner, lease_until__lt=now).update(
+            status=RunStatus.QUEUED, lease_owner="", lease_until=None, queued_at=now, updated_at=now)
+        if taken:
+            enqueue(run_id)
+    return bool(taken)
+
+
+def resend(*, run_id: str, queued_at: datetime, now: datetime) -> bool:
+    """queued since `queued_at` with its task lost -> queued now, enqueued again."""
+    with transaction.atomic(savepoint=False):
+        resent = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED, queued_at=queued_at).update(queued_at=now)
+        if resent:
+            enqueue(run_id)
+    return bool(resent)
+
+
+# ---- cancel ---------------------------------------------------------------------------------
+
+def cancel(*, run_id: str, now: datetime) -> bool:
+    """queued, running or waiting -> cancelled. The lease owner is left in place: see the
+    handshake in this module's docstring. False when the run had already ended."""
+    return bool(
+        Run.objects.filter(pk=run_id).exclude(status__in=ENDED_STATUSES).update(
+            status=RunStatus.CANCELLED, ended_at=now, updated_at=now, wake_at=None, waiting_for="")
+    )
+
+
+# ---- end ------------------------------------------------------------------------------------
+
+_END_SQL = """
+WITH ended AS (
+    UPDATE runs_run SET status = %s, result = %s::jsonb, error = %s::jsonb, lease_owner = '', lease_until = NULL,
+        updated_at = %s, ended_at = %s
+    WHERE id = %s AND lease_owner = %s AND status = %s
+    RETURNING id
+)
+INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group")
+SELECT %s, id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb FROM ended
+RETURNING id
+"""
+
+
+def end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any, now: datetime,
+        record: LedgerRecord) -> bool:
+    """running, held by `worker_id` -> finished or failed, with its closing record written in the
+    same transaction; False when this worker no longer holds a running run."""
+    if status not in (RunStatus.FINISHED, RunStatus.FAILED):
+        raise ValueError(f"a run ends finished or failed, not {status}")
+    if one_statement():
+        return execute_returning(_END_SQL, [
+            status, _json(result), _json(error), now, now, run_id, worker_id, RunStatus.RUNNING,
+            *record_params(record),
+        ])
+    with transaction.atomic():
+        ended = Run.objects.filter(pk=run_id, lease_owner=worker_id, status=RunStatus.RUNNING).update(
+            status=status, result=result, error=error, lease_owner="", lease_until=None, updated_at=now, ended_at=now)
+        if not ended:
+            return False
+        # Only the lease holder ends a run, once: its closing record cannot exist yet.
+        record.save(force_insert=True)
+    return True
+
+
+def record_params(record: LedgerRecord) -> list[Any]:
+    """A ledger record's columns in the order the one-statement inserts list them."""
+    return [record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow,
+            record.kind, _json(record.body), _json(record.group)]
+
+
+# ---- stamp ----------------------------------------------------------------------------------
+
+def stamp(*, run_id: str, from_version: str, to_version: str, now: datetime) -> bool:
+    """An unfinished run of `from_version` -> the same state on `to_version` (after a deploy)."""
+    return bool(
+        Run.objects.filter(pk=run_id, app_version=from_version, status__in=UNFINISHED).update(
+            app_version=to_version, updated_at=now)
+    )

@@ -1,0 +1,170 @@
+"""The runtime's typed vocabulary: error codes, ledger kinds, fault points, what `ctx` offers."""
+from __future__ import annotations
+
+import ast
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from connectors import ErrorCode, define_connector, op
+from connectors.errors import SanomaError, error_code, error_to_dict
+from connectors.operations import RESERVED_VENDOR_NAMES
+from runs.engine import clock, faults
+from runs.config.workflows import define_workflow
+from runs.engine.advance import Advanced, advance
+from runs.engine.context import RunContext
+from runs.engine.faults import FaultPoint
+from runs.models import LedgerKind, LedgerRecord, Run, Step
+from runs.tests.fixtures import GET, SEND
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCTION = ("connectors", "runs", "changes", "wakeups", "features", "sanoma_site")
+# The calls that put a code on an error or an API answer.
+CODE_TAKERS = {"SanomaError", "ApiError", "error_body"}
+
+
+def _production_files() -> list[Path]:
+    return [
+        path for package in PRODUCTION for path in sorted((ROOT / package).rglob("*.py"))
+        if "tests" not in path.relative_to(ROOT).parts and "migrations" not in path.parts
+    ]
+
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _codes_used() -> list[tuple[str, int, ast.expr | None]]:
+    """Every `code=` given to an error or an API answer, and every class-level `code = ...`."""
+    used = []
+    for path in _production_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = str(path.relative_to(ROOT))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _callee(node) in CODE_TAKERS:
+                given = next((k.value for k in node.keywords if k.arg == "code"), None)
+                splat = any(k.arg is None for k in node.keywords)
+                if given is not None or (_callee(node) == "SanomaError" and not splat):
+                    used.append((where, node.lineno, given))
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if (isinstance(item, ast.Assign) and len(item.targets) == 1
+                            and isinstance(item.targets[0], ast.Name) and item.targets[0].id == "code"):
+                        used.append((where, item.lineno, item.value))
+    return used
+
+
+def test_every_error_the_runtime_raises_has_a_code_from_the_vocabulary():
+    problems = []
+    for where, line, given in _codes_used():
+        if given is None:
+            problems.append(f"{where}:{line}: a SanomaError without a code")
+        elif isinstance(given, ast.Constant) and isinstance(given.value, str):
+            if given.value not in ErrorCode._value2member_map_:
+                problems.append(f"{where}:{line}: code {given.value!r} is not an ErrorCode")
+        elif isinstance(given, ast.Attribute) and isinstance(given.value, ast.Name) and given.value.id == "ErrorCode":
+            if given.attr not in ErrorCode.__members__:
+                problems.append(f"{where}:{line}: ErrorCode.{given.attr} does not exist")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_scan_finds_codes_at_all():
+    # Guards the test above against passing because it looked at nothing.
+    constants = [g for _, _, g in _codes_used() if isinstance(g, ast.Constant)]
+    members = [g for _, _, g in _codes_used() if isinstance(g, ast.Attribute)]
+    assert len(constants) + len(members) > 20
+
+
+def test_codes_are_plain_strings_on_the_wire():
+    err = SanomaError("gone", code=ErrorCode.RUN_NOT_FOUND)
+    assert error_code(err) == "run_not_found"
+    assert error_to_dict(err)["code"] == "run_not_found"
+    assert error_code(SanomaError("vendor's own", code="card_declined")) is None
+
+
+def test_ledger_kinds_are_the_records_the_engine_writes():
+    assert LedgerKind.OP_CALLED == "op.called"
+    field = LedgerRecord._meta.get_field("kind")
+    assert {value for value, _ in field.choices} == set(LedgerKind.values)
+
+
+def test_arming_a_fault_point_the_engine_does_not_have_is_refused():
+    with pytest.raises(ValueError, match="No fault point 'step.comit'; the engine has: step.commit, after_driver_call"):
+        faults.arm("step.comit", RuntimeError("never"))
+    faults.arm(FaultPoint.STEP_COMMIT, RuntimeError("armed"))
+    with pytest.raises(RuntimeError, match="armed"):
+        faults.point(FaultPoint.STEP_COMMIT)
+
+
+def test_the_reserved_vendor_names_are_exactly_ctx_members():
+    public = {name for name in dir(RunContext) if not name.startswith("_")}
+    assert public == set(RESERVED_VENDOR_NAMES)
+
+
+def test_ctx_exposes_nothing_engine_only():
+    for name in ("close", "next_seq", "signal_gen", "commit"):
+        assert not hasattr(RunContext, name)
+
+
+class Ref(BaseModel):
+    id: str
+
+
+@pytest.mark.parametrize("vendor", RESERVED_VENDOR_NAMES)
+def test_a_vendor_named_like_a_ctx_member_is_refused_at_definition(vendor):
+    with pytest.raises(ValueError, match=f"vendor '{vendor}' is taken by ctx.{vendor}"):
+        define_connector(vendor, {"thing": {"get": op(effect="read", input=Ref, output=Ref)}})
+
+
+def test_an_unknown_keyword_to_an_operation_call_fails_the_run_and_calls_nothing(engine_for):
+    def run(ctx, i):
+        return ctx.acme.order.get({"order_id": "1"}, timeout_s=5)
+
+    engine = engine_for(define_workflow(name="kw", run=run, uses=[GET, SEND]))
+    run_ = engine.run("kw")
+    assert run_.status == "failed"
+    assert run_.error["code"] == "invalid_input"
+    assert "ctx.acme.order.get got an unknown keyword argument: timeout_s" in run_.error["message"]
+    assert run_.error["data"]["issues"][0]["path"] == ["timeout_s"]
+    assert engine.fake.calls == []
+    assert not Step.objects.filter(run=run_).exists()
+
+
+def test_a_run_whose_workflow_left_the_version_fails_with_a_code(engine_for):
+    engine = engine_for(define_workflow(name="leaving", run=lambda ctx, i: "x", uses=[GET]))
+    started = engine.start("leaving")
+    del engine.config.workflows["leaving"]
+    assert advance(started.id, worker_id="w", config=engine.config) is Advanced.FAILED
+    failed = Run.objects.get(pk=started.id)
+    assert failed.error["code"] == "workflow_not_found"
+
+
+def test_a_workflow_returning_something_that_is_not_json_fails_with_a_code(engine_for):
+    engine = engine_for(define_workflow(name="returns-a-set", run=lambda ctx, i: object(), uses=[GET]))
+    run_ = engine.run("returns-a-set")
+    assert run_.error["code"] == "bad_return_value"
+    assert run_.error["data"] == {"type": "object"}
+
+
+def test_a_replay_that_diverges_fails_with_a_code(engine_for):
+    calls = iter(["get", "send"])
+
+    def run(ctx, i):
+        if next(calls) == "get":
+            ctx.acme.order.get({"order_id": "1"})
+        else:
+            ctx.acme.mail.send({"to": "x"})
+        ctx.sleep(seconds=1)
+        return "done"
+
+    engine = engine_for(define_workflow(name="diverges", run=run, uses=[GET, SEND, "sleep"]))
+    started = engine.run("diverges")
+    assert started.status == "waiting"
+    clock.advance(timedelta(seconds=2))  # the sleep ends: the run replays, and calls something else first
+    engine.drain()
+    run_ = Run.objects.get(pk=started.id)
+    assert run_.error["code"] == "replay_diverged"
+    assert run_.error["data"]["seq"] == 1
