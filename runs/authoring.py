@@ -1,6 +1,11 @@
-"""What a company's files import: plain Python, no database needed to read them."""
+"""What a workflow author imports: plain Python, no database needed to read a workflow file.
+
+    from runs.authoring import SanomaConfig, define_workflow
+
+Connector authors import from `connectors`; policy authors from `runs.policies`.
+"""
+from connectors.errors import ErrorCode, SanomaError, error_code
 from runs.config.resolution import SanomaConfig
 from runs.config.workflows import Approved, NoInput, define_workflow
-from connectors.errors import error_code
 
-__all__ = ["Approved", "NoInput", "SanomaConfig", "define_workflow", "error_code"]
+__all__ = ["Approved", "ErrorCode", "NoInput", "SanomaConfig", "SanomaError", "define_workflow", "error_code"]
