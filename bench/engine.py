@@ -20,7 +20,8 @@ It measures, in one run, side by side:
       own fresh database `<name>_dbos_<mode>`: 500 direct calls in one thread, and 500 through a
       queue polled every 10 ms with worker_concurrency=10 (ENGINE-NOTES 4)
   (e) database transactions per step: COMMITs Django issues (a wrapper on the connection's commit)
-      plus statements run in autocommit (each commits itself), counted during (b); and `xact_commit` of pg_stat_database around (b) and (c)
+      plus statements run in autocommit (each commits itself), counted during (b); and `xact_commit` of
+      pg_stat_database around (b) and (c)
       (on PostgreSQL every autocommit statement is a transaction too)
   (f) the delay between a sleep's deadline and the run's resumption (`nap`: ctx.sleep(until) then
       ctx.now(), whose recorded time is the resumption), p50/p95 over 20 runs with a worker up
@@ -44,9 +45,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, TypedDict
 from urllib.parse import urlparse, urlunparse
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,11 +99,12 @@ class Counted:
         self.autocommit_statements = 0
 
     @contextmanager
-    def active(self) -> Iterator["Counted"]:
+    def active(self) -> Iterator[Counted]:
         from django.db import connection
 
         connection.ensure_connection()
-        original = connection._commit
+        # _commit is private to Django's backends, so django-stubs does not declare it.
+        original = connection._commit  # type: ignore[attr-defined]
 
         def commit() -> Any:
             self.commits += 1
@@ -113,12 +116,12 @@ class Counted:
                 self.autocommit_statements += 1
             return execute(sql, params, many, context)
 
-        connection._commit = commit
+        connection._commit = commit  # type: ignore[attr-defined]  # private, not in django-stubs (above)
         try:
             with connection.execute_wrapper(count):
                 yield self
         finally:
-            del connection._commit
+            del connection._commit  # type: ignore[attr-defined]  # private, not in django-stubs (above)
 
 
 # ---- (a) bare insert -----------------------------------------------------------------------------
@@ -133,7 +136,7 @@ def bench_row_model() -> Any:
     if _BENCH_ROW is None:
         from django.db import models
 
-        class BenchRow(models.Model):
+        class BenchRow(models.Model):  # noqa: DJ008  (a throwaway probe table, never displayed)
             run_id = models.CharField(max_length=200)
             seq = models.IntegerField()
             output = models.JSONField()
@@ -178,7 +181,9 @@ def start_runs(config: Any, prefix: str, count: int, steps: int) -> list[str]:
     from runs import services
 
     ids = [
-        services.start(workflow="steps", input={"n": steps}, started_by="bench", run_id=f"{prefix}-{i}", config=config).id
+        services.start(
+            workflow="steps", input={"n": steps}, started_by="bench", run_id=f"{prefix}-{i}", config=config
+        ).id
         for i in range(count)
     ]
     OrmQ.objects.all().delete()  # no cluster runs here: advance() is called directly
@@ -200,7 +205,22 @@ def advance_all(config: Any, ids: list[str]) -> float:
 CPU_SPENT = [0.0]  # this process's CPU seconds in the last advance_all
 
 
-def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | None) -> dict[str, float]:
+class InProcess(TypedDict):
+    """What in_process measures: seconds, transactions and statements per step (medians over rounds)."""
+
+    per_step: float
+    marginal: float
+    commits: float
+    commits_marginal: float
+    statements: float
+    statements_marginal: float
+    xacts: float
+    cpu: float
+    cpu_marginal: float
+    range: tuple[float, float]  # the fastest and slowest round's per_step
+
+
+def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | None) -> InProcess:
     """(b) time per step, amortized and marginal; (e) commits and statements per step."""
     advance_all(config, start_runs(config, "warm", 20, steps))
     per_step, marginal, commits, commits_marginal, statements, statements_marginal, xacts = [], [], [], [], [], [], []
@@ -224,7 +244,9 @@ def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | N
         marginal.append((t_full - t_empty) / n)
         # A transaction is an explicit COMMIT or a statement run in autocommit (which commits itself).
         commits.append((full.commits + full.autocommit_statements) / n)
-        commits_marginal.append((full.commits + full.autocommit_statements - empty.commits - empty.autocommit_statements) / n)
+        commits_marginal.append(
+            (full.commits + full.autocommit_statements - empty.commits - empty.autocommit_statements) / n
+        )
         statements.append((full.statements + 0.0) / n)
         statements_marginal.append((full.statements - empty.statements) / n)
         xacts.append((x1 - x0 - 2) / n)  # the two xact_commit() reads are transactions too
@@ -448,7 +470,14 @@ def sleep_resumption(config: Any, runs: int) -> dict[str, float]:
         if time.monotonic() > ends:
             raise SystemExit("(f) the naps did not finish within 120 s")
         time.sleep(0.05)
-    delays = sorted(Step.objects.get(run_id=run_id, seq=2).output["at"] - until for run_id, until in deadlines.items())
+
+    def resumed_at(run_id: str) -> int:
+        output = Step.objects.get(run_id=run_id, seq=2).output  # ctx.now(): {"at": ms}
+        if output is None:
+            raise SystemExit(f"(f) {run_id} recorded no time for its ctx.now()")
+        return output["at"]
+
+    delays = sorted(resumed_at(run_id) - until for run_id, until in deadlines.items())
     return {"p50": statistics.median(delays), "p95": delays[max(0, int(round(0.95 * len(delays))) - 1)],
             "max": delays[-1], "min": delays[0]}
 
@@ -461,6 +490,7 @@ def dbos_child(mode: str, runs: int, steps: int) -> None:
     url = os.environ["DATABASE_URL"]
     name = f"{urlparse(url).path.lstrip('/')}_dbos_{mode}"
     recreate_database(with_db(url, name))
+    # dbos is a bench-only dependency (bench/requirements.txt), not installed in the project's venv.
     from dbos import DBOS
 
     DBOS(config={"name": "sanoma-bench", "system_database_url": with_db(url, name)})
@@ -532,7 +562,9 @@ def main() -> None:
     if args.dbos_child:
         return dbos_child(args.dbos_child, args.runs, args.steps)
 
-    inserts, b_runs, rounds, c_runs, f_runs, d_runs = (1000, 50, 2, 200, 10, 200) if args.quick else (3000, 100, 3, 500, 20, 500)
+    inserts, b_runs, rounds, c_runs, f_runs, d_runs = (
+        (1000, 50, 2, 200, 10, 200) if args.quick else (3000, 100, 3, 500, 20, 500)
+    )
     recreate_database(url)
     var = Path(tempfile.mkdtemp(prefix="sanoma-bench-"))
     env = {"DATABASE_URL": url, "SANOMA_ROOT": str(BENCH_ROOT), "SANOMA_FAKES": "instance",
@@ -545,8 +577,8 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from runs.config.resolution import load_config
     from runs.config.registry import set_config
+    from runs.config.resolution import load_config
     from runs.testing import make_user
 
     call_command("migrate", verbosity=0)
@@ -584,32 +616,45 @@ def main() -> None:
 
     dbos_best = max((r["steps_per_s"] for r in d.values()), default=None)
     rows = [
-        ("(a) bare ORM insert+commit", f"{ms(bare)} = {1 / bare:,.0f}/s", f"notes: 0.85 ms = {NOTES['bare_insert_per_s']:,}/s"),
-        ("(b) engine, per step (10-call runs, in-process)", f"{ms(engine['per_step'])} = {1 / engine['per_step']:,.0f} steps/s",
+        ("(a) bare ORM insert+commit", f"{ms(bare)} = {1 / bare:,.0f}/s",
+         f"notes: 0.85 ms = {NOTES['bare_insert_per_s']:,}/s"),
+        ("(b) engine, per step (10-call runs, in-process)",
+         f"{ms(engine['per_step'])} = {1 / engine['per_step']:,.0f} steps/s",
          f"{engine['per_step'] / bare:.2f}x bare insert"),
-        ("(b) engine, marginal step (minus per-run cost)", ms(engine["marginal"]), f"{engine['marginal'] / bare:.2f}x bare insert"),
+        ("(b) engine, marginal step (minus per-run cost)", ms(engine["marginal"]),
+         f"{engine['marginal'] / bare:.2f}x bare insert"),
         ("(b) ... of which Python CPU in this process", f"{ms(engine['cpu'])} (marginal {ms(engine['cpu_marginal'])})",
          "the rest is waiting on PostgreSQL"),
         ("(c) 2 worker processes, 500x10 steps" if not args.quick else f"(c) worker, {c_runs}x10 steps",
          f"{c['steps_per_s']:,.0f} steps/s ({c['runs_per_s']:.0f} runs/s, {c['seconds']:.2f} s)",
          f"notes prototype: {NOTES['prototype_steps_per_s']:,} steps/s"),
-        ("(c2) the same, runs queued before the workers started", f"{c2['steps_per_s']:,.0f} steps/s ({c2['seconds']:.2f} s)",
+        ("(c2) the same, runs queued before the workers started",
+         f"{c2['steps_per_s']:,.0f} steps/s ({c2['seconds']:.2f} s)",
          "the workers alone: no starts competing for the 2 cores"),
     ]
     for mode, r in d.items():
         label = "direct calls, 1 thread" if mode == "direct" else "queue, poll 10 ms, concurrency 10"
-        rows.append((f"(d) DBOS-py, {label}", f"{r['steps_per_s']:,.0f} steps/s", f"notes: {NOTES['dbos_steps_per_s']} steps/s"))
+        rows.append(
+            (f"(d) DBOS-py, {label}", f"{r['steps_per_s']:,.0f} steps/s", f"notes: {NOTES['dbos_steps_per_s']} steps/s")
+        )
     rows += [
-        ("(e) transactions per step (COMMITs + autocommit statements; all / marginal)", f"{engine['commits']:.2f} / {engine['commits_marginal']:.2f}",
+        ("(e) transactions per step (COMMITs + autocommit statements; all / marginal)",
+         f"{engine['commits']:.2f} / {engine['commits_marginal']:.2f}",
          f"statements {engine['statements']:.1f} / {engine['statements_marginal']:.1f}"),
         ("(e) pg xact_commit per step (in-process)", f"{engine['xacts']:.2f}", "incl. autocommit reads of claim/load"),
         ("(e) pg xact_commit per step (with worker, whole system)", f"{c['xacts']:.2f}", "incl. broker, start, sweep"),
-        ("(g) step txn, general path (ORM, 5 round trips; SQLite)", f"{ms(anatomy['engine'])} (CPU {ms(anatomy['engine_cpu'])})",
+        ("(g) step txn, general path (ORM, 5 round trips; SQLite)",
+         f"{ms(anatomy['engine'])} (CPU {ms(anatomy['engine_cpu'])})",
          f"{anatomy['engine'] / engine['marginal']:.0%} of the marginal step"),
-        ("(g) ... without the lease UPDATE", f"{ms(anatomy['no_lease'])} (CPU {ms(anatomy['no_lease_cpu'])})", "Step + LedgerRecord saves in atomic"),
-        ("(g) ... same 3 statements, hand-written SQL", f"{ms(anatomy['raw'])} (CPU {ms(anatomy['raw_cpu'])})", "ORM cost = engine - raw"),
-        ("(g) ... one CTE statement: the engine on PostgreSQL", f"{ms(anatomy['cte'])} (CPU {ms(anatomy['cte_cpu'])})", f"{anatomy['cte'] / bare:.2f}x bare insert"),
-        ("(g) ... one CTE, lease checked not renewed", f"{ms(anatomy['cte_guard'])} (CPU {ms(anatomy['cte_guard_cpu'])})", f"{anatomy['cte_guard'] / bare:.2f}x bare insert"),
+        ("(g) ... without the lease UPDATE", f"{ms(anatomy['no_lease'])} (CPU {ms(anatomy['no_lease_cpu'])})",
+         "Step + LedgerRecord saves in atomic"),
+        ("(g) ... same 3 statements, hand-written SQL", f"{ms(anatomy['raw'])} (CPU {ms(anatomy['raw_cpu'])})",
+         "ORM cost = engine - raw"),
+        ("(g) ... one CTE statement: the engine on PostgreSQL", f"{ms(anatomy['cte'])} (CPU {ms(anatomy['cte_cpu'])})",
+         f"{anatomy['cte'] / bare:.2f}x bare insert"),
+        ("(g) ... one CTE, lease checked not renewed",
+         f"{ms(anatomy['cte_guard'])} (CPU {ms(anatomy['cte_guard_cpu'])})",
+         f"{anatomy['cte_guard'] / bare:.2f}x bare insert"),
         ("(f) sleep deadline -> resumed", f"p50 {f['p50']:.0f} ms, p95 {f['p95']:.0f} ms (max {f['max']:.0f})",
          f"{f_runs} runs, worker up"),
     ]
@@ -622,14 +667,17 @@ def main() -> None:
 
     aims = [
         ("one commit per step", engine["commits_marginal"] <= 1.0 + 1e-9,
-         f"{engine['commits_marginal']:.2f} transaction per marginal step, {engine['commits']:.2f} with per-run cost"),
+         f"{engine['commits_marginal']:.2f} transaction per marginal step, "
+         f"{engine['commits']:.2f} with per-run cost"),
         ("a step at most 2x the bare insert", engine["per_step"] <= 2 * bare,
          f"{engine['per_step'] / bare:.2f}x (marginal {engine['marginal'] / bare:.2f}x)"),
         ("at least 4x DBOS-py's steps/s",
          None if dbos_best is None else c["steps_per_s"] >= 4 * dbos_best,
-         "not measured" if dbos_best is None else f"{c['steps_per_s'] / dbos_best:.2f}x the best DBOS mode here "
-                                                  f"({c['steps_per_s'] / NOTES['dbos_steps_per_s']:.2f}x the notes' 241; "
-                                                  f"workers alone {c2['steps_per_s'] / dbos_best:.2f}x)"),
+         "not measured" if dbos_best is None else (
+             f"{c['steps_per_s'] / dbos_best:.2f}x the best DBOS mode here "
+             f"({c['steps_per_s'] / NOTES['dbos_steps_per_s']:.2f}x the notes' 241; "
+             f"workers alone {c2['steps_per_s'] / dbos_best:.2f}x)"
+         )),
         ("resumption within 1 s", f["p95"] < 1000, f"p95 {f['p95']:.0f} ms"),
     ]
     print()

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -22,7 +23,7 @@ if str(ROOT) not in sys.path:
 import cedarpy  # noqa: E402
 
 from runs.policies import ApprovalView, PolicyCall, RunInfo, load_cedar_policy  # noqa: E402
-from runs.policies.cedar import CedarPolicy, Evaluation, _ERROR_POLICY  # noqa: E402
+from runs.policies.cedar import _ERROR_POLICY, CedarPolicy, Evaluation  # noqa: E402
 
 VENDORS = {
     "shop": {"order": {"refund": "money", "note": "write", "read": "read", "cancel": "write"},
@@ -76,14 +77,22 @@ def policy_files() -> dict[str, str]:
             f'principal == User::"{PEOPLE[i % len(PEOPLE)]}" && context.input has blocked && context.input.blocked',
             'context.input has country && ["kp", "ir", "sy"].contains(context.input.country)',
         ][i % 3]
-        forbids.append(f'@reason("rule {i}: not allowed")\nforbid(principal, action == Action::"{op}", resource)\nwhen {{ {cond} }};')
+        forbids.append(
+            f'@reason("rule {i}: not allowed")\n'
+            f'forbid(principal, action == Action::"{op}", resource)\nwhen {{ {cond} }};'
+        )
     # 4. target rules (8)
     for i in range(8):
         if i % 2:
-            targets.append(f'@reason("order/{i} is in dispute")\nforbid(principal, action, resource == Target::"order/{i}");')
+            targets.append(
+                f'@reason("order/{i} is in dispute")\nforbid(principal, action, resource == Target::"order/{i}");'
+            )
         else:
             op, eff = OPS[i]
-            targets.append(f'permit(principal, action, resource in Operation::"{op}") when {{ context has target && context.target like "team-{i}/*" }};')
+            targets.append(
+                f'permit(principal, action, resource in Operation::"{op}") '
+                f'when {{ context has target && context.target like "team-{i}/*" }};'
+            )
     files = {
         "10-permits.cedar": "\n\n".join(permits) + "\n",
         "20-holds.cedar": "\n\n".join(holds) + "\n",
@@ -133,7 +142,9 @@ def calls(n: int, seed: int = 7) -> list[PolicyCall]:
 class ReparsingPolicy(CedarPolicy):
     """The same decisions, but the policy text is handed to Cedar (and parsed) on every call."""
 
-    def _evaluate(self, request, entities, removed):
+    def _evaluate(
+        self, request: dict[str, Any], entities: list[dict[str, Any]], removed: frozenset[str]
+    ) -> Evaluation:
         kept = [r for r in self.rules if r.id not in removed]
         result = cedarpy.is_authorized(request, "\n".join(r.source for r in kept), entities)
         ids = {f"policy{i}": r.id for i, r in enumerate(kept)}
@@ -144,8 +155,9 @@ class ReparsingPolicy(CedarPolicy):
         return Evaluation(result.allowed, tuple(ids[p] for p in result.diagnostics.reasons), tuple(errors))
 
 
-def timed(policy, work) -> tuple[list[float], dict[str, int]]:
-    times, kinds = [], {}
+def timed(policy: CedarPolicy, work: list[PolicyCall]) -> tuple[list[float], dict[str, int]]:
+    times: list[float] = []
+    kinds: dict[str, int] = {}
     for call in work:
         start = time.perf_counter_ns()
         decision = policy.decide(call)
@@ -170,6 +182,8 @@ def main() -> int:
             (directory / name).write_text(text)
         t0 = time.perf_counter()
         policy = load_cedar_policy(directory)
+        if policy is None:
+            raise SystemExit(f"no Cedar policy loaded from {directory}")
         load_ms = (time.perf_counter() - t0) * 1000
         naive = ReparsingPolicy(list(policy.rules), version=policy.version)
 
@@ -186,7 +200,9 @@ def main() -> int:
           f"{'' if slow_kinds == kinds else '  (re-parse path differs!)'}; paths agree: {agree}")
     print(f"{'path':<32}{'p50 us':>10}{'p95 us':>10}{'p99 us':>10}{'max us':>10}")
     for label, values in (("pre-parsed (decide)", fast), ("re-parse text every call", slow)):
-        print(f"{label:<32}{pct(values, 50):>10.1f}{pct(values, 95):>10.1f}{pct(values, 99):>10.1f}{max(values):>10.1f}")
+        print(
+            f"{label:<32}{pct(values, 50):>10.1f}{pct(values, 95):>10.1f}{pct(values, 99):>10.1f}{max(values):>10.1f}"
+        )
     p95 = pct(fast, 95)
     print(f"speed-up at p50: {pct(slow, 50) / pct(fast, 50):.1f}x")
     print(f"aim p95 < 1000 us (pre-parsed): {'met' if p95 < 1000 else 'MISSED'} ({p95:.1f} us)")

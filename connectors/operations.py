@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -19,7 +20,8 @@ Effect = Literal["read", "write", "publish", "send", "money", "access"]
 # `ctx.all` would be the built-in, never the vendor. A test keeps this list in step with `ctx`.
 RESERVED_VENDOR_NAMES = ("all", "approval", "now", "run_id", "sleep")
 _ID_PART = re.compile(r"^[a-z][a-z0-9_-]*$")
-_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+# `{field}`; a backslash-escaped `\{` is literal text, as in the scenarios' step expressions.
+_PLACEHOLDER = re.compile(r"(?<!\\)\{([^{}\\]+)\}")
 _SVG = re.compile(r"^\s*<svg[\s>].*</svg>\s*$", re.DOTALL)
 
 
@@ -93,7 +95,7 @@ class Connector:
     operations: Mapping[str, Operation]
     info: VendorInfo = field(default_factory=VendorInfo)
     driver: Callable[[], Any] | None = None
-    fake: Callable[[], Any] | None = None
+    fake: Callable[[Path | None], Any] | None = None  # called with the fake's state file, or None
     steps: Any = None
 
     def op(self, op_id: str) -> Operation:
@@ -208,7 +210,7 @@ def with_setup(
     connector: Connector,
     *,
     driver: Callable[[], Any] | None = None,
-    fake: Callable[[], Any] | None = None,
+    fake: Callable[[Path | None], Any] | None = None,
     steps: Any = None,
 ) -> Connector:
     """The connector with its halves attached: makers of its driver and fake, and step sets."""

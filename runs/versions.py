@@ -5,9 +5,9 @@ import logging
 
 from django.db import IntegrityError, transaction
 
+from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
 from runs.models import AppVersion, WorkflowEntry
-from runs.config.resolution import ResolvedConfig
 from runs.selectors import runs_on_other_versions
 
 log = logging.getLogger("sanoma.worker")

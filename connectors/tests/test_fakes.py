@@ -4,7 +4,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from connectors.drivers import CallContext
 from connectors.errors import DriverError
-from connectors.fakes import CallLog, Fake, define_fake
+from connectors.fakes import CallLog, Fake, OpFn, define_fake
 from connectors.operations import define_connector, op
 
 REFUND = "shop.order.refund"
@@ -83,7 +83,7 @@ def get(state: dict, inp: GetIn, ctx: CallContext) -> dict:
     return {"order_id": inp.order_id, **order}
 
 
-OPS = {"order": {"refund": refund, "get": get}}
+OPS: dict[str, dict[str, OpFn[Any]]] = {"order": {"refund": refund, "get": get}}
 
 
 def make_fake(**options: Any) -> Fake:
@@ -307,7 +307,7 @@ def test_an_op_that_raises_changes_nothing_and_the_error_is_logged() -> None:
 
 def test_an_op_leaving_state_that_is_not_json_is_refused_and_rolled_back() -> None:
     def stamp(state: dict, inp: RefundIn, ctx: CallContext) -> dict:
-        state["orders"][inp.order_id]["refunded_at"] = datetime.now(timezone.utc)
+        state["orders"][inp.order_id]["refunded_at"] = datetime.now(UTC)
         return {"ok": True}
 
     fake = define_fake(SHOP, initial=initial_state, ops={"order": {"refund": stamp, "get": get}})
@@ -341,7 +341,7 @@ def test_replies_and_state_are_copies_callers_cannot_change() -> None:
 
 def test_the_call_log_records_op_input_time_key_and_attempt() -> None:
     fake = make_fake()
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     get_call(fake, "run-7:3", attempt=2)
     (entry,) = fake.calls
 
@@ -353,7 +353,7 @@ def test_the_call_log_records_op_input_time_key_and_attempt() -> None:
     assert "error" not in entry
     assert entry["at"].endswith("Z")
     at = datetime.fromisoformat(entry["at"])
-    assert before - timedelta(seconds=1) <= at <= datetime.now(timezone.utc) + timedelta(seconds=1)
+    assert before - timedelta(seconds=1) <= at <= datetime.now(UTC) + timedelta(seconds=1)
 
 
 def test_the_driver_routes_calls_through_the_fake() -> None:
@@ -588,7 +588,7 @@ def test_a_file_of_another_vendor_is_refused(tmp_path: Path) -> None:
     mail = define_fake(MAIL, initial={"sent": []}, ops={"message": {"send": send}}, file=path)
     mail.call("mail.message.send", SendIn(to="ann@example.com"), context("run-1:1", "mail.message.send"))
     with pytest.raises(ValueError, match="not this fake's file"):
-        make_fake(file=path).state
+        _ = make_fake(file=path).state
 
 
 def _process_worker(path: str, index: int) -> list[tuple[str, dict]]:

@@ -23,11 +23,11 @@ from behave.parser import ParserError, parse_file
 from django.conf import settings
 from django.test.utils import override_settings
 
-from runs.config.resolution import load_config
-from runs.config.registry import set_config
 from features.library.errors import ScenarioProblem
 from features.library.loader import LoadResult, compile_features, display_path, scenario_files
 from features.library.world import ScenarioWorld
+from runs.config.registry import set_config
+from runs.config.resolution import load_config
 
 # Retries of idempotent calls wait (1 s, 2 s by default); a scenario does not wait on the wall clock.
 SCENARIO_SETTINGS = {"SANOMA_RETRY_DELAYS": (0.0, 0.0)}
@@ -130,7 +130,8 @@ def after_all(context: Any) -> None:
         override.disable()
     session: Session | None = getattr(context, "sanoma", None)
     if session is not None and session.unreadable:
-        raise ScenarioProblem("these feature files could not be read:\n" + "\n".join(str(p) for p in session.unreadable))
+        unreadable = "\n".join(str(p) for p in session.unreadable)
+        raise ScenarioProblem(f"these feature files could not be read:\n{unreadable}")
 
 
 def sanoma_step(context: Any) -> None:

@@ -6,8 +6,9 @@ a failed `was called` lists the calls that were made and the attempts that faile
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from features.library import model as m
 from features.library.values import contains, short
@@ -24,7 +25,8 @@ def _error_text(error: Any) -> str:
     if not isinstance(error, dict):
         return str(error)
     code = error.get("code")
-    return f"{code}: {error.get('message', '')}" if code else f"{error.get('name', 'Error')}: {error.get('message', '')}"
+    message = error.get("message", "")
+    return f"{code}: {message}" if code else f"{error.get('name', 'Error')}: {message}"
 
 
 def end_of(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -121,7 +123,10 @@ def check_ledger(expectation: m.ExpectLedger, records: Sequence[dict[str, Any]],
         ok = bool(matching)
     if ok:
         return Check(step, True)
-    wanted = "none" if expectation.absent else (f"{expectation.count}" if expectation.count is not None else "at least one")
+    if expectation.absent:
+        wanted = "none"
+    else:
+        wanted = f"{expectation.count}" if expectation.count is not None else "at least one"
     body = f" with {short(expectation.body)}" if expectation.body is not None else ""
     lines = [f'expected {wanted} "{expectation.type}" record(s){body}; found {len(matching)}.']
     if expectation.body is not None and of_type:

@@ -1,6 +1,6 @@
 """Driving a run in-process as a scenario says (SPEC 20.3), on the scenario's clock.
 
-`Driver.advance()` advances every runnable run (`runs.testing.drain`), decides the approvals the
+`Driver.advance()` advances every runnable run (`runs.engine.drain.drain`), decides the approvals the
 run waits for with the scenario's decisions, and, unless the scenario moves the clock itself,
 jumps the clock to the end of each sleep (the ledger still shows `sleep.started`), until the run
 ends or waits on something the scenario does not decide.
@@ -13,17 +13,18 @@ id, so a decision meant for a later approval is never spent early. Decisions are
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any
 
 from connectors.errors import SanomaError
-from runs.engine import clock
-from runs.approvals.selectors import approvals_of
-from runs.approvals.services import decide
-from runs.models import ENDED_STATUSES, Run, RunStatus
 from features.library import model as m
 from features.library.errors import DriveError
-from runs.testing import drain
+from runs.approvals.selectors import approvals_of
+from runs.approvals.services import decide
+from runs.engine import clock
+from runs.models import ENDED_STATUSES, Run, RunStatus
+from runs.engine.drain import drain
 
 _APPROVAL_ID = re.compile(r"^approval-\d+$")
 

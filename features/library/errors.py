@@ -19,7 +19,7 @@ class ScenarioProblem(Exception):
             return ""
         return f"{self.file}:{self.line}" if self.line else self.file
 
-    def at(self, file: str, line: int | None) -> "ScenarioProblem":
+    def at(self, file: str, line: int | None) -> ScenarioProblem:
         """This problem, placed at `file:line` unless it already names a place."""
         if self.file is None:
             self.file, self.line = file, line
@@ -35,7 +35,8 @@ class ScenarioConfigError(ConfigError):
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__(problems)
-        lines = "\n".join(f"- {p}" for p in self.problems)
+        # A problem over several lines (an expression with a pointer under it) stays under its dash.
+        lines = "\n".join("- " + str(p).replace("\n", "\n  ") for p in self.problems)
         self.message = f"No scenario can be read: the config's scenario steps are broken:\n{lines}"
 
     def __str__(self) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import random
 import string
-from datetime import date, datetime, timedelta, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -19,7 +20,7 @@ WORDS = (
     "amber", "birch", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "iris", "juniper",
     "kestrel", "linden", "maple", "nimbus", "onyx", "pine", "quartz", "raven", "sable", "tundra",
 )
-_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def seed_of(text: str) -> int:
@@ -128,9 +129,9 @@ class Maker:
         if fmt == "time":
             return f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00"
         if fmt == "uuid":
-            return "%08x-%04x-4%03x-8%03x-%012x" % (
-                rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12), rng.getrandbits(48)
-            )
+            parts = (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12),
+                     rng.getrandbits(48))
+            return "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}".format(*parts)
         if fmt in ("uri", "url"):
             return f"https://example.com/{rng.choice(WORDS)}"
         low = int(schema.get("minLength", 1))

@@ -9,13 +9,25 @@ from __future__ import annotations
 import json
 import re
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from features.library import model as m
 from features.library.errors import ScenarioConfigError, ScenarioProblem
-from features.library.expressions import BUILTIN_TYPES, FIELD_REGEX, Expression, ParameterType, compile_expression, unquote
+from features.library.expressions import (
+    Argument,
+    ExpressionError,
+    ParameterTypeRegistry,
+    StepExpression,
+    compile_expression,
+    parameter_type,
+    phrase_expression,
+    regex_expression,
+    step_types,
+    unquote,
+)
 from features.library.inputs import Maker
 from features.library.stepsets import StepSet, as_step_set
 from features.library.values import TAKES_OBJECT, Fields, doc_object, plain_value, step_object, table_rows, validate
@@ -52,7 +64,7 @@ class Draft:
     """A scenario while its steps are read."""
 
     name: str
-    library: "StepLibrary"
+    library: StepLibrary
     maker: Maker
     workflow: str | None = None
     input: dict[str, Any] | None = None
@@ -63,7 +75,7 @@ class Draft:
 class Rule:
     kind: str  # given | when | then | any
     source: str  # the expression, as listed in errors
-    expression: Expression
+    expression: StepExpression
     apply: Callable[[Draft, list[Any], StepText], Any]  # -> action
     takes: str | None = None  # what must follow the step (doc string / table), if anything
     group: str = ""  # "" for generic steps, else "<op id>" (phrases) or "step set <name>"
@@ -75,7 +87,7 @@ class Rule:
         return f"{keyword} {self.source}{takes}"
 
 
-_LIBRARIES: "weakref.WeakKeyDictionary[Any, StepLibrary]" = weakref.WeakKeyDictionary()
+_LIBRARIES: weakref.WeakKeyDictionary[Any, StepLibrary] = weakref.WeakKeyDictionary()
 
 
 class StepLibrary:
@@ -87,14 +99,13 @@ class StepLibrary:
         self.workflows = dict(config.workflows)
         self.fakes = dict(config.fakes)
         self._fields: dict[tuple[str, str], Fields] = {}
-        self.types = dict(BUILTIN_TYPES)
-        self.types.update(
-            op=ParameterType("op", r"\S+", self._known_op),
-            workflow=ParameterType("workflow", r"\S+", self._known_workflow),
-            who=ParameterType("who", r"\S+", self._person),
-            vendor=ParameterType("vendor", VENDOR_REGEX, self._known_vendor),
-            value=ParameterType("value", r".+", plain_value),
-            duration=ParameterType("duration", DURATION_REGEX, parse_duration),
+        self.types: ParameterTypeRegistry = step_types(
+            parameter_type("op", r"\S+", self._known_op),
+            parameter_type("workflow", r"\S+", self._known_workflow),
+            parameter_type("who", r"\S+", self._person),
+            parameter_type("vendor", VENDOR_REGEX, self._known_vendor),
+            parameter_type("value", r".+", plain_value),
+            parameter_type("duration", DURATION_REGEX, parse_duration),
         )
         self.rules: list[Rule] = []
         problems: list[str] = []
@@ -105,7 +116,7 @@ class StepLibrary:
             raise ScenarioConfigError(problems)
 
     @classmethod
-    def of(cls, config: Any) -> "StepLibrary":
+    def of(cls, config: Any) -> StepLibrary:
         found = _LIBRARIES.get(config)
         if found is None:
             found = _LIBRARIES[config] = cls(config)
@@ -125,7 +136,8 @@ class StepLibrary:
 
     def _known_vendor(self, name: str) -> str:
         if name not in self.fakes:
-            raise ScenarioProblem(f'no fake for vendor "{name}"; the fakes are {", ".join(sorted(self.fakes)) or "none"}')
+            fakes = ", ".join(sorted(self.fakes)) or "none"
+            raise ScenarioProblem(f'no fake for vendor "{name}"; the fakes are {fakes}')
         return name
 
     @staticmethod
@@ -157,8 +169,11 @@ class StepLibrary:
     # -- building rules ----------------------------------------------------------------------------
 
     def add(self, kind: str, source: str, apply: Callable[..., Any], *, takes: str | None = None, group: str = "",
-            optional_argument: bool = False, types: dict[str, ParameterType] | None = None) -> None:
-        expression = compile_expression(source, types or self.types)
+            optional_argument: bool = False, expression: StepExpression | None = None) -> None:
+        """A rule for steps of `kind` (given, when, then, any) whose text `source` matches; `source` is
+        read over the library's parameter types unless its `expression` is given."""
+        if expression is None:
+            expression = compile_expression(source, self.types)
         self.rules.append(Rule(kind=kind, source=source, expression=expression, apply=apply, takes=takes, group=group,
                                optional_argument=optional_argument))
 
@@ -180,8 +195,8 @@ class StepLibrary:
         add("when", "{workflow} runs", lambda d, v, s: self._runs(d, v[0], {}, s))
         # Any keyword: decisions and time.
         for decision, verb in (("approve", "approved"), ("reject", "rejected")):
-            add("any", "{string} is %s by {who}" % verb, self._decide(decision))
-            add("any", "{string} is %s by {who} with note {string}" % verb, self._decide(decision))
+            add("any", f"{{string}} is {verb} by {{who}}", self._decide(decision))
+            add("any", f"{{string}} is {verb} by {{who}} with note {{string}}", self._decide(decision))
         add("any", "{duration} pass/passes", lambda d, v, s: m.Passes(v[0], s.name))
         # Then: calls, outcome, ledger, the vendors' state.
         add("then", "{op} was called with", self._expect_call_with, takes=OBJECT)
@@ -209,25 +224,25 @@ class StepLibrary:
         for op_id in sorted(self.ops):
             op = self.ops[op_id]
             phrases = getattr(op, "phrases", None)
-            for kind, template in (("given", getattr(phrases, "given", None)), ("then", getattr(phrases, "expect", None))):
+            for kind, template in (("given", getattr(phrases, "given", None)),
+                                   ("then", getattr(phrases, "expect", None))):
                 if not template:
                     continue
                 word = "given" if kind == "given" else "expect"
-                fields = Fields(op.input, f"the input of {op_id}")
-                names = re.findall(r"\{([^{}]*)\}", template)
-                missing = [n for n in names if n not in fields.properties]
-                if missing:
-                    for name in missing:
-                        problems.append(
-                            f'{op_id}: its {word} phrase "{template}" names {{{name}}}, which is not a field of its '
-                            f"input (its fields are {fields.listing()})"
-                        )
-                    continue
-                types = {name: ParameterType(name, FIELD_REGEX, unquote) for name in names}
                 try:
-                    self.add(kind, template, self._phrase(op_id, kind, names), group=op_id, types=types)
-                except ValueError as err:
+                    expression, names = phrase_expression(template)
+                except ExpressionError as err:
                     problems.append(f"{op_id}: its {word} phrase cannot be read: {err}")
+                    continue
+                fields = Fields(op.input, f"the input of {op_id}")
+                missing = [n for n in dict.fromkeys(names) if n not in fields.properties]
+                for name in missing:
+                    problems.append(
+                        f'{op_id}: its {word} phrase "{template}" names {{{name}}}, which is not a field of its '
+                        f"input (its fields are {fields.listing()})"
+                    )
+                if not missing:
+                    self.add(kind, template, self._phrase(op_id, kind, names), group=op_id, expression=expression)
 
     def _step_sets(self, problems: list[str]) -> None:
         sets: list[StepSet] = []
@@ -255,19 +270,16 @@ class StepLibrary:
         for step_set in sets:
             for definition in step_set:
                 origin = f"step set {step_set.name}"
+                pattern = definition.pattern
                 try:
-                    if isinstance(definition.pattern, re.Pattern):
-                        expression = Expression(
-                            source=definition.pattern.pattern, regex=definition.pattern,
-                            parameters=tuple(ParameterType("text", "") for _ in range(definition.pattern.groups)),
-                        )
-                        self.rules.append(Rule(kind=definition.kind, source=definition.pattern.pattern,
-                                               expression=expression, apply=self._custom(definition.function, origin),
-                                               takes=definition.takes, group=origin, optional_argument=True))
+                    if isinstance(pattern, re.Pattern):
+                        self.add(definition.kind, pattern.pattern, self._custom(definition.function, origin),
+                                 takes=definition.takes, group=origin, optional_argument=True,
+                                 expression=regex_expression(pattern))
                     else:
-                        self.add(definition.kind, definition.pattern, self._custom(definition.function, origin),
+                        self.add(definition.kind, pattern, self._custom(definition.function, origin),
                                  takes=definition.takes, group=origin, optional_argument=True)
-                except ValueError as err:
+                except ExpressionError as err:
                     problems.append(f"{origin}: {err}")
 
     # -- what the generic steps do -----------------------------------------------------------------
@@ -357,7 +369,7 @@ class StepLibrary:
         def apply(draft: Draft, values: list[Any], step: StepText) -> Any:
             fields = self.fields("op", op_id)
             given: dict[str, Any] = {}
-            for name, raw in zip(names, values):
+            for name, raw in zip(names, values, strict=True):
                 given[name] = fields.coerce(name, raw)
             if kind == "given":
                 self.fake_of(op_id)
@@ -375,18 +387,20 @@ class StepLibrary:
 
     # -- matching ----------------------------------------------------------------------------------
 
-    def match(self, step: StepText) -> tuple[Rule, list[str]]:
+    def match(self, step: StepText) -> tuple[Rule, list[Argument]]:
+        """The one rule the step's text matches, and its arguments (`expressions.values` turns
+        them into the values the rule applies)."""
         kind = step.step_type
         found = []
         for rule in self.rules:
             if rule.kind != kind and rule.kind != "any":
                 continue
-            texts = rule.expression.match(step.name)
-            if texts is not None:
-                found.append((rule, texts))
+            arguments = rule.expression.match(step.name)
+            if arguments is not None:
+                found.append((rule, arguments))
         if not found:
-            raise ScenarioProblem(f'no step matches "{step.keyword or kind.capitalize()} {step.name}"\n{self.known_steps()}',
-                                  line=step.line)
+            written = f"{step.keyword or kind.capitalize()} {step.name}"
+            raise ScenarioProblem(f'no step matches "{written}"\n{self.known_steps()}', line=step.line)
         if len(found) > 1:
             both = " and ".join(f'"{r.listing()}"' + (f" ({r.group})" if r.group else "") for r, _ in found)
             raise ScenarioProblem(f'"{step.name}" is ambiguous: it matches {both}', line=step.line)

@@ -11,15 +11,17 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from behave.model import ScenarioOutline, ScenarioOutlineBuilder
 from behave.parser import ParserError, parse_file
 
 from features.library import model as m
 from features.library.errors import ScenarioProblem
+from features.library.expressions import values as argument_values
 from features.library.inputs import Maker
 from features.library.library import Draft, StepLibrary
 from features.library.titles import literal_titles
@@ -85,7 +87,7 @@ def name_scenarios(feature: Any) -> list[Any]:
         if isinstance(item, ScenarioOutline):
             rows = item.scenarios
             names = [ScenarioOutlineBuilder.render_template(item.name, getattr(r, "_row", None)) for r in rows]
-            for row, name in zip(rows, names):
+            for row, name in zip(rows, names, strict=True):
                 row.name = f"{name} (line {row.line})" if names.count(name) > 1 else name
             continue
         out.append(item)
@@ -102,7 +104,9 @@ def scenario_text(lines: list[str], start: int, end: int) -> str:
 # -- one scenario ---------------------------------------------------------------------------------
 
 
-def compile_scenario(model_scenario: Any, library: StepLibrary, *, file: str, location: str, text: str = "") -> m.Scenario:
+def compile_scenario(
+    model_scenario: Any, library: StepLibrary, *, file: str, location: str, text: str = ""
+) -> m.Scenario:
     """The scenario behave parsed, read against the step library; raises ScenarioProblem."""
     name = model_scenario.name
     draft = Draft(name=name, library=library, maker=Maker(name))
@@ -111,9 +115,9 @@ def compile_scenario(model_scenario: Any, library: StepLibrary, *, file: str, lo
         kind = step.step_type
         if kind not in ("given", "when", "then"):
             raise ScenarioProblem(f'"{step.name}" needs a Given, When or Then before it', line=step.line)
-        rule, texts = library.match(step)
+        rule, arguments = library.match(step)
         try:
-            values = rule.expression.values(texts)
+            values = argument_values(arguments)
             has_argument = step.text is not None or step.table is not None
             if has_argument and rule.takes is None and not rule.optional_argument:
                 raise ScenarioProblem(
@@ -192,7 +196,8 @@ def compile_features(features: Iterable[Any], config: Any, *, result: LoadResult
                 other = seen.get(scenario.name)
                 if other is not None:
                     raise ScenarioProblem(
-                        f'a second scenario named "{scenario.name}" (the first is at {other.where}); give each its own name',
+                        f'a second scenario named "{scenario.name}" (the first is at {other.where}); '
+                        "give each its own name",
                         line=model_scenario.line,
                     )
             except ScenarioProblem as problem:
@@ -207,7 +212,7 @@ def compile_features(features: Iterable[Any], config: Any, *, result: LoadResult
 
 
 _cache_lock = threading.Lock()
-_cache: "weakref.WeakKeyDictionary[Any, tuple[tuple, LoadResult]]" = weakref.WeakKeyDictionary()
+_cache: weakref.WeakKeyDictionary[Any, tuple[tuple, LoadResult]] = weakref.WeakKeyDictionary()
 
 
 def parse_features(files: Iterable[Path], result: LoadResult) -> list[Any]:
@@ -218,14 +223,16 @@ def parse_features(files: Iterable[Path], result: LoadResult) -> list[Any]:
         except ParserError as err:
             line = getattr(err, "line", None)
             reason = getattr(err, "reason", None) or str(err)
-            problem = ScenarioProblem(f"is not Gherkin: {reason}", file=display_path(path), line=line)
+            shown = display_path(path)
+            problem = ScenarioProblem(f"is not Gherkin: {reason}", file=shown, line=line)
             result.problems.append(problem)
-            result.file_problems[problem.file] = problem
+            result.file_problems[shown] = problem
             continue
         if feature is None:  # an empty file
-            problem = ScenarioProblem('is empty: start it with "Feature:" and add a scenario', file=display_path(path), line=1)
+            shown = display_path(path)
+            problem = ScenarioProblem('is empty: start it with "Feature:" and add a scenario', file=shown, line=1)
             result.problems.append(problem)
-            result.file_problems[problem.file] = problem
+            result.file_problems[shown] = problem
             continue
         features.append(feature)
     return features

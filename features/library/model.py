@@ -6,10 +6,10 @@ the parts of SPEC 20.1's scenario object are views over them: `given` (seeds and
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Literal
-
+from typing import Any, Literal
 
 # -- actions: what a step does --------------------------------------------------------------------
 
@@ -247,14 +247,15 @@ class Scenario:
             else:
                 given.append({"op": action.op, "fault": action.fault})
         expect: list[dict[str, Any]] = []
-        for action in self.expect:
-            if isinstance(action, ExpectCall):
-                item: dict[str, Any] = {"op": action.op, "called": action.called}
-                if action.input is not None:
-                    item["input"] = action.input
+        for expectation in self.expect:
+            if isinstance(expectation, ExpectCall):
+                item: dict[str, Any] = {"op": expectation.op, "called": expectation.called}
+                if expectation.input is not None:
+                    item["input"] = expectation.input
                 expect.append(item)
             else:
-                expect.append({"outcome": action.outcome, **({"code": action.code} if action.code else {})})
+                expect.append({"outcome": expectation.outcome,
+                               **({"code": expectation.code} if expectation.code else {})})
         return {
             "name": self.name,
             "file": self.file,
@@ -264,7 +265,8 @@ class Scenario:
             "given": given,
             "input": self.input,
             "decisions": [
-                {"approval": d.approval, "decision": d.decision, "by": d.by, **({"note": d.note} if d.note is not None else {})}
+                {"approval": d.approval, "decision": d.decision, "by": d.by,
+                 **({"note": d.note} if d.note is not None else {})}
                 for d in self.decisions
             ],
             "approvals": list(self.approvals),

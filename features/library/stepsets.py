@@ -16,9 +16,11 @@ A step set is a `StepSet`:
         assert len(world.fake("shop").state["refunds"]) == count
 
 or a plain list of `(keyword, pattern, function)` tuples. `keyword` is "given", "when", "then"
-or "step" (any keyword); `pattern` is a step expression (`{op}`, `{workflow}`, `{who}`,
-`{vendor}`, `{string}`, `{int}`, `{float}`, `{word}`, `{value}`, `{duration}`, optional
-`(text)`, alternatives `a/b`) or a compiled `re.Pattern` whose groups are passed as text.
+or "step" (any keyword); `pattern` is a Cucumber Expression (see `features.library.expressions`:
+the library's types `{op}`, `{workflow}`, `{who}`, `{vendor}`, `{value}`, `{duration}`, the
+package's `{string}`, `{int}`, `{float}`, `{word}`, `{}` ..., optional `(text)`, alternatives
+`a/b`) or a compiled `re.Pattern` that must match the whole step and whose groups (unnamed, none
+inside another) are passed as text.
 The function runs at the step's turn as `function(world, *values)`; `world` is the running
 scenario (`features.library.world.ScenarioWorld`: `config`, `fake(vendor)`, `run`, `records()`,
 `text` and `table` of the current step). A raised AssertionError fails the step with its message.
@@ -26,8 +28,9 @@ scenario (`features.library.world.ScenarioWorld`: `config`, `fake(vendor)`, `run
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 KEYWORDS = {"given": "given", "when": "when", "then": "then", "step": "any", "any": "any"}
 

@@ -8,7 +8,8 @@ fields there are) and be accepted by its type.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -108,7 +109,9 @@ class Fields:
         except ValueError:
             wanted = describe_type(self.properties[name], self.defs)
             hint = "" if wanted == "true or false" else ", written as JSON"
-            raise ScenarioProblem(f"{raw!r} is not a value for {name} of {self.what}: it takes {wanted}{hint}") from None
+            raise ScenarioProblem(
+                f"{raw!r} is not a value for {name} of {self.what}: it takes {wanted}{hint}"
+            ) from None
 
     def accepted(self, name: str, value: Any) -> Any:
         """The value as the field's type takes it, as JSON; an object is left as written, since an
@@ -137,7 +140,9 @@ def doc_object(text: str | None, what: str) -> dict[str, Any]:
     except ValueError as err:
         raise ScenarioProblem(f"the doc string after {what} is not JSON: {err}") from None
     if not isinstance(value, dict):
-        raise ScenarioProblem(f"the doc string after {what} must be a JSON object ({{...}}); it is {type(value).__name__}")
+        raise ScenarioProblem(
+            f"the doc string after {what} must be a JSON object ({{...}}); it is {type(value).__name__}"
+        )
     return value
 
 
@@ -217,7 +222,7 @@ def contains(actual: Any, expected: Any) -> bool:
         return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in expected.items())
     if isinstance(expected, list):
         return (isinstance(actual, list) and len(actual) == len(expected)
-                and all(contains(a, e) for a, e in zip(actual, expected)))
+                and all(contains(a, e) for a, e in zip(actual, expected, strict=True)))
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
     return actual == expected

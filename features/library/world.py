@@ -9,11 +9,6 @@ import json
 from typing import Any
 
 from connectors.drivers import CallContext
-from runs import services
-from runs import selectors
-from runs.engine import clock
-from runs.engine import faults
-from runs.models import ENDED_STATUSES, Run, RunStatus
 from features.library import model as m
 from features.library.checks import (
     check_call,
@@ -26,7 +21,10 @@ from features.library.checks import (
 from features.library.drive import Driver
 from features.library.errors import DriveError, StepFailed
 from features.library.values import contains, get_path, put_path, short
-from runs.testing import make_user
+from runs import selectors, services
+from runs.engine import clock, faults
+from runs.models import ENDED_STATUSES, Run, RunStatus
+from runs.seed import seed_person
 
 DEFAULT_STARTER = "scenario"
 
@@ -54,7 +52,7 @@ class ScenarioWorld:
         people = self.scenario.people
         people.setdefault(starter, ())
         for who, groups in people.items():
-            make_user(who, groups=groups, perms=("runs.start_workflow",) if who == starter else ())
+            seed_person(username=who, groups=groups, perms=("runs.start_workflow",) if who == starter else ())
 
     def finish(self) -> None:
         clock.reset()
@@ -70,7 +68,8 @@ class ScenarioWorld:
         try:
             return self.config.fakes[vendor]
         except KeyError:
-            raise StepFailed(f"no fake for vendor {vendor}; the fakes are {', '.join(sorted(self.config.fakes))}") from None
+            fakes = ", ".join(sorted(self.config.fakes))
+            raise StepFailed(f"no fake for vendor {vendor}; the fakes are {fakes}") from None
 
     @property
     def run(self) -> Run | None:
@@ -155,7 +154,8 @@ class ScenarioWorld:
             getattr(self._fake_of(fault.op), fault.fault)(fault.op)
         self.calls_before = {vendor: len(fake.calls) for vendor, fake in self.config.fakes.items()}
         try:
-            run = services.start(workflow=action.workflow, input=action.input, started_by=self.starter, config=self.config)
+            run = services.start(workflow=action.workflow, input=action.input, started_by=self.starter,
+                                 config=self.config)
         except Exception as err:
             self._fail(f"the run could not start: {err}")
         self.run_id = run.id
@@ -228,7 +228,8 @@ class ScenarioWorld:
         if action.how == "count":
             if not isinstance(found, (list, dict)) or len(found) != action.value:
                 size = len(found) if isinstance(found, (list, dict)) else "no items (it is not a list)"
-                self._fail(f"{action.vendor}'s state at {action.path!r} has {size}, not {action.value}: {short(found, 400)}")
+                self._fail(f"{action.vendor}'s state at {action.path!r} has {size}, not {action.value}: "
+                           f"{short(found, 400)}")
             return
         if found != action.value or type(found) is bool and type(action.value) is not bool:
             self._fail(f"{action.vendor}'s state at {action.path!r} is {json.dumps(found, default=str)}, "
@@ -240,8 +241,8 @@ class ScenarioWorld:
         vendor = self.config.ops[action.op].vendor
         calls = [c for c in fake.calls[self.calls_before.get(vendor, 0):] if c.get("op") == action.op]
         if len(calls) != action.count:
-            seen = "; ".join(f"attempt {c.get('attempt')} {c.get('outcome')}" + (f" ({c['error']})" if c.get("error") else "")
-                             for c in calls) or "none"
+            seen = "; ".join(f"attempt {c.get('attempt')} {c.get('outcome')}"
+                             + (f" ({c['error']})" if c.get("error") else "") for c in calls) or "none"
             self._fail(f"{action.op} reached the vendor {len(calls)} time(s), not {action.count}: {seen}")
 
     def _fake_of(self, op_id: str) -> Any:

@@ -198,7 +198,10 @@ class Behave:
 
 
 def run_behave(root: Path | None, var_dir: Path, *args: str, timeout: float = 300) -> Behave:
-    env = subprocess_env(var_dir, **({"SANOMA_ROOT": str(root)} if root is not None else {}))
+    # Scenarios run on the fakes. The system checks manage.py runs first resolve the config with
+    # SANOMA_FAKES, and the desk connector has a fake and no driver.
+    extra = {"SANOMA_FAKES": "instance", **({"SANOMA_ROOT": str(root)} if root is not None else {})}
+    env = subprocess_env(var_dir, **extra)
     command = [sys.executable, str(PROJECT / "manage.py"), "behave", "--noinput", "--simple",
                "--format", "plain", "--no-capture", *args]
     if root is not None:

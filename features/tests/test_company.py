@@ -13,5 +13,7 @@ def test_manage_py_behave_passes_on_the_example_company(tmp_path):
     for title in ("The scenario's clock", "The generic steps", "Refund an order", "Follow up on an order",
                   "Publish new prices", "Onboard a support agent"):
         assert f"Feature: {title}" in result.output, title
-    passed = int(re.search(r"(\d+) scenarios passed", result.output).group(1))
+    found = re.search(r"(\d+) scenarios passed", result.output)
+    assert found, result.output
+    passed = int(found.group(1))
     assert passed >= 35, result.output

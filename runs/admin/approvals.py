@@ -13,11 +13,11 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from connectors.errors import SanomaError
-from runs.approvals import services as approvals
-from runs.approvals import selectors as approval_selectors
 from runs.admin.common import ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
-from runs.models import Approval, ApprovalStatus, DecisionMessage
+from runs.approvals import selectors as approval_selectors
+from runs.approvals import services as approvals
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
+from runs.models import Approval, ApprovalStatus, DecisionMessage
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
 DECIDE_WAIT_SECONDS = 5.0
@@ -117,7 +117,8 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None):
         approval = self.get_object(request, unquote(object_id))
         if approval is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            # A private ModelAdmin method (Django's own "doesn't exist" redirect) missing from django-stubs.
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
         if request.method == "POST":
             return self._act(request, approval)
         principal = me(request)
@@ -143,7 +144,9 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "state_json": as_json(approval_selectors.approval_state(approval)),
             "op_input_json": as_json(approval.op_input) if approval.op else "",
             "details_json": as_json(approval.details) if approval.details is not None else "",
-            "links": [{"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links],
+            "links": [
+                {"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links
+            ],
             "run_url": reverse("admin:runs_run_change", args=[approval.run_id]),
             "inbox_url": reverse("admin:runs_approval_changelist"),
             "form": DecisionForm(),

@@ -7,8 +7,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, run_link
-from runs.models import LedgerRecord, Run
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
+from runs.models import LedgerRecord, Run
 
 
 @admin.register(LedgerRecord)
@@ -49,7 +49,7 @@ class LedgerRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="at (UTC)", ordering="at")
     def when(self, record: LedgerRecord) -> str:
-        return dt.datetime.fromtimestamp(record.at / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        return dt.datetime.fromtimestamp(record.at / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
     @admin.display(description="record")
     def body_json(self, record: LedgerRecord) -> str:

@@ -15,12 +15,11 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from connectors.errors import SanomaError
-from runs import services
-from runs import selectors
+from runs import selectors, services
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal
 from runs.admin.start import StartRunMixin
+from runs.approvals.permissions import can_operate, check_can_view, visible_runs
 from runs.models import Approval, ApprovalStatus, Run, Step
-from runs.approvals.permissions import check_can_view, visible_runs, can_operate
 
 
 class StepInline(ReadOnlyMixin, admin.TabularInline):
@@ -170,7 +169,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         run = self.get_object(request, unquote(object_id))
         if run is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            # A private ModelAdmin method (Django's own "doesn't exist" redirect) missing from django-stubs.
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
         if request.method == "POST":
             try:
                 services.cancel(run_id=run.id, by=me(request))
@@ -212,7 +212,7 @@ def timeline_row(record: dict[str, Any]) -> dict[str, Any]:
         error_text = f"{error.get('code') or error.get('name', 'error')}: {error.get('message', '')}"
     group = record.get("group")
     at = record.get("at")
-    when = dt.datetime.fromtimestamp(at / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if at else ""
+    when = dt.datetime.fromtimestamp(at / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if at else ""
     return {
         "seq": record.get("seq"), "type": kind, "at": when, "what": what, "decision": decision_text,
         "error": error_text, "group": json.dumps(group) if group is not None else "",

@@ -2,21 +2,27 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from connectors.errors import InvalidInput, SanomaError, describe_issues
-from runs import services
-from runs import selectors
+from runs import selectors, services
 from runs.admin.common import me, refusal
-from runs.config.resolution import input_schema
 from runs.config.registry import get_config
+from runs.config.resolution import input_schema
+
+if TYPE_CHECKING:
+    from runs.models import Run
+
+    _RunAdminBase = admin.ModelAdmin[Run]  # what StartRunMixin is mixed into: admin_site, opts, message_user
+else:
+    _RunAdminBase = object
 
 # ---- the start form, from the workflow's input JSON Schema ---------------------------------------
 
@@ -60,7 +66,7 @@ class JSONTextField(forms.CharField):
 
     def to_python(self, value: Any) -> Any:
         text = super().to_python(value)
-        if text in self.empty_values:
+        if text is None or text in self.empty_values:
             return EMPTY
         try:
             return json.loads(text)
@@ -91,8 +97,8 @@ def _field_for(name: str, prop: dict[str, Any], required: bool, nullable: bool) 
         formats = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
         return forms.DateTimeField(widget=widget, input_formats=formats, initial=initial, **common), "datetime"
     if kind == "string" and prop.get("format") == "date":
-        widget = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
-        return forms.DateField(widget=widget, initial=initial, **common), "date"
+        date_widget = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+        return forms.DateField(widget=date_widget, initial=initial, **common), "date"
     if kind == "string":
         return forms.CharField(initial=initial, widget=forms.TextInput(attrs={"class": "vTextField"}), **common), "text"
     if kind == "integer":
@@ -183,7 +189,7 @@ def schema_form(schema: dict[str, Any]) -> type[SchemaForm]:
 # ---- the page: choose a workflow, fill in its form, start ----------------------------------------
 
 
-class StartRunMixin:
+class StartRunMixin(_RunAdminBase):
     """The run admin's "Start a run" page (`admin:runs_run_start`): its URL is in `RunAdmin.get_urls`."""
 
     def start_view(self, request: HttpRequest) -> HttpResponse:

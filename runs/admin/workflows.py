@@ -8,8 +8,8 @@ from django.http import HttpRequest
 from guardian.admin import GuardedModelAdmin
 
 from runs.admin.common import ReadOnlyMixin
-from runs.models import AppVersion, WorkflowEntry
 from runs.config.registry import get_config
+from runs.models import AppVersion, WorkflowEntry
 from runs.versions import sync_workflow_entries
 
 

@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from runs.config.resolution import input_schema
+from runs.config.workflows import WorkflowDefinition
 from runs.models import Run, RunStatus
 
 # ---- input --------------------------------------------------------------------------------------
@@ -172,7 +173,7 @@ class WorkflowSerializer(serializers.Serializer):
     builtins = serializers.ListField(child=serializers.CharField())
 
     @extend_schema_field(OpenApiTypes.ANY)
-    def get_trigger(self, definition: Any) -> Any:
+    def get_trigger(self, definition: WorkflowDefinition) -> Any:
         trigger = definition.trigger
         if isinstance(trigger, str):
             return trigger
@@ -184,7 +185,7 @@ class WorkflowSerializer(serializers.Serializer):
         return str(trigger)
 
     @extend_schema_field(OpenApiTypes.OBJECT)
-    def get_input(self, definition: Any) -> dict[str, Any]:
+    def get_input(self, definition: WorkflowDefinition) -> dict[str, Any]:
         return input_schema(definition)
 
 
@@ -215,7 +216,8 @@ class ConnectorSerializer(serializers.Serializer):
 
     @extend_schema_field(OperationSerializer(many=True))
     def get_operations(self, connector: Any) -> list[dict[str, Any]]:
-        return OperationSerializer(list(connector.operations.values()), many=True).data
+        # many=True makes a ListSerializer whose .data is a ReturnList; drf-stubs types it ReturnDict.
+        return OperationSerializer(list(connector.operations.values()), many=True).data  # type: ignore[return-value]
 
 
 class ErrorSerializer(serializers.Serializer):

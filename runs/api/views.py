@@ -3,6 +3,7 @@ through a serializer. Permissions are the services' (`runs.approvals.permissions
 caller may not see is `404 run_not_found`, as if it did not exist."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Count
@@ -15,15 +16,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from connectors.errors import InvalidInput, SanomaError, error_code
-from runs import services
-from runs import selectors
-from runs.approvals import services as approvals
-from runs.approvals import selectors as approval_selectors
+from runs import selectors, services
 from runs.api import serializers as s
 from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
-from runs.models import Approval, ApprovalStatus, Run, RunStatus
+from runs.approvals import selectors as approval_selectors
+from runs.approvals import services as approvals
 from runs.approvals.permissions import request_principal
 from runs.config.registry import get_config
+from runs.models import Approval, ApprovalStatus, Run, RunStatus
 
 # How long a decision waits for the run to apply it before answering 202 (SPEC 8.5).
 DECIDE_WAIT_SECONDS = 5.0
@@ -48,7 +48,7 @@ class SanomaAPIView(APIView):
     renderer_classes = [JSONRenderer]
     parser_classes = [JSONParser]
 
-    def get_exception_handler(self):  # type: ignore[override]
+    def get_exception_handler(self) -> Callable[[BaseException, dict[str, Any]], Response]:
         return exception_handler
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
@@ -257,7 +257,8 @@ class InboxView(SanomaAPIView):
         responses={200: s.InboxItemSerializer(many=True), **errors()},
     )
     def get(self, request: Request) -> Response:
-        items = [{**approval_selectors.approval_state(a), "run": a.run} for a in approval_selectors.pending_for(principal=me(request))]
+        pending = approval_selectors.pending_for(principal=me(request))
+        items = [{**approval_selectors.approval_state(a), "run": a.run} for a in pending]
         return Response(s.InboxItemSerializer(items, many=True).data)
 
 

@@ -73,6 +73,8 @@ def principal_of(who: Any) -> Principal:
     if isinstance(who, Principal):
         return who
     User = get_user_model()
+    # A Django user that carries `may_start_any` (read by _has_global_start), which no model declares.
+    user: Any
     if isinstance(who, str) and who.strip():
         user = User.objects.filter(username=who).annotate(
             may_start_direct=Exists(User.user_permissions.through.objects.filter(
@@ -178,7 +180,11 @@ def decidable_approvals(principal: Principal) -> QuerySet[Approval]:
 
 
 def can_decide(principal: Principal, approval: Approval) -> bool:
-    return principal.user is not None and principal.user.is_active and principal.user.has_perm("runs.decide_approval", approval)
+    return (
+        principal.user is not None
+        and principal.user.is_active
+        and principal.user.has_perm("runs.decide_approval", approval)
+    )
 
 
 def grant_approver(approval: Approval) -> None:

@@ -1,7 +1,7 @@
 """Who may decide an approval, and the error a run gets when one is not given."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from connectors.errors import SanomaError
 from runs.models import Approval, ApprovalStatus

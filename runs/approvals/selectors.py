@@ -29,7 +29,8 @@ def approval_state(approval: Approval) -> dict[str, Any]:
     if approval.op:
         state.update(op=approval.op, input=approval.op_input, op_seq=approval.op_seq)
     if approval.status != ApprovalStatus.PENDING:
-        state.update(decided_by=approval.decided_by, decided_at=approval.decided_at.isoformat() if approval.decided_at else None)
+        decided_at = approval.decided_at.isoformat() if approval.decided_at else None
+        state.update(decided_by=approval.decided_by, decided_at=decided_at)
         if approval.note:
             state["note"] = approval.note
         if approval.decided_with:

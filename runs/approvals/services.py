@@ -14,13 +14,13 @@ from django.db import IntegrityError, transaction
 
 from connectors.errors import InvalidInput, SanomaError
 from runs import ledger
-from runs.engine import clock
-from runs.approvals.rules import may_decide
-from runs.engine.advance import wake
-from runs.approvals.selectors import approval_state
-from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, DecisionMessage, Run
 from runs.approvals.permissions import Principal, can_decide, principal_of
+from runs.approvals.rules import may_decide
+from runs.approvals.selectors import approval_state
 from runs.config.registry import get_config
+from runs.engine import clock
+from runs.engine.advance import wake
+from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, DecisionMessage, Run
 
 DECISIONS = ("approve", "reject")
 WAIT_POLLS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
@@ -60,8 +60,8 @@ def _already_decided(approval: Approval) -> SanomaError:
 def check_decide(*, run_id: str, approval_id: str | None, decision: Any, by: Principal) -> Approval:
     """Everything `decide` refuses, before anything is sent."""
     if decision not in DECISIONS:
-        raise InvalidInput(f"decision must be approve or reject; got {decision!r}",
-                           data={"issues": [{"path": ["decision"], "message": "must be approve or reject", "code": "invalid"}]})
+        issue = {"path": ["decision"], "message": "must be approve or reject", "code": "invalid"}
+        raise InvalidInput(f"decision must be approve or reject; got {decision!r}", data={"issues": [issue]})
     run = _run_for_decision(run_id)
     approval = _target(run, approval_id)
     if approval.status != ApprovalStatus.PENDING:
@@ -75,7 +75,9 @@ def check_decide(*, run_id: str, approval_id: str | None, decision: Any, by: Pri
     return approval
 
 
-def send_decision(*, approval: Approval, decision: str, by: Principal, note: str = "", message_id: str | None = None) -> str:
+def send_decision(
+    *, approval: Approval, decision: str, by: Principal, note: str = "", message_id: str | None = None
+) -> str:
     """Queue a decision message for the run and wake it; a repeated message id is queued once."""
     message_id = message_id or uuid.uuid4().hex
     with transaction.atomic():
@@ -104,7 +106,9 @@ def decide(
     """Approve or reject; returns the approval as the run decided it, or still pending when the
     run did not read the decision within `timeout` (it applies once a worker runs)."""
     if note is not None and not isinstance(note, str):
-        raise InvalidInput("note must be text", data={"issues": [{"path": ["note"], "message": "must be text", "code": "invalid"}]})
+        raise InvalidInput(
+            "note must be text", data={"issues": [{"path": ["note"], "message": "must be text", "code": "invalid"}]}
+        )
     if message_id is not None and (not isinstance(message_id, str) or not message_id.strip()):
         raise InvalidInput("message id must be a non-blank string",
                            data={"issues": [{"path": ["id"], "message": "must be non-blank", "code": "invalid"}]})
@@ -142,8 +146,10 @@ def withdraw(*, run_id: str, by: str | Principal, approval_id: str | None = None
     with transaction.atomic():
         run = _run_for_decision(run_id)
         if run.started_by != principal.id and not principal.has_global("runs.operate_runs"):
-            raise SanomaError(f"{principal.id} may not withdraw approvals of run {run_id}: only its starter or an operator may",
-                              code="permission_denied", data={"run_id": run_id})
+            raise SanomaError(
+                f"{principal.id} may not withdraw approvals of run {run_id}: only its starter or an operator may",
+                code="permission_denied", data={"run_id": run_id},
+            )
         approval = _target(run, approval_id)
         now = clock.now()
         changed = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(

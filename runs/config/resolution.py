@@ -10,14 +10,17 @@ import importlib
 import inspect
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from connectors.drivers import Driver
 from connectors.errors import ConfigError
 from connectors.operations import Connector, Operation, phrase_fields
 from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
+from runs.policies.cedar import load_cedar_policy
+from runs.policies.python_policies import allow_all
 
 RUNTIME_VERSION = "0.1.0"
 # Bumped whenever the per-call step sequence changes: old runs could not replay on the new layout.
@@ -186,7 +189,9 @@ def _make_drivers(
             continue
         extra = sorted(set(driver.functions) - set(connector.operations))
         for op_id in extra:
-            problems.append(f'Driver "{connector.vendor}" implements {op_id}, which no connector in the config declares')
+            problems.append(
+                f'Driver "{connector.vendor}" implements {op_id}, which no connector in the config declares'
+            )
         for op_id in driver.functions:
             drivers[op_id] = driver
     return drivers, fakes
@@ -206,7 +211,9 @@ def _check_workflows(
             continue
         if wf.name in names:
             if names[wf.name] is not wf:
-                problems.append(f'Two different workflow definitions are named "{wf.name}": a name can be registered once')
+                problems.append(
+                    f'Two different workflow definitions are named "{wf.name}": a name can be registered once'
+                )
             continue
         names[wf.name] = wf
         for op_id in wf.ops:
@@ -226,8 +233,6 @@ def _check_workflows(
 
 
 def _resolve_policy(config: SanomaConfig, root: Path | None, problems: list[str]) -> Any:
-    from runs.policies import allow_all, load_cedar_policy
-
     if config.policy is not None:
         return config.policy
     if root is not None:
@@ -272,7 +277,7 @@ def resolve_config(
     policy = _resolve_policy(config, root, problems)
     if problems:
         raise ConfigError(problems)
-    version = f"{app_name}@{app_version}" if app_version else f"{app_name}@{compute_version(app_name, list(workflows.values()))}"
+    version = f"{app_name}@{app_version or compute_version(app_name, list(workflows.values()))}"
     steps = [c.steps for c in config.connectors if isinstance(c, Connector) and c.steps is not None]
     return ResolvedConfig(
         app_name=app_name,

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -123,7 +124,8 @@ def define_workflow(
             ops.append(use)
         else:
             raise ValueError(
-                f'Workflow "{name}": uses lists {use!r}, which is neither an operation nor one of {", ".join(BUILTIN_USES)}'
+                f'Workflow "{name}": uses lists {use!r}, '
+                f'which is neither an operation nor one of {", ".join(BUILTIN_USES)}'
             )
     if trigger == "manual":
         checked_trigger: str | Schedule = "manual"

@@ -55,6 +55,7 @@ from runs.models import (
     StepKind,
 )
 from runs.policies.calls import build_policy_call
+from runs.policies.decisions import DecisionKind
 
 log = logging.getLogger("sanoma.engine")
 
@@ -291,7 +292,7 @@ class RunContext:
             error = rejection_error(approval)
             self._settle_call(op, seq, input_json, decision, error=error, approval=approval)
             raise error
-        if decision["kind"] == "deny":
+        if decision["kind"] == DecisionKind.DENY:
             reason = decision.get("reason") or "denied"
             error = SanomaError(
                 reason if reason.startswith(op.id) else f"{op.id} was denied by policy: {reason}",
@@ -401,7 +402,7 @@ class RunContext:
         held = sorted((a for a in self._approvals.values() if a.op_seq == seq), key=lambda a: a.seq)
         for index in range(len(held) + 1):
             decision = self._policy_decision(op, input_json, target)
-            if decision["kind"] != "approve":
+            if decision["kind"] != DecisionKind.APPROVE:
                 return decision, None
             if any(a.status == ApprovalStatus.APPROVED and a.approver == decision["approver"] for a in held[:index]):
                 return decision, None  # that approver already let this very call through

@@ -1,60 +1,30 @@
-"""Policies: before every vendor operation call, a policy allows it, denies it, or holds it for a
-named approver (SPEC 7). Plain Python; the engine calls `Policy.decide(PolicyCall) -> Decision`.
+"""What a policy author uses: a policy allows a call, denies it, or holds it for a named approver.
 
-- Function policies: `define_policy(fn, version=...)` with `allow`, `deny`, `approve`; `allow_all`.
-- Cedar policies: `load_cedar_policy(Path("policies"))` reads `*.cedar` files.
-- `approved_for(approvals, op_id, approver)`; `explain(policy, call)` for operators.
+Cedar files under the config root's `policies/` need nothing from here. A policy written in
+Python instead is `SanomaConfig(policy=define_policy(fn, version="v1"))`, where `fn(call)` reads
+the `PolicyCall` (the operation, its effect, target and input, who asks, the run and its
+approvals) and answers `allow()`, `deny(reason)` or `approve(approver, title=..., covers=...)`;
+`approved_for(call.run.approvals, op_id, approver)` says whether that approver already approved.
+`load_cedar_policy(path)` reads Cedar files from another folder.
+
+The engine's own parts (Cedar evaluation, explaining, the call data) are in the submodules.
 """
-from .cedar import CedarPolicy, CedarRule, cedar_request, load_cedar_policy, to_cedar_value
-from .decisions import (
-    ALLOW,
-    APPROVE,
-    DENY,
-    ApprovalView,
-    Decision,
-    Policy,
-    PolicyCall,
-    RunInfo,
-    approval_for,
-    approved_for,
-    describe_approver,
-    normalise_approver,
-)
-from .explain import explain
-from .python_policies import (
-    FunctionPolicy,
-    allow,
-    allow_all,
-    approve,
-    define_policy,
-    deny,
-    validate_decision,
-)
+from runs.policies.cedar import load_cedar_policy
+from runs.policies.decisions import ApprovalView, Decision, DecisionKind, Policy, PolicyCall, RunInfo, approved_for
+from runs.policies.python_policies import allow, allow_all, approve, define_policy, deny
 
 __all__ = [
-    "ALLOW",
-    "APPROVE",
-    "DENY",
     "ApprovalView",
-    "CedarPolicy",
-    "CedarRule",
     "Decision",
-    "FunctionPolicy",
+    "DecisionKind",
     "Policy",
     "PolicyCall",
     "RunInfo",
     "allow",
     "allow_all",
-    "approval_for",
     "approve",
     "approved_for",
-    "cedar_request",
     "define_policy",
     "deny",
-    "describe_approver",
-    "explain",
     "load_cedar_policy",
-    "normalise_approver",
-    "to_cedar_value",
-    "validate_decision",
 ]

@@ -31,7 +31,7 @@ from typing import Any
 
 import cedarpy
 
-from connectors.errors import ConfigError, SanomaError
+from connectors.errors import ConfigError, ErrorCode, SanomaError
 
 from .decisions import (
     ALLOW,
@@ -413,7 +413,8 @@ class CedarPolicy:
         except SanomaError:
             raise
         except Exception as err:
-            failed = SanomaError(f"The policy failed deciding {op_id}: {err}", data={"op": op_id})
+            failed = SanomaError(f"The policy failed deciding {op_id}: {err}", code=ErrorCode.POLICY_FAILED,
+                                 data={"op": op_id})
             raise failed from err
 
     def _decide(self, call: PolicyCall, request: dict, entities: list) -> Decision:
@@ -448,7 +449,11 @@ class CedarPolicy:
                             unheld_rules = sorted(
                                 (self._by_id[i] for i in unheld.determining if i in self._by_id), key=lambda r: r.order
                             )
-                            return self._denial(call, unheld_rules, notes)
+                            denial = self._denial(call, unheld_rules, notes)
+                            # With every hold removed, what determines the refusal is plain forbids (or
+                            # nothing permitting): never only holds, so this is always a deny.
+                            assert denial is not None
+                            return denial
                     return self._stamp(
                         APPROVE,
                         approver=rule.approver,

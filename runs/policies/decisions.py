@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-ALLOW = "allow"
-DENY = "deny"
-APPROVE = "approve"
-KINDS = (ALLOW, DENY, APPROVE)
+
+class DecisionKind(StrEnum):
+    """What a policy answers for a call."""
+
+    ALLOW = "allow"  # the call goes ahead
+    DENY = "deny"  # the call fails with policy_denied
+    APPROVE = "approve"  # the call waits for the named approver
+
+
+ALLOW = DecisionKind.ALLOW
+DENY = DecisionKind.DENY
+APPROVE = DecisionKind.APPROVE
+KINDS = tuple(DecisionKind)
 
 GROUP_PREFIX = "group:"
 

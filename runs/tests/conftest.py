@@ -6,12 +6,10 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from runs import services
-
-from runs import selectors
+from runs import selectors, services
+from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, SanomaConfig
 from runs.models import Run
-from runs.config.registry import set_config
 from runs.testing import drain, make_user, resolve_on_fakes
 from runs.tests.fixtures import acme
 

@@ -49,8 +49,8 @@ vendor = define_connector(
     "acme",
     {
         "order": {
-            "get": op(effect="read", input=OrderRef, output=Order, idempotent=True, target=lambda i: f"order/{i.order_id}",
-                      opaque=("handle",)),
+            "get": op(effect="read", input=OrderRef, output=Order, idempotent=True,
+                      target=lambda i: f"order/{i.order_id}", opaque=("handle",)),
             "refund": op(effect="money", input=RefundIn, output=RefundOut, target=lambda i: f"order/{i.order_id}"),
         },
         "mail": {"send": op(effect="send", input=Note, output=NoteOut)},

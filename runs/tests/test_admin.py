@@ -9,15 +9,15 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from pydantic import BaseModel, Field
 
-from runs.approvals import services as approvals
 from runs.admin import approvals as approvals_admin
+from runs.approvals import services as approvals
 from runs.authoring import define_workflow
 from runs.models import Approval, LedgerRecord, Run, WorkflowEntry
 from runs.testing import make_user
 from runs.tests.test_api import ask_flow, money_needs_bob, nap_flow, refund_flow
 
 
-class Colour(str, enum.Enum):
+class Colour(enum.StrEnum):
     red = "red"
     blue = "blue"
 
@@ -175,6 +175,7 @@ def test_a_run_page_shows_a_failed_runs_error(engine, people):
 def test_nothing_is_added_changed_or_deleted_anywhere_even_by_a_superuser(held, people):
     client = browser(people["root"])
     record = LedgerRecord.objects.filter(run_id="refund-1").first()
+    assert record is not None
     for url in ("/admin/runs/ledgerrecord/add/", "/admin/runs/run/add/", "/admin/runs/approval/add/",
                 f"/admin/runs/ledgerrecord/{record.pk}/delete/", "/admin/runs/run/refund-1/delete/"):
         assert client.get(url).status_code == 403, url
@@ -241,7 +242,9 @@ def test_approving_from_the_approval_page(held, engine, people, fast_decide):
     assert 'name="_approve"' in html and 'name="_reject"' in html
     assert "acme.order.refund" in html and "Refunds need bob" in html
 
-    sent = client.post(f"/admin/runs/approval/{approval.pk}/change/", {"_approve": "Approve", "note": "ok by me"}, follow=True)
+    sent = client.post(
+        f"/admin/runs/approval/{approval.pk}/change/", {"_approve": "Approve", "note": "ok by me"}, follow=True
+    )
     assert any("sent, still pending (the run will apply it when a worker runs)" in m for m in said(sent))
     assert "Sent and waiting for a worker" in sent.content.decode()
 
@@ -272,7 +275,9 @@ def test_a_decision_applied_in_time_says_decided(held, engine, people, monkeypat
 
     monkeypatch.setattr(approvals, "send_decision", send_and_apply)
     approval = Approval.objects.get(run_id="refund-1")
-    response = browser(people["bob"]).post(f"/admin/runs/approval/{approval.pk}/change/", {"_reject": "Reject"}, follow=True)
+    response = browser(people["bob"]).post(
+        f"/admin/runs/approval/{approval.pk}/change/", {"_reject": "Reject"}, follow=True
+    )
     assert any("Decided: approval-1 of run refund-1 is rejected by bob" in m for m in said(response))
 
 
@@ -306,7 +311,9 @@ def test_the_starter_withdraws_an_approval(held, engine, people):
     approval.refresh_from_db()
     assert (approval.status, approval.decided_by, approval.note) == ("withdrawn", "alice", "wrong order")
     engine.drain()
-    assert Run.objects.get(pk="refund-1").error["code"] == "approval_withdrawn"
+    error = Run.objects.get(pk="refund-1").error
+    assert error is not None
+    assert error["code"] == "approval_withdrawn"
 
 
 # ---- starting a run ------------------------------------------------------------------------------
@@ -361,7 +368,9 @@ def test_server_side_errors_show_on_their_fields(engine, people):
     assert "Please correct the errors below" in response.content.decode()
     assert not Run.objects.exists()
 
-    bad_json = client.post("/admin/runs/run/start/", {"_workflow": "rich", "order_id": "1", "amount": "1", "tags": "[oops"})
+    bad_json = client.post(
+        "/admin/runs/run/start/", {"_workflow": "rich", "order_id": "1", "amount": "1", "tags": "[oops"}
+    )
     assert bad_json.context["form"].errors["tags"][0].startswith("Not valid JSON")
     assert not Run.objects.exists()
 
@@ -378,7 +387,9 @@ def test_an_idempotent_start_from_the_form_shows_the_existing_run(engine, people
     client.post("/admin/runs/run/start/", {"_workflow": "nap", "_run_id": "nap-1"})
     again = client.post("/admin/runs/run/start/", {"_workflow": "nap", "_run_id": "nap-1"}, follow=True)
     assert any("already started with this input" in m for m in said(again))
-    other = client.post("/admin/runs/run/start/", {"_workflow": "rich", "order_id": "1", "amount": "1", "_run_id": "nap-1"})
+    other = client.post(
+        "/admin/runs/run/start/", {"_workflow": "rich", "order_id": "1", "amount": "1", "_run_id": "nap-1"}
+    )
     assert "already exists with a different" in " ".join(other.context["form"].non_field_errors())
 
 

@@ -24,8 +24,10 @@ try:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
+
+    HAVE_SELENIUM = True
 except ImportError:  # pragma: no cover - depends on the machine
-    webdriver = None
+    HAVE_SELENIUM = False
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -35,7 +37,7 @@ FLAGS = (
 )
 
 pytestmark = [
-    pytest.mark.skipif(webdriver is None, reason="selenium is not installed (pip install selenium)"),
+    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
     pytest.mark.skipif(
         not (CHROMIUM and CHROMEDRIVER),
         reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
@@ -47,6 +49,7 @@ PASSWORD = "correct-horse-battery"
 
 @pytest.fixture
 def browser(tmp_path):
+    assert CHROMIUM is not None and CHROMEDRIVER is not None  # else skipped above
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in FLAGS:

@@ -11,10 +11,9 @@ from pydantic import BaseModel, Field
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from runs import services
-from runs import selectors
-from runs.approvals import services as approvals
+from runs import selectors, services
 from runs.api import views
+from runs.approvals import services as approvals
 from runs.authoring import define_workflow
 from runs.models import DecisionMessage, Run
 from runs.policies import allow, approve, approved_for, define_policy
@@ -44,7 +43,9 @@ def nap_run(ctx, input):
     return {"slept": True}
 
 
-refund_flow = define_workflow(name="refund", title="Refund an order", input=RefundInput, uses=[GET, REFUND], run=refund_run)
+refund_flow = define_workflow(
+    name="refund", title="Refund an order", input=RefundInput, uses=[GET, REFUND], run=refund_run
+)
 ask_flow = define_workflow(name="ask", title="Ask bob first", uses=[REFUND, "approval"], run=ask_run)
 nap_flow = define_workflow(name="nap", uses=["sleep"], run=nap_run)
 
@@ -163,7 +164,9 @@ def test_start_without_run_id_gets_a_new_id(engine, people):
 
 
 def test_input_refused_by_the_schema_is_400_with_issues_and_starts_nothing(engine, people):
-    response = post(client_for(people["alice"]), "/api/runs", {"workflow": "refund", "input": {"order_id": "", "amount": 0}})
+    response = post(
+        client_for(people["alice"]), "/api/runs", {"workflow": "refund", "input": {"order_id": "", "amount": 0}}
+    )
     assert response.status_code == 400
     body = response.json()
     assert body["code"] == "invalid_input"
@@ -187,7 +190,7 @@ def test_post_without_json_content_type_is_415(engine, people):
     assert form.json()["code"] == "unsupported_media_type"
     text = client.post("/api/runs", data='{"workflow": "nap"}', content_type="text/plain")
     assert text.status_code == 415
-    bare = client.generic("POST", "/api/runs", data=b"")
+    bare = client.generic("POST", "/api/runs", data="")
     assert bare.status_code == 415
     assert Run.objects.count() == 0
 
@@ -311,7 +314,7 @@ def test_list_runs_filters_and_pages(engine, people):
 
 def test_runs_are_listed_only_to_who_may_see_them(held, engine, people):
     engine.run("nap", run_id="nap-1")
-    ids = lambda user: {r["run_id"] for r in client_for(people[user]).get("/api/runs").json()["runs"]}  # noqa: E731
+    ids = lambda user: {r["run_id"] for r in client_for(people[user]).get("/api/runs").json()["runs"]}
     assert ids("alice") == {held.id, "nap-1"}
     assert ids("bob") == {held.id}  # the approver
     assert ids("olga") == {held.id, "nap-1"}  # an operator
@@ -442,7 +445,8 @@ def test_a_decision_the_run_has_applied_is_200_with_the_decided_state(held, engi
                     {"decision": "approve", "note": "fine", "id": "msg-1"})
     assert response.status_code == 200
     body = response.json()
-    assert (body["status"], body["decided_by"], body["note"], body["decided_with"]) == ("approved", "bob", "fine", "msg-1")
+    decided = (body["status"], body["decided_by"], body["note"], body["decided_with"])
+    assert decided == ("approved", "bob", "fine", "msg-1")
     held.refresh_from_db()
     assert held.status == "finished"
 

@@ -13,16 +13,14 @@ import pytest
 from pydantic import BaseModel
 
 from connectors.errors import SanomaError, error_code
-from runs import services
-from runs import selectors
-from runs.approvals import services as approvals
+from runs import selectors, services
 from runs.approvals import selectors as approval_selectors
-from runs.engine import clock
-from runs.engine import faults
+from runs.approvals import services as approvals
+from runs.approvals.permissions import Principal
 from runs.authoring import define_workflow
+from runs.engine import clock, faults
 from runs.engine.advance import advance
 from runs.models import Approval, DecisionMessage, Run
-from runs.approvals.permissions import Principal
 from runs.policies import allow, approve, approved_for, define_policy, deny
 from runs.testing import make_user
 from runs.tests.fixtures import GET, REFUND, SEND
@@ -139,10 +137,10 @@ def people(db):
     ],
 )
 def test_43_a_bad_approval_request_fails_before_anything_is_recorded(engine_for, kwargs, says):
-    def run(ctx, input):
+    def body(ctx, input):
         ctx.approval("Ship it", **kwargs)
 
-    engine = engine_for(define_workflow(name="bad-ask", uses=["approval"], run=run))
+    engine = engine_for(define_workflow(name="bad-ask", uses=["approval"], run=body))
     run = engine.run("bad-ask")
     assert run.status == "failed"
     assert run.error["code"] == "invalid_input"
@@ -217,10 +215,10 @@ def test_46_a_group_approver_takes_its_members_only(engine_for, people):
 
 
 def test_46_a_group_approver_given_as_a_mapping(engine_for, people):
-    def run(ctx, input):
+    def body(ctx, input):
         return ctx.approval("Ship", approver={"group": "marketing"}).approved_by
 
-    engine = engine_for(define_workflow(name="group-map", uses=["approval"], run=run))
+    engine = engine_for(define_workflow(name="group-map", uses=["approval"], run=body))
     run = engine.run("group-map")
     assert state_of(run)["approver"] == "group:marketing"
     approvals.decide(run_id=run.id, decision="approve", by="carol", timeout=0)
@@ -583,7 +581,9 @@ def test_54_only_the_starter_or_an_operator_may_withdraw(engine_for, people):
     state = approvals.withdraw(run_id=run.id, by="ops")
     assert state["status"] == "withdrawn" and state["decided_by"] == "ops"
     engine.drain()
-    assert refresh(run).error["code"] == "approval_withdrawn"
+    error = refresh(run).error
+    assert error is not None
+    assert error["code"] == "approval_withdrawn"
 
 
 def test_54_withdrawing_a_policy_hold_fails_the_held_call(engine_for):
@@ -749,13 +749,13 @@ def test_66_a_worker_killed_after_the_decision_applied_is_recovered_without_dupl
 
 
 def test_a_hold_inside_ctx_all_carries_the_group_and_the_later_member_waits(engine_for):
-    def run(ctx, input):
+    def body(ctx, input):
         return [r.model_dump() for r in ctx.all([
             lambda: ctx.acme.order.refund({"order_id": "1", "amount": 10}),
             lambda: ctx.acme.mail.send({"to": "customer", "text": "refunded"}),
         ])]
 
-    flow = define_workflow(name="fan-out", uses=[REFUND, SEND, "all"], run=run)
+    flow = define_workflow(name="fan-out", uses=[REFUND, SEND, "all"], run=body)
     engine = engine_for(flow, policy=define_policy(hold_money, version="v1"))
     make_user("finance-lead")
     run = engine.run("fan-out")

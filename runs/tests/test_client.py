@@ -9,11 +9,10 @@ from django.db import connection
 from pydantic import BaseModel, field_validator
 
 from connectors.errors import SanomaError, error_code
-from runs import services
-from runs import selectors
+from runs import selectors, services
+from runs.config.workflows import define_workflow
 from runs.engine import clock
 from runs.models import LedgerRecord, Run
-from runs.config.workflows import define_workflow
 from runs.tests.fixtures import GET, SEND
 
 

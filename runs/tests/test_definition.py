@@ -5,6 +5,7 @@ import re
 import textwrap
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -14,10 +15,10 @@ from pydantic import BaseModel
 
 from connectors import define_connector, define_driver, op, with_setup
 from connectors.errors import ConfigError
-from runs.config.resolution import SanomaConfig, load_config, resolve_config
 from runs.config.registry import set_config
+from runs.config.resolution import SanomaConfig, load_config, resolve_config
+from runs.config.workflows import Schedule, define_workflow
 from runs.tests.fixtures import GET, PUBLISH, acme
-from runs.config.workflows import define_workflow
 from sanoma_site.database_url import database_entry
 
 
@@ -95,7 +96,9 @@ class Anything(BaseModel):
 
 
 def test_redeclaring_an_operation_with_another_effect_is_refused_naming_both(tmp_path):
-    impostor = define_connector("acme", {"post": {"publish": op(effect="read", input=Anything, output=Anything, idempotent=True)}})
+    impostor = define_connector(
+        "acme", {"post": {"publish": op(effect="read", input=Anything, output=Anything, idempotent=True)}}
+    )
     wf = define_workflow(name="poster", uses=[impostor.op("acme.post.publish")], run=body)
     with pytest.raises(ConfigError) as refused:
         resolve_config(SanomaConfig(connectors=[acme], workflows=[wf]), fakes="instance")
@@ -121,7 +124,12 @@ def test_the_worker_and_the_commands_refuse_a_bad_config_with_the_same_message(t
     set_config(None)
     try:
         with override_settings(SANOMA_ROOT=root):
-            for command in (["worker"], ["start", "bad", "--as", "alice"], ["policy", "explain", "--op", "acme.order.get", "--as", "x"]):
+            commands = (
+                ["worker"],
+                ["start", "bad", "--as", "alice"],
+                ["policy", "explain", "--op", "acme.order.get", "--as", "x"],
+            )
+            for command in commands:
                 with pytest.raises(CommandError) as failed:
                     call_command(*command)
                 assert str(failed.value) == expected
@@ -169,7 +177,8 @@ def test_database_url_selects_the_database(tmp_path):
 @pytest.mark.parametrize("key", ["drivers", "fakes"])
 def test_a_config_naming_drivers_or_fakes_is_refused(key):
     with pytest.raises(TypeError, match=key):
-        SanomaConfig(connectors=[acme], **{key: []})
+        refused: dict[str, Any] = {key: []}  # not a SanomaConfig field
+        SanomaConfig(connectors=[acme], **refused)
 
 
 def test_scenarios_are_found_in_apps_without_a_root_scenarios_folder(tmp_path):
@@ -181,7 +190,9 @@ def test_scenarios_are_found_in_apps_without_a_root_scenarios_folder(tmp_path):
 def test_the_demo_banner_links_start_with_these_apps_only_when_configured(capsys):
     from runs.management.commands.demo import Command
 
-    with_link = resolve_config(SanomaConfig(connectors=[acme], demo={"start": "https://apps.example.com/start"}), fakes="instance")
+    with_link = resolve_config(
+        SanomaConfig(connectors=[acme], demo={"start": "https://apps.example.com/start"}), fakes="instance"
+    )
     command = Command()
     command._banner(with_link, 8000, [])
     without = resolve_config(SanomaConfig(connectors=[acme]), fakes="instance")
@@ -196,6 +207,7 @@ def test_a_schedule_trigger_is_checked():
     with pytest.raises(ValueError, match="is not an IANA time zone"):
         define_workflow(name="nightly", run=body, trigger={"schedule": "0 3 * * *", "timezone": "Mars/Base"})
     ok = define_workflow(name="nightly", run=body, trigger={"schedule": "0 3 * * *", "timezone": "Europe/Helsinki"})
+    assert isinstance(ok.trigger, Schedule)
     assert ok.trigger.cron == "0 3 * * *"
 
 
@@ -209,7 +221,8 @@ def test_the_authoring_api_imports_without_django(tmp_path):
     import sys
 
     code = ("import sys; import runs.authoring, connectors; "
-            "assert 'runs.models' not in sys.modules and 'django.db.models' not in sys.modules, sorted(m for m in sys.modules if m.startswith('django'))")
+            "assert 'runs.models' not in sys.modules and 'django.db.models' not in sys.modules, "
+            "sorted(m for m in sys.modules if m.startswith('django'))")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2],
                    env={"PATH": "/usr/bin:/bin"})
     assert GET.id == "acme.order.get" and PUBLISH.effect == "publish"

@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from django.db import DatabaseError, connection, transaction
 
 from connectors import DriverError
 from runs import ledger
-from runs.models import LedgerRecord
 from runs.config.workflows import define_workflow
+from runs.models import LedgerRecord
 from runs.tests.fixtures import GET, PUBLISH, SEND
 
 
@@ -42,6 +43,7 @@ def test_the_ledger_refuses_updates_and_deletes_in_code(engine_for):
     engine = engine_for(flow)
     run = engine.run("ledgered")
     record = LedgerRecord.objects.filter(run_id=run.id).first()
+    assert record is not None
     record.kind = "forged"
     with pytest.raises(PermissionError, match="append-only"):
         record.save()
@@ -98,15 +100,19 @@ def test_replaying_after_a_restart_duplicates_no_record(engine_for):
 
 
 def test_a_driver_error_is_recorded_with_its_vendor_details_and_a_plain_one_without(engine_for):
-    engine = engine_for(define_workflow(name="errors", uses=[PUBLISH, SEND], run=lambda ctx, i: ctx.acme.post.publish({"text": "x"})),
-                        define_workflow(name="plain-error", uses=[SEND], run=lambda ctx, i: ctx.acme.mail.send({"to": "x"})))
-    engine.fake.fail_next("acme.post.publish", DriverError("quota", retryable=False, status=402, vendor_code="over_quota"))
+    engine = engine_for(
+        define_workflow(name="errors", uses=[PUBLISH, SEND], run=lambda ctx, i: ctx.acme.post.publish({"text": "x"})),
+        define_workflow(name="plain-error", uses=[SEND], run=lambda ctx, i: ctx.acme.mail.send({"to": "x"})),
+    )
+    engine.fake.fail_next(
+        "acme.post.publish", DriverError("quota", retryable=False, status=402, vendor_code="over_quota")
+    )
     run = engine.run("errors")
     assert engine.records(run, "op.called")[0]["error"] == {
         "code": "driver_failed", "name": "DriverError", "message": "quota", "retryable": False, "status": 402,
         "vendor_code": "over_quota",
     }
-    err = ValueError("reply was not JSON")
+    err: Any = ValueError("reply was not JSON")  # Any: it gets an attribute ValueError does not declare
     err.status = 500  # an HTTP library's error: its details must not leak into the ledger
     engine.fake.fail_next("acme.mail.send", err)
     run = engine.run("plain-error")

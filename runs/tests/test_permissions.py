@@ -14,11 +14,11 @@ from pydantic import BaseModel
 
 from connectors.errors import SanomaError, error_code
 from runs import selectors
-from runs.approvals import services as approvals
 from runs.approvals import selectors as approval_selectors
+from runs.approvals import services as approvals
+from runs.approvals.permissions import workflow_entry
 from runs.authoring import define_workflow
 from runs.models import Approval, DecisionMessage, Run
-from runs.approvals.permissions import workflow_entry
 from runs.testing import make_user
 from runs.tests.fixtures import REFUND
 
@@ -86,7 +86,8 @@ def test_a_member_of_the_approver_group_can_see_and_decide(engine_for, people):
 
     (inbox,) = approval_selectors.pending_for(principal="carol")
     assert (inbox.run_id, inbox.approval_id) == (run.id, "approval-1")
-    assert selectors.get_run(run_id=run.id, viewer="carol").id == run.id
+    seen = selectors.get_run(run_id=run.id, viewer="carol")
+    assert seen is not None and seen.id == run.id
     assert [a["id"] for a in approval_selectors.approvals_of(run_id=run.id, viewer="carol")] == ["approval-1"]
     assert run.id in visible_to("carol")
 
@@ -222,7 +223,8 @@ def test_a_run_is_visible_to_its_starter_its_approvers_and_operators_only(engine
     assert visible_to("dave") == set()
 
     assert selectors.get_run(run_id=bobs.id, viewer="alice") is None
-    assert selectors.get_run(run_id=bobs.id, viewer="ops").id == bobs.id
+    seen = selectors.get_run(run_id=bobs.id, viewer="ops")
+    assert seen is not None and seen.id == bobs.id
     assert [r["type"] for r in selectors.ledger_of(run_id=bobs.id, viewer="ops")][0] == "run.started"
     with pytest.raises(SanomaError) as caught:
         selectors.result(run_id=bobs.id, viewer="alice", timeout=0)
@@ -242,7 +244,7 @@ def test_filters_apply_within_what_a_viewer_may_see(engine_for, people):
 # -- the inbox's query count -------------------------------------------------------------------------------
 
 
-def _inbox_queries(count: int) -> tuple[int, list[tuple[str, str]]]:
+def _inbox_queries(count: int) -> tuple[int, list[tuple[str, str, str, str, str]]]:
     with CaptureQueriesContext(connection) as queries:
         inbox = [(a.approval_id, a.run.id, a.run.workflow, a.run.status, a.run.started_by)
                  for a in approval_selectors.pending_for(principal="carol")]

@@ -64,11 +64,11 @@ def approve_pending(engine, run: Run, by: str, note: str = "") -> dict:
 
 
 def refund_flow(amount: int = 10, order_id: str = "1"):
-    def run(ctx, input):
+    def body(ctx, input):
         refund = ctx.acme.order.refund({"order_id": order_id, "amount": amount})
         return {"refund": refund.refund_id}
 
-    return define_workflow(name="refund-one", uses=[REFUND], run=run)
+    return define_workflow(name="refund-one", uses=[REFUND], run=body)
 
 
 def get_then_refund_then_mail(ctx, input):
@@ -89,13 +89,13 @@ def deny_refunds(call):
 
 
 def test_23_denied_first_member_of_all_stops_the_second_from_reaching_the_vendor(engine_for):
-    def run(ctx, input):
+    def body(ctx, input):
         return ctx.all([
             lambda: ctx.acme.order.refund({"order_id": "1", "amount": 10}),
             lambda: ctx.acme.mail.send({"to": "customer", "text": "refunded"}),
         ])
 
-    flow = define_workflow(name="fan-out", uses=[REFUND, SEND, "all"], run=run)
+    flow = define_workflow(name="fan-out", uses=[REFUND, SEND, "all"], run=body)
     engine = engine_for(flow, policy=define_policy(deny_refunds, version="v1"))
     run = engine.run("fan-out")
 
@@ -108,11 +108,11 @@ def test_23_denied_first_member_of_all_stops_the_second_from_reaching_the_vendor
 
 
 def test_23_denied_first_call_stops_the_sequential_second_call(engine_for):
-    def run(ctx, input):
+    def body(ctx, input):
         ctx.acme.order.refund({"order_id": "1", "amount": 10})
         ctx.acme.mail.send({"to": "customer", "text": "refunded"})
 
-    flow = define_workflow(name="one-then-other", uses=[REFUND, SEND], run=run)
+    flow = define_workflow(name="one-then-other", uses=[REFUND, SEND], run=body)
     engine = engine_for(flow, policy=define_policy(deny_refunds, version="v1"))
     run = engine.run("one-then-other")
 
@@ -127,13 +127,13 @@ def test_23_with_cedar_a_forbidden_first_member_stops_the_second(engine_for, tmp
         forbid(principal, action == Action::"acme.order.refund", resource);
     """)
 
-    def run(ctx, input):
+    def body(ctx, input):
         return ctx.all([
             lambda: ctx.acme.order.refund({"order_id": "1", "amount": 10}),
             lambda: ctx.acme.mail.send({"to": "customer", "text": "refunded"}),
         ])
 
-    flow = define_workflow(name="fan-out", uses=[REFUND, SEND, "all"], run=run)
+    flow = define_workflow(name="fan-out", uses=[REFUND, SEND, "all"], run=body)
     engine = engine_for(flow, policy=policy)
     run = engine.run("fan-out")
     assert run.status == "failed" and run.error["code"] == "policy_denied"
@@ -143,7 +143,7 @@ def test_23_with_cedar_a_forbidden_first_member_stops_the_second(engine_for, tmp
 
 
 def test_a_caught_denial_lets_the_workflow_go_on_to_other_calls(engine_for):
-    def run(ctx, input):
+    def body(ctx, input):
         try:
             ctx.acme.order.refund({"order_id": "1", "amount": 10})
         except Exception as err:
@@ -151,7 +151,7 @@ def test_a_caught_denial_lets_the_workflow_go_on_to_other_calls(engine_for):
         note = ctx.acme.mail.send({"to": "customer", "text": "we cannot refund"})
         return {"code": code, "mail": note.id}
 
-    flow = define_workflow(name="caught", uses=[REFUND, SEND], run=run)
+    flow = define_workflow(name="caught", uses=[REFUND, SEND], run=body)
     engine = engine_for(flow, policy=define_policy(deny_refunds, version="v1"))
     run = engine.run("caught")
     assert run.status == "finished", run.error
@@ -169,18 +169,20 @@ def test_33_python_policy_receives_plain_data(engine_for):
         seen.append(call)
         return allow()
 
-    def run(ctx, input):
+    def body(ctx, input):
         ctx.acme.order.get({"order_id": "1"})
         ctx.acme.mail.send({"to": "customer"})  # `text` left out: the policy sees the parsed default
 
-    flow = define_workflow(name="plain", uses=[GET, SEND], run=run)
+    flow = define_workflow(name="plain", uses=[GET, SEND], run=body)
     engine = engine_for(flow, policy=define_policy(policy, version="v1"))
     make_user("sam", groups=["staff", "support"], perms=["runs.start_workflow"])
     run = engine.run("plain", by="sam")
     assert run.status == "finished", run.error
 
     get_call, send_call = seen
-    assert get_call.op == {"id": "acme.order.get", "vendor": "acme", "resource": "order", "name": "get", "effect": "read"}
+    assert get_call.op == {
+        "id": "acme.order.get", "vendor": "acme", "resource": "order", "name": "get", "effect": "read"
+    }
     assert type(get_call.op) is dict
     assert get_call.effect == "read"
     assert get_call.target == "order/1"
@@ -202,11 +204,11 @@ def test_33_policy_sees_the_runs_approvals_so_far(engine_for):
         seen.append(call.run.approvals)
         return allow()
 
-    def run(ctx, input):
+    def body(ctx, input):
         ctx.approval("Go ahead?", approver="bob", covers=[PUBLISH])
         ctx.acme.post.publish({"text": "hello"})
 
-    flow = define_workflow(name="asks-first", uses=[PUBLISH, "approval"], run=run)
+    flow = define_workflow(name="asks-first", uses=[PUBLISH, "approval"], run=body)
     engine = engine_for(flow, policy=define_policy(policy, version="v1"))
     make_user("bob")
     run = engine.run("asks-first")
@@ -300,10 +302,10 @@ def test_34_a_target_that_is_not_a_string_fails_the_run_naming_the_op(engine_for
         policy_calls.append(call)
         return allow()
 
-    def run(ctx, input):
+    def body(ctx, input):
         ctx.odd.item.touch({"n": 7})
 
-    flow = define_workflow(name="odd-target", uses=[touch], run=run)
+    flow = define_workflow(name="odd-target", uses=[touch], run=body)
     engine = engine_for(flow, connectors=[acme, odd], policy=define_policy(policy, version="v1"))
     run = engine.run("odd-target")
     assert run.status == "failed"
@@ -369,7 +371,9 @@ def test_cedar_nothing_permitting_denies_saying_so(engine_for, tmp_path):
     engine = engine_for(refund_flow(), policy=policy)
     run = engine.run("refund-one")
     assert run.status == "failed" and run.error["code"] == "policy_denied"
-    assert run.error["message"] == "acme.order.refund was denied by policy: no policy permits acme.order.refund for alice"
+    assert run.error["message"] == (
+        "acme.order.refund was denied by policy: no policy permits acme.order.refund for alice"
+    )
     (record,) = op_records(engine, run)
     assert record["decision"]["kind"] == "deny" and record["decision"]["policies"] == []
     assert ops_called(engine) == []
@@ -528,7 +532,9 @@ def test_39_each_publish_is_held_separately_covering_only_its_own_op(engine_for,
     approve_pending(engine, run, "marketing-lead")
     assert run.status == "waiting"
     (second,) = pending(run)
-    assert (second.approval_id, second.covers, second.op) == ("approval-3", ["social.mastodon.toot"], "social.mastodon.toot")
+    assert (second.approval_id, second.covers, second.op) == (
+        "approval-3", ["social.mastodon.toot"], "social.mastodon.toot"
+    )
     assert [c["op"] for c in fake.calls] == ["social.bluesky.post"]
 
     approve_pending(engine, run, "marketing-lead")
@@ -545,12 +551,12 @@ def test_39_a_python_policy_holding_every_refund_lets_each_held_call_through_onc
     def hold_refunds(call):
         return approve("finance-lead") if call.effect == "money" else allow()
 
-    def run(ctx, input):
+    def body(ctx, input):
         first = ctx.acme.order.refund({"order_id": "1", "amount": 10})
         second = ctx.acme.order.refund({"order_id": "2", "amount": 20})
         return {"refunds": [first.refund_id, second.refund_id]}
 
-    flow = define_workflow(name="two-refunds", uses=[REFUND], run=run)
+    flow = define_workflow(name="two-refunds", uses=[REFUND], run=body)
     engine = engine_for(flow, policy=define_policy(hold_refunds, version="v1"))
     make_user("finance-lead")
 
@@ -584,12 +590,12 @@ def test_40_a_hold_covering_another_op_lets_it_through_later_without_a_new_appro
             forbid(principal, action in Action::"publish", resource);
         """)
 
-    def run(ctx, input):
+    def body(ctx, input):
         ctx.social.mastodon.toot({"text": "first"})
         ctx.social.bluesky.post({"text": "later"})
         return {"ok": True}
 
-    flow = define_workflow(name="toot-then-post", uses=[BLUESKY, MASTODON], run=run)
+    flow = define_workflow(name="toot-then-post", uses=[BLUESKY, MASTODON], run=body)
     engine = engine_for(flow, connectors=[acme, social], policy=policy)
     make_user("marketing-lead")
 
@@ -612,11 +618,11 @@ def test_40_a_hold_covering_another_op_lets_it_through_later_without_a_new_appro
 def test_41_a_workflow_approval_from_intern_does_not_launder_a_hold_for_marketing_lead(engine_for, tmp_path, kind):
     policy = define_policy(publish_policy, version="v1") if kind == "python" else cedar(tmp_path, PUBLISH_CEDAR)
 
-    def run(ctx, input):
+    def body(ctx, input):
         ctx.approval("Post it?", approver="intern", covers=[PUBLISH])
         return ctx.acme.post.publish({"text": "launch"}).id
 
-    flow = define_workflow(name="launder", uses=[PUBLISH, "approval"], run=run)
+    flow = define_workflow(name="launder", uses=[PUBLISH, "approval"], run=body)
     engine = engine_for(flow, policy=policy)
     make_user("intern")
     make_user("marketing-lead")
@@ -640,11 +646,11 @@ def test_41_a_person_named_like_the_group_does_not_lift_a_group_hold(engine_for,
         forbid(principal, action in Action::"publish", resource);
     """)
 
-    def run(ctx, input):
+    def body(ctx, input):
         ctx.approval("Post it?", approver="marketing", covers=[PUBLISH])  # the person, not the group
         return ctx.acme.post.publish({"text": "launch"}).id
 
-    flow = define_workflow(name="same-name", uses=[PUBLISH, "approval"], run=run)
+    flow = define_workflow(name="same-name", uses=[PUBLISH, "approval"], run=body)
     engine = engine_for(flow, policy=policy)
     make_user("marketing")
     make_user("carol", groups=["marketing"])
@@ -760,13 +766,17 @@ def test_cedar_two_approve_forbids_need_both_approvals_in_turn(engine_for, tmp_p
 
     run = engine.run("refund-one")
     (first,) = pending(run)
-    assert (first.approval_id, first.approver, first.title) == ("approval-1", "finance-lead", "acme.order.refund needs finance-lead")
+    assert (first.approval_id, first.approver, first.title) == (
+        "approval-1", "finance-lead", "acme.order.refund needs finance-lead"
+    )
 
     approve_pending(engine, run, "finance-lead")
     assert run.status == "waiting"
     assert ops_called(engine) == []  # one approval of two is not enough
     (second,) = pending(run)
-    assert (second.approval_id, second.approver, second.title) == ("approval-2", "group:security", "Refund on a big order")
+    assert (second.approval_id, second.approver, second.title) == (
+        "approval-2", "group:security", "Refund on a big order"
+    )
     assert second.op_seq == first.op_seq == 1
 
     approve_pending(engine, run, "sec")
@@ -820,12 +830,12 @@ class Switchable:
 def test_a_recorded_decision_is_reused_on_replay_not_decided_again(engine_for):
     policy = Switchable()
 
-    def run(ctx, input):
+    def body(ctx, input):
         order = ctx.acme.order.get({"order_id": "1"})
         ok = ctx.approval("Carry on?", approver="bob")
         return {"order": order.order_id, "by": ok.approved_by}
 
-    flow = define_workflow(name="read-then-ask", uses=[GET, "approval"], run=run)
+    flow = define_workflow(name="read-then-ask", uses=[GET, "approval"], run=body)
     engine = engine_for(flow, policy=policy)
     make_user("bob")
 
@@ -847,7 +857,8 @@ def test_a_recorded_denial_is_reused_when_a_caught_run_resumes(engine_for):
     policy = Switchable()
     policy.mode = "deny"
 
-    def run(ctx, input):
+    def body(ctx, input):
+        got: str | None
         try:
             ctx.acme.order.get({"order_id": "1"})
             got = "read"
@@ -856,7 +867,7 @@ def test_a_recorded_denial_is_reused_when_a_caught_run_resumes(engine_for):
         ok = ctx.approval("Carry on?", approver="bob")
         return {"got": got, "by": ok.approved_by}
 
-    flow = define_workflow(name="denied-then-ask", uses=[GET, "approval"], run=run)
+    flow = define_workflow(name="denied-then-ask", uses=[GET, "approval"], run=body)
     engine = engine_for(flow, policy=policy)
     make_user("bob")
     run = engine.run("denied-then-ask")

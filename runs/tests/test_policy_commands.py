@@ -65,7 +65,8 @@ def worker_while_waiting(monkeypatch):
     """A worker advances runs while `decide` waits for the run to read the decision."""
 
     def start(engine):
-        monkeypatch.setattr(approvals, "time", SimpleNamespace(monotonic=time.monotonic, sleep=lambda s: engine.drain()))
+        fake_time = SimpleNamespace(monotonic=time.monotonic, sleep=lambda s: engine.drain())
+        monkeypatch.setattr(approvals, "time", fake_time)
 
     return start
 
@@ -114,7 +115,8 @@ def test_decide_reject_fails_the_run(company, worker_while_waiting):
     out = run_command("decide", run.id, "reject", "--as", "finance-lead", "--note", "not this one")
     assert out.startswith("approval-1: rejected by finance-lead")
     run.refresh_from_db()
-    assert run.status == "failed" and run.error["code"] == "approval_rejected"
+    assert run.status == "failed" and run.error is not None
+    assert run.error["code"] == "approval_rejected"
     assert "not this one" in run.error["message"]
     assert company.fake.state["refunds"] == []
 
@@ -206,7 +208,9 @@ def test_explain_a_refund_shows_the_hold_for_finance_and_the_policies_that_appli
 
 
 def test_explain_a_read_is_allowed_for_anyone(company):
-    out = run_command("policy", "explain", "--op", "shop.order.get", "--as", "intern", "--input", '{"order_id": "1001"}')
+    out = run_command(
+        "policy", "explain", "--op", "shop.order.get", "--as", "intern", "--input", '{"order_id": "1001"}'
+    )
     assert lines_of(out)["reads-open"] == "applies"
     assert lines_of(out)["staff-may-act"] == "no"
     assert out.rstrip().endswith("decision now: allow")
@@ -269,7 +273,8 @@ def test_explain_bad_arguments_are_command_errors_naming_what_is_wrong(company):
         (("policy", "explain"), "give --run and --seq, or --op and --as"),
         (("policy", "explain", "--run", run.id), "--run needs --seq"),
         (("policy", "explain", "--op", "shop.order.refund"), "--op needs --as"),
-        (("policy", "explain", "--op", "shop.order.refund", "--as", "sam", "--input", "{not json"), "--input is not JSON"),
+        (("policy", "explain", "--op", "shop.order.refund", "--as", "sam", "--input", "{not json"),
+         "--input is not JSON"),
         (("policy", "explain", "--op", "shop.nothing.here", "--as", "sam"), "No operation shop.nothing.here"),
         (("policy", "explain", "--op", "shop.order.refund", "--as", "sam", "--input", '{"order_id": "1"}'),
          "The input to shop.order.refund does not match its schema"),

@@ -168,3 +168,20 @@ def test_a_replay_that_diverges_fails_with_a_code(engine_for):
     run_ = Run.objects.get(pk=started.id)
     assert run_.error["code"] == "replay_diverged"
     assert run_.error["data"]["seq"] == 1
+
+
+def test_each_kind_of_author_has_one_import():
+    import connectors
+    import runs.authoring
+    import runs.policies
+
+    assert set(runs.authoring.__all__) == {
+        "Approved", "ErrorCode", "NoInput", "SanomaConfig", "SanomaError", "define_workflow", "error_code"}
+    assert set(runs.policies.__all__) == {
+        "ApprovalView", "Decision", "DecisionKind", "Policy", "PolicyCall", "RunInfo", "allow", "allow_all",
+        "approve", "approved_for", "define_policy", "deny", "load_cedar_policy"}
+    for module in (connectors, runs.authoring, runs.policies):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{module.__name__}.{name}"
+    # A policy author never sees the engine's internals.
+    assert not hasattr(runs.policies, "cedar_request") and not hasattr(runs.policies, "to_cedar_value")

@@ -1,7 +1,7 @@
 """`steps`: n trivial checkpointed calls in a row."""
+from bench_company.vendor import DO
 from pydantic import BaseModel, Field
 
-from bench_company.vendor import DO
 from runs.authoring import define_workflow
 
 

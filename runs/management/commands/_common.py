@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ def parse_value(text: str) -> Any:
     """A `--set` value: `+2m`/`+3h`/`+1d` is a time from now; JSON when it parses; else text."""
     if len(text) > 2 and text[0] == "+" and text[-1] in "smhd" and text[1:-1].isdigit():
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[text[-1]]
-        return (datetime.now(timezone.utc) + timedelta(**{unit: int(text[1:-1])})).isoformat()
+        return (datetime.now(UTC) + timedelta(**{unit: int(text[1:-1])})).isoformat()
     try:
         return json.loads(text)
     except json.JSONDecodeError:

@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.management.commands._common import dumps, guarded
-from runs.policies.calls import explain_call, explain_recorded
 from runs.config.registry import get_config
+from runs.management.commands._common import dumps, guarded
+from runs.policies.services import explain_call, explain_recorded
 
 
 class Command(BaseCommand):
@@ -57,7 +57,9 @@ class Command(BaseCommand):
             notes = ", ".join(f"@{k}({v})" for k, v in (rule.get("annotations") or {}).items() if k != "id")
             lifted = f"  lifted by {rule['lifted_by']}" if rule.get("lifted_by") else ""
             error = f"  error: {rule['error']}" if rule.get("error") else ""
-            self.stdout.write(f"  [{mark:>7}] {rule['effect']:<6} {rule['id']} ({rule['file']}:{rule['line']}) {notes}{lifted}{error}")
+            self.stdout.write(
+                f"  [{mark:>7}] {rule['effect']:<6} {rule['id']} ({rule['file']}:{rule['line']}) {notes}{lifted}{error}"
+            )
         decision = out.get("decision")
         if decision is None:
             self.stdout.write(f"decision: none, the policy failed: {out.get('error', {}).get('message')}")
@@ -69,4 +71,5 @@ class Command(BaseCommand):
             text += f": {decision['reason']}"
         self.stdout.write(f"decision now: {text}")
         if out.get("recorded"):
-            self.stdout.write(f"decision recorded: {out['recorded'].get('kind')} under {out['recorded'].get('policy_version')}")
+            recorded = out["recorded"]
+            self.stdout.write(f"decision recorded: {recorded.get('kind')} under {recorded.get('policy_version')}")

@@ -4,7 +4,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-
 from runs import selectors
 from runs.management.commands._common import guarded
 
@@ -28,6 +27,9 @@ class Command(BaseCommand):
         )
         for run in page.runs:
             error = f"  {run.error.get('code') or ''} {run.error.get('message', '')}" if run.error else ""
-            self.stdout.write(f"{run.created_at:%Y-%m-%d %H:%M:%S}  {run.status:<9}  {run.workflow:<24} {run.id}  by {run.started_by}{error}")
+            self.stdout.write(
+                f"{run.created_at:%Y-%m-%d %H:%M:%S}  {run.status:<9}  {run.workflow:<24} {run.id}  "
+                f"by {run.started_by}{error}"
+            )
         shown = f"{page.offset + 1}-{page.offset + len(page.runs)}" if page.runs else "none"
         self.stdout.write(f"{shown} of {page.total}")

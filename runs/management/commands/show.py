@@ -4,7 +4,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-
 from runs import selectors
 from runs.approvals import selectors as approval_selectors
 from runs.management.commands._common import dumps, guarded
@@ -21,9 +20,13 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         records = selectors.ledger_of(run_id=options["run_id"], viewer=options["user"])
         run = selectors.get_run(run_id=options["run_id"])
-        self.stdout.write(f"{run.id}  {run.workflow}  {run.status}  started by {run.started_by}  version {run.app_version}")
+        assert run is not None  # ledger_of above refused a run that is missing or hidden from the user
+        self.stdout.write(
+            f"{run.id}  {run.workflow}  {run.status}  started by {run.started_by}  version {run.app_version}"
+        )
         if run.waiting_for:
-            self.stdout.write(f"waiting for {run.waiting_for}" + (f" until {run.wake_at:%Y-%m-%d %H:%M:%S}" if run.wake_at else ""))
+            until = f" until {run.wake_at:%Y-%m-%d %H:%M:%S}" if run.wake_at else ""
+            self.stdout.write(f"waiting for {run.waiting_for}{until}")
         if run.result is not None:
             self.stdout.write("result: " + dumps(run.result))
         if run.error:
@@ -39,5 +42,7 @@ class Command(BaseCommand):
                 extra = f" {record['op']} ({record['effect']}) {record['decision']['kind']}: {outcome}"
             elif record["type"].startswith("approval."):
                 extra = f" {record.get('approval')} {record.get('decision') or record.get('approver') or ''}"
-            group = f" [{record['group']['id']} {record['group']['index'] + 1}/{record['group']['size']}]" if record.get("group") else ""
+            group = ""
+            if record.get("group"):
+                group = f" [{record['group']['id']} {record['group']['index'] + 1}/{record['group']['size']}]"
             self.stdout.write(f"  {record['seq']:>3} {record['type']}{extra}{group}")

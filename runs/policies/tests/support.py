@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from textwrap import dedent
 
-from runs.policies import ApprovalView, Decision, PolicyCall, RunInfo, load_cedar_policy
+from runs.policies import ApprovalView, Decision, Policy, PolicyCall, RunInfo, load_cedar_policy
 
 EFFECTS = {
     "shop.order.refund": "money",
@@ -77,7 +77,7 @@ class Run:
     op plus the decision's covers) that the approver then approves; `vendor_calls` are the calls
     that got through."""
 
-    policy: object
+    policy: Policy
     actor: str = "bob"
     groups: tuple[str, ...] = ()
     approvals: list[ApprovalView] = field(default_factory=list)
@@ -89,10 +89,12 @@ class Run:
         self.approvals.append(approval)
         return approval
 
-    def call(self, op_id: str, input: dict | None = None, target: str | None = None, *, approve: bool = True):
+    def call(
+        self, op_id: str, input: dict | None = None, target: str | None = None, *, approve: bool = True
+    ) -> list[ApprovalView]:
         """Call until allowed; returns the approvals the call needed. Stops at a deny or at a hold
         that nobody approves (`approve=False`)."""
-        needed = []
+        needed: list[ApprovalView] = []
         for _ in range(10):
             call = make_call(
                 op_id, input=input, target=target, actor=self.actor, groups=self.groups,
@@ -105,6 +107,7 @@ class Run:
                 return needed
             if decision.kind == "deny":
                 return needed
+            assert decision.approver is not None  # a hold names who may lift it
             approval = self.request_approval(
                 decision.approver, (op_id, *decision.covers), "approved" if approve else "pending"
             )

@@ -5,11 +5,14 @@ Checks 33-42 rewritten for Cedar where they speak of function policies (39-41: a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from connectors.errors import ConfigError, error_code
-from runs.policies import CedarPolicy, allow_all, explain, load_cedar_policy
+from runs.policies import allow_all, load_cedar_policy
+from runs.policies.cedar import CedarPolicy
+from runs.policies.explain import explain
 
 from .support import Run, approved, cedar, make_call, write_policies
 
@@ -18,6 +21,13 @@ PERMIT_ALL = "permit(principal, action, resource);\n"
 
 def kind(policy, **kw) -> str:
     return policy.decide(make_call(**kw)).kind
+
+
+def loaded(directory: Path) -> CedarPolicy:
+    """The Cedar policy of a directory that holds policy files."""
+    policy = load_cedar_policy(directory)
+    assert policy is not None
+    return policy
 
 
 # -- loading -------------------------------------------------------------------------------------
@@ -54,7 +64,9 @@ def test_parse_error_names_file_and_line(tmp_path):
 def test_every_broken_policy_is_reported(tmp_path):
     directory = write_policies(tmp_path, {
         "a.cedar": "permit(principal, action, resource)\n",  # missing ;
-        "b.cedar": PERMIT_ALL + '\n// a "quoted; comment"\npermit(principal, action, resource) when { context.x === 1 };\n',
+        "b.cedar": (
+            PERMIT_ALL + '\n// a "quoted; comment"\npermit(principal, action, resource) when { context.x === 1 };\n'
+        ),
     })
     with pytest.raises(ConfigError) as caught:
         load_cedar_policy(directory)
@@ -115,16 +127,16 @@ def test_duplicate_id_refused(tmp_path):
 
 def test_version_changes_when_a_file_changes(tmp_path):
     directory = write_policies(tmp_path, {"a.cedar": PERMIT_ALL})
-    first = load_cedar_policy(directory).version
+    first = loaded(directory).version
     assert first.startswith("cedar:")
-    assert load_cedar_policy(directory).version == first  # same files, same version
+    assert loaded(directory).version == first  # same files, same version
     (directory / "a.cedar").write_text(PERMIT_ALL + "\n// tightened\n")
-    second = load_cedar_policy(directory).version
+    second = loaded(directory).version
     assert second != first
     (directory / "a.cedar").rename(directory / "b.cedar")
-    assert load_cedar_policy(directory).version not in (first, second)
+    assert loaded(directory).version not in (first, second)
     # the version is stamped on every decision
-    policy = load_cedar_policy(directory)
+    policy = loaded(directory)
     assert policy.decide(make_call()).policy_version == policy.version
 
 
@@ -172,7 +184,10 @@ def test_input_conditions(tmp_path):
         permit(principal, action, resource);
         @reason("refunds over 100 are not allowed")
         forbid(principal, action, resource)
-        when { context.input.amount > 100 && context.input.customer.tier != "gold" && context.input.tags.contains("manual") };
+        when {
+            context.input.amount > 100 && context.input.customer.tier != "gold"
+            && context.input.tags.contains("manual")
+        };
     """)
     base = {"customer": {"tier": "silver", "note": None}, "tags": ["manual", None]}
     assert kind(policy, input={**base, "amount": 150}) == "deny"
@@ -184,7 +199,9 @@ def test_input_conditions(tmp_path):
 def test_floats_are_decimals_and_unusable_values_are_dropped(tmp_path):
     policy = cedar(tmp_path, """
         permit(principal, action, resource)
-        when { context.input.price.greaterThan(decimal("10.5")) && !(context.input has huge) && !(context.input has gone) };
+        when {
+            context.input.price.greaterThan(decimal("10.5")) && !(context.input has huge) && !(context.input has gone)
+        };
     """)
     assert kind(policy, input={"price": 12.25, "huge": 2**70, "gone": None}) == "allow"
     assert kind(policy, input={"price": 9.99}) == "deny"
@@ -399,7 +416,12 @@ def test_sets_are_parsed_once(tmp_path, monkeypatch):
     policy.decide(make_call("bluesky.post.create", approvals=lifted))  # builds the lifted set once
     parses = []
     real = cedarpy.PolicySet.from_json_str
-    monkeypatch.setattr(cedarpy.PolicySet, "from_json_str", lambda *a, **k: parses.append(1) or real(*a, **k))
+
+    def counted(*a, **k):
+        parses.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(cedarpy.PolicySet, "from_json_str", counted)
     for _ in range(20):
         assert policy.decide(make_call("bluesky.post.create", approvals=lifted)).kind == "allow"
         assert policy.decide(make_call("bluesky.post.create")).kind == "approve"

@@ -15,11 +15,10 @@ from runs.policies import (
     approved_for,
     define_policy,
     deny,
-    explain,
 )
+from runs.policies.explain import explain
 
 from .support import Run, approved, make_call, op_of
-
 
 # -- 33 / 34: what the policy receives --------------------------------------------------------
 
