@@ -6,8 +6,7 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _clean_process_state():
-    from runs.engine import clock
-    from runs.engine import faults
+    from runs.engine import clock, faults
 
     yield
     faults.clear()

@@ -68,7 +68,8 @@ def check_complete(what: str, connector: Connector, implemented: set[str]) -> No
             parts.append(f"missing {', '.join(missing)}")
         if extra:
             parts.append(f"not declared by the connector: {', '.join(extra)}")
-        raise ValueError(f"{what} for {connector.vendor} must implement every declared operation and nothing else: {'; '.join(parts)}")
+        raise ValueError(f"{what} for {connector.vendor} must implement every declared operation and nothing else: "
+                         f"{'; '.join(parts)}")
 
 
 def define_driver(

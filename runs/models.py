@@ -51,7 +51,10 @@ class Run(models.Model):
             models.Index(fields=["workflow", "-created_at"], name="run_workflow_created"),
             models.Index(fields=["-created_at"], name="run_created"),
         ]
-        permissions = [("view_any_run", "Can view every run (operator)"), ("operate_runs", "Can cancel runs and withdraw approvals (operator)")]
+        permissions = [
+            ("view_any_run", "Can view every run (operator)"),
+            ("operate_runs", "Can cancel runs and withdraw approvals (operator)"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.workflow} {self.id} ({self.status})"
@@ -132,7 +135,8 @@ class Approval(models.Model):
     op = models.CharField(max_length=200, blank=True, default="")
     op_input = models.JSONField(null=True, blank=True)
     op_seq = models.IntegerField(null=True, blank=True)
-    status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING, db_index=True)
+    status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING,
+                              db_index=True)
     requested_at = models.DateTimeField()
     decided_by = models.CharField(max_length=150, blank=True, default="")
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -173,6 +177,9 @@ class DecisionMessage(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["approval", "message_id"], name="message_approval_id")]
+
+    def __str__(self) -> str:
+        return f"{self.decision} by {self.by} ({self.message_id})"
 
 
 class AppendOnlyQuerySet(models.QuerySet):
@@ -219,6 +226,9 @@ class LedgerRecord(models.Model):
         ordering = ["run_id", "seq", "id"]
         indexes = [models.Index(fields=["run_id", "seq"], name="ledger_run_seq")]
 
+    def __str__(self) -> str:
+        return self.record_id
+
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise PermissionError("The ledger is append-only: records are never updated")
@@ -254,6 +264,9 @@ class AppVersion(models.Model):
 
     class Meta:
         ordering = ["-promoted_at"]
+
+    def __str__(self) -> str:
+        return self.version
 
 
 class WorkflowEntry(models.Model):

@@ -141,7 +141,8 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
             raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code=ErrorCode.RUN_ENDED,
                               data={"status": run.status})
         transitions.cancel(run_id=run_id, now=clock.now())  # the row is locked: it has not ended meanwhile
-        seq = (LedgerRecord.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first() or 0) + 1
+        last = LedgerRecord.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first()
+        seq = (last or 0) + 1
         ledger.append(ledger.build(run, kind=LedgerKind.RUN_CANCELLED, seq=seq, key="run", body={"by": principal.id},
                                    app=config.app_name))
     run.refresh_from_db()

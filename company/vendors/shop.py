@@ -10,7 +10,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from connectors import CallContext, DriverError, VendorInfo, define_connector, define_driver, op, retryable_status, with_setup
+from connectors import (
+    CallContext,
+    DriverError,
+    VendorInfo,
+    define_connector,
+    define_driver,
+    op,
+    retryable_status,
+    with_setup,
+)
 from connectors.fakes import define_fake
 
 
@@ -77,7 +86,8 @@ class Deleted(BaseModel):
     deleted: bool
 
 
-LOGO = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2b6"/></svg>'
+LOGO = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+        '<rect width="16" height="16" rx="3" fill="#2b6"/></svg>')
 
 shop = define_connector(
     "shop",
@@ -100,7 +110,8 @@ shop = define_connector(
                         target=lambda i: f"product/{i.sku}", description="Publish a new price"),
         },
         "staff": {
-            "grant": op(effect="access", input=Grant, output=Granted, description="Give a person a role in the shop admin"),
+            "grant": op(effect="access", input=Grant, output=Granted,
+                        description="Give a person a role in the shop admin"),
         },
     },
     info=VendorInfo(title="Shop", logo=LOGO, homepage="https://shop.example.com"),
@@ -197,8 +208,10 @@ def _grant(state: dict, i: Grant, c: CallContext) -> dict:
 def initial_state() -> dict:
     return {
         "orders": {
-            "1001": {"order_id": "1001", "customer": "ada@example.com", "total_cents": 4500, "refunded_cents": 0, "status": "paid"},
-            "1002": {"order_id": "1002", "customer": "grace@example.com", "total_cents": 120000, "refunded_cents": 0, "status": "paid"},
+            "1001": {"order_id": "1001", "customer": "ada@example.com", "total_cents": 4500, "refunded_cents": 0,
+                     "status": "paid"},
+            "1002": {"order_id": "1002", "customer": "grace@example.com", "total_cents": 120000, "refunded_cents": 0,
+                     "status": "paid"},
         },
         "refunds": [],
         "messages": [],

@@ -13,7 +13,8 @@ class RefundInput(BaseModel):
 
 def run(ctx, input: RefundInput):
     order = ctx.shop.order.get({"order_id": input.order_id})
-    refund = ctx.shop.order.refund({"order_id": order.order_id, "amount_cents": input.amount_cents, "reason": input.reason})
+    refund = ctx.shop.order.refund(
+        {"order_id": order.order_id, "amount_cents": input.amount_cents, "reason": input.reason})
     ctx.shop.customer.notify({
         "customer": order.customer,
         "subject": f"Your refund for order {order.order_id}",

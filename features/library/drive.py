@@ -23,8 +23,8 @@ from features.library.errors import DriveError
 from runs.approvals.selectors import approvals_of
 from runs.approvals.services import decide
 from runs.engine import clock
-from runs.models import ENDED_STATUSES, Run, RunStatus
 from runs.engine.drain import drain
+from runs.models import ENDED_STATUSES, Run, RunStatus
 
 _APPROVAL_ID = re.compile(r"^approval-\d+$")
 

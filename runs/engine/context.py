@@ -174,10 +174,12 @@ class RunContext:
         seq = self._take_seq()
         step = self._replayed(seq, StepKind.NOW, "now")
         if step is not None:
+            assert step.output is not None  # a recorded `now` always has its moment
             return clock.from_ms(step.output["at"])
         self._check_segment()
         at = clock.now_ms()
-        self._commit(Step(run=self._run, seq=seq, kind=StepKind.NOW, name="now", output={"at": at}, next_seq=self._next_seq))
+        self._commit(Step(run=self._run, seq=seq, kind=StepKind.NOW, name="now", output={"at": at},
+                          next_seq=self._next_seq))
         return clock.from_ms(at)
 
     def sleep(self, until: Any = None, **duration: Any) -> None:
@@ -196,6 +198,7 @@ class RunContext:
             step = Step(run=self._run, seq=seq, kind=StepKind.SLEEP, name="sleep", output={"until": until_ms},
                         next_seq=self._next_seq)
             self._commit(step, [record])
+        assert step.output is not None  # a recorded sleep always has its end
         until_ms = step.output["until"]
         if clock.now_ms() < until_ms:
             raise Suspend("sleep", wake_at=clock.from_ms(until_ms))
@@ -206,7 +209,8 @@ class RunContext:
         if self._in_all:
             raise InvalidInput("ctx.all cannot be nested: call it from run, not from a member")
         if not isinstance(members, (list, tuple)) or not all(callable(m) for m in members):
-            raise InvalidInput("ctx.all takes a list of functions without arguments, e.g. ctx.all([lambda: ..., lambda: ...])")
+            raise InvalidInput(
+                "ctx.all takes a list of functions without arguments, e.g. ctx.all([lambda: ..., lambda: ...])")
         if not members:
             return []
         group_id = f"all:{self._next_seq}"
@@ -442,7 +446,7 @@ class RunContext:
 
     def _request_approval(
         self, *, seq: int, title: str, approver: str, requested_by: str, covers: list[str],
-        links: list[str] = (), details: Any = None, op: str = "", op_input: Any = None, op_seq: int | None = None,
+        links: Sequence[str] = (), details: Any = None, op: str = "", op_input: Any = None, op_seq: int | None = None,
     ) -> Approval:
         number = 1 + sum(1 for a in self._approvals.values())
         approval = Approval(
@@ -490,7 +494,8 @@ class RunContext:
                                       {"approval": approval.approval_id, "by": message.by, "reason": why}, key=key)
                 self._apply_message(approval, message, outcome=MessageOutcome.REFUSED, records=[record])
                 continue
-            approval.status = ApprovalStatus.APPROVED if message.decision == Decision.APPROVE else ApprovalStatus.REJECTED
+            approved = message.decision == Decision.APPROVE
+            approval.status = ApprovalStatus.APPROVED if approved else ApprovalStatus.REJECTED
             approval.decided_by = message.by
             approval.decided_at = clock.now()
             approval.note = message.note
@@ -536,7 +541,8 @@ class RunContext:
             raise SanomaError(
                 f"Run {self._run.id} no longer replays: step {seq} was {step.kind} {step.name}, now {kind} {name}. "
                 "A workflow must make the same calls in the same order on every replay",
-                code=ErrorCode.REPLAY_DIVERGED, data={"seq": seq, "was": f"{step.kind} {step.name}", "now": f"{kind} {name}"},
+                code=ErrorCode.REPLAY_DIVERGED,
+                data={"seq": seq, "was": f"{step.kind} {step.name}", "now": f"{kind} {name}"},
             )
         return step
 
@@ -549,7 +555,8 @@ class RunContext:
             raise SanomaError(f"Run {self._run.id} has ended: no more calls", code=ErrorCode.RUN_ENDED)
         if self._poisoned:
             raise SanomaError(
-                f"Run {self._run.id} takes no more calls: {self._poisoned} succeeded, but the ledger could not record it",
+                f"Run {self._run.id} takes no more calls: {self._poisoned} succeeded, "
+                "but the ledger could not record it",
                 code=ErrorCode.RUN_ENDED,
             )
 
@@ -583,8 +590,10 @@ class RunContext:
         finally:
             heartbeat.end(token)
 
-    def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *, approval: Approval | None = None) -> None:
-        if step is not None and approval is None and len(records) == 1 and records[0].kind in FAST_KINDS and fastpath.available():
+    def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *,
+                approval: Approval | None = None) -> None:
+        one_record = step is not None and approval is None and len(records) == 1 and records[0].kind in FAST_KINDS
+        if one_record and step is not None and fastpath.available():
             if self._commit_fast(step, records[0]):
                 return
         try:

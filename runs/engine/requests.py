@@ -53,7 +53,8 @@ def check_sleep(until: Any, duration: dict[str, Any]) -> tuple[int | None, float
 
 
 def until_ms(until: Any) -> int:
-    hint = "until: must be an ISO 8601 date-time with an offset (e.g. 2026-10-07T09:00:00+03:00), epoch milliseconds, or an aware datetime"
+    hint = ("until: must be an ISO 8601 date-time with an offset (e.g. 2026-10-07T09:00:00+03:00), "
+            "epoch milliseconds, or an aware datetime")
     if isinstance(until, bool):
         raise InvalidInput(hint)
     if isinstance(until, int):
@@ -76,7 +77,8 @@ def check_approval_request(
     data = {"title": title}
     if not isinstance(title, str) or not title.strip():
         raise InvalidInput("ctx.approval needs a title", data=data)
-    if isinstance(approver, dict) and set(approver) == {"group"} and isinstance(approver["group"], str) and approver["group"]:
+    if (isinstance(approver, dict) and set(approver) == {"group"} and isinstance(approver["group"], str)
+            and approver["group"]):
         approver = f"group:{approver['group']}"
     if not isinstance(approver, str) or not approver.strip() or approver == "group:":
         raise InvalidInput(f'ctx.approval "{title}" needs an approver: a username or "group:<name>"', data=data)
@@ -89,8 +91,10 @@ def check_approval_request(
         elif isinstance(cover, str) and cover.count(".") >= 2:
             cover_ids.append(cover)
         else:
-            raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations; {cover!r} is not one', data=data)
-    if isinstance(links, (str, bytes)) or not isinstance(links, (list, tuple)) or not all(isinstance(l, str) for l in links):
+            raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations; {cover!r} is not one',
+                               data=data)
+    if (isinstance(links, (str, bytes)) or not isinstance(links, (list, tuple))
+            or not all(isinstance(link, str) for link in links)):
         raise InvalidInput(f'ctx.approval "{title}": links must be a list of strings', data=data)
     if details is not None:
         try:

@@ -129,11 +129,11 @@ class Crash(BaseException):
 
 
 def test_a_worker_dying_mid_call_is_recovered_with_the_same_key_and_one_effect(engine_for):
-    def run(ctx, i):
+    def body(ctx, i):
         refund = ctx.acme.order.refund({"order_id": "1", "amount": 7})
         return refund.refund_id
 
-    engine = engine_for(wf("crashy", run))
+    engine = engine_for(wf("crashy", body))
     faults.arm(FaultPoint.AFTER_DRIVER_CALL, Crash("killed"))
     started = engine.start("crashy")
     with pytest.raises(Crash):
@@ -152,7 +152,7 @@ def test_a_worker_dying_mid_call_is_recovered_with_the_same_key_and_one_effect(e
 
 
 def test_a_call_the_ledger_cannot_record_refuses_every_later_call(engine_for):
-    def run(ctx, i):
+    def body(ctx, i):
         try:
             ctx.acme.order.refund({"order_id": "1", "amount": 5})
         except Exception as err:
@@ -160,7 +160,7 @@ def test_a_call_the_ledger_cannot_record_refuses_every_later_call(engine_for):
         ctx.acme.order.refund({"order_id": "1", "amount": 5})
         return first
 
-    engine = engine_for(wf("unrecorded", run))
+    engine = engine_for(wf("unrecorded", body))
     faults.arm(FaultPoint.STEP_COMMIT, DatabaseError("disk full"), times=4)
     run = engine.run("unrecorded")
     assert run.error["code"] == "run_ended"
@@ -169,7 +169,8 @@ def test_a_call_the_ledger_cannot_record_refuses_every_later_call(engine_for):
 
 
 def test_a_transient_ledger_failure_is_retried_and_a_final_one_is_not(engine_for):
-    engine = engine_for(wf("flaky-ledger", lambda ctx, i: ctx.acme.order.refund({"order_id": "1", "amount": 5}).refund_id))
+    engine = engine_for(wf("flaky-ledger",
+                           lambda ctx, i: ctx.acme.order.refund({"order_id": "1", "amount": 5}).refund_id))
     faults.arm(FaultPoint.STEP_COMMIT, DatabaseError("connection reset"), times=3)
     run = engine.run("flaky-ledger")
     assert run.status == "finished" and len(engine.records(run, "op.called")) == 1
@@ -211,11 +212,11 @@ def test_a_sleep_until_the_past_records_but_does_not_wait(engine_for):
 
 
 def test_a_sleep_for_a_duration_waits_from_when_it_started_and_survives_replay(engine_for):
-    def run(ctx, i):
+    def body(ctx, i):
         ctx.sleep(minutes=5)
         return ctx.acme.mail.send({"to": "later"}).id
 
-    engine = engine_for(wf("later", run))
+    engine = engine_for(wf("later", body))
     before = clock.now_ms()
     started = engine.run("later")
     assert started.status == "waiting" and started.waiting_for == "sleep"
@@ -233,7 +234,7 @@ def test_a_sleep_for_a_duration_waits_from_when_it_started_and_survives_replay(e
 
 
 def test_ctx_all_runs_members_in_order_and_tags_their_records(engine_for):
-    def run(ctx, i):
+    def body(ctx, i):
         first = ctx.acme.order.get({"order_id": "1"})
         outputs = ctx.all([
             lambda: ctx.acme.mail.send({"to": "a"}).id,
@@ -242,7 +243,7 @@ def test_ctx_all_runs_members_in_order_and_tags_their_records(engine_for):
         ])
         return [first.order_id, *outputs]
 
-    engine = engine_for(wf("fan", run))
+    engine = engine_for(wf("fan", body))
     run = engine.run("fan")
     assert run.result == ["1", "m1", "m2", "m3"]
     assert [c["input"]["to"] for c in engine.fake.calls[1:]] == ["a", "b", "c"]
@@ -252,7 +253,7 @@ def test_ctx_all_runs_members_in_order_and_tags_their_records(engine_for):
 
 
 def test_a_failing_member_stops_the_group_and_its_error_is_rethrown(engine_for):
-    def run(ctx, i):
+    def body(ctx, i):
         try:
             ctx.all([
                 lambda: ctx.acme.mail.send({"to": "a"}),
@@ -262,7 +263,7 @@ def test_a_failing_member_stops_the_group_and_its_error_is_rethrown(engine_for):
         except Exception as err:
             return {"code": getattr(err, "code", None), "message": str(err)}
 
-    engine = engine_for(wf("fan-fail", run))
+    engine = engine_for(wf("fan-fail", body))
     run = engine.run("fan-fail")
     assert run.result == {"code": "driver_failed", "message": "no order missing"}
     assert [c["input"].get("to") for c in engine.fake.calls] == ["a", None]
@@ -287,14 +288,16 @@ def test_an_empty_ctx_all_returns_an_empty_list_and_writes_nothing(engine_for):
 
 
 def test_ctx_now_is_recorded_and_replays_the_same(engine_for):
-    def run(ctx, i):
+    def body(ctx, i):
         at = ctx.now()
         ctx.sleep(seconds=30)
         return at.isoformat()
 
-    engine = engine_for(wf("clock", run))
+    engine = engine_for(wf("clock", body))
     started = engine.run("clock")
-    first = Step.objects.get(run=started, kind="now").output["at"]
+    recorded = Step.objects.get(run=started, kind="now").output
+    assert recorded is not None
+    first = recorded["at"]
     clock.advance(timedelta(minutes=1))
     engine.drain()
     done = Run.objects.get(pk=started.id)
@@ -304,11 +307,11 @@ def test_ctx_now_is_recorded_and_replays_the_same(engine_for):
 def test_a_call_after_the_body_ended_is_refused(engine_for):
     kept = {}
 
-    def run(ctx, i):
+    def body(ctx, i):
         kept["ctx"] = ctx
         return "done"
 
-    engine = engine_for(wf("leaky", run))
+    engine = engine_for(wf("leaky", body))
     run = engine.run("leaky")
     assert run.status == "finished"
     with pytest.raises(Exception) as refused:
@@ -320,7 +323,7 @@ def test_a_call_after_the_body_ended_is_refused(engine_for):
 def test_a_workflow_that_changes_its_calls_fails_on_replay_instead_of_calling_blindly(engine_for):
     state = {"first": True}
 
-    def run(ctx, i):
+    def body(ctx, i):
         if state.pop("first", False):
             ctx.acme.mail.send({"to": "a"})
         else:
@@ -328,11 +331,12 @@ def test_a_workflow_that_changes_its_calls_fails_on_replay_instead_of_calling_bl
         ctx.sleep(seconds=1)
         return "ok"
 
-    engine = engine_for(wf("drifty", run))
+    engine = engine_for(wf("drifty", body))
     started = engine.run("drifty")
     clock.advance(timedelta(seconds=5))
     engine.drain()
     failed = Run.objects.get(pk=started.id)
+    assert failed.error is not None
     assert failed.status == "failed" and "no longer replays: step 1 was call acme.mail.send" in failed.error["message"]
 
 
@@ -342,10 +346,10 @@ def test_a_slow_vendor_call_keeps_its_lease_so_no_other_worker_takes_the_run(eng
 
     seen = {}
 
-    def run(ctx, i):
+    def body(ctx, i):
         return ctx.acme.order.get({"order_id": "1"}).order_id
 
-    engine = engine_for(wf("slow-call", run))
+    engine = engine_for(wf("slow-call", body))
     original = engine.fake.driver.functions["acme.order.get"]
 
     def slow(payload, context):

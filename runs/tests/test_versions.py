@@ -1,13 +1,17 @@
 """App versions: a worker advances only its own version's runs and names the others."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from pydantic import BaseModel
 
+from connectors import with_setup
 from runs.config.resolution import SanomaConfig, resolve_config
 from runs.config.workflows import define_workflow
 from runs.engine.advance import advance
 from runs.models import Run, RunStatus
-from runs.tests.fixtures import GET, SEND, acme
+from runs.tests.fixtures import GET, SEND, acme, make_fake
 from runs.versions import startup_report
 
 
@@ -41,11 +45,11 @@ def test_the_version_follows_the_run_source_the_operations_and_the_input_schema(
 
 
 def test_a_driver_change_does_not_change_the_version():
-    from connectors import with_setup
-    from runs.tests.fixtures import make_fake
+    def another_fake(file: Path | None = None) -> Any:
+        return make_fake(file)
 
     wf = define_workflow(name="v", input=In, uses=[GET], run=one)
-    other_fake = with_setup(acme, fake=lambda file=None: make_fake(file))
+    other_fake = with_setup(acme, fake=another_fake)
     assert version_of(wf) == version_of(wf, connectors=(other_fake,))
 
 

@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from connectors import ErrorCode, define_connector, op
 from connectors.errors import SanomaError, error_code, error_to_dict
 from connectors.operations import RESERVED_VENDOR_NAMES
-from runs.engine import clock, faults
 from runs.config.workflows import define_workflow
+from runs.engine import clock, faults
 from runs.engine.advance import Advanced, advance
 from runs.engine.context import RunContext
 from runs.engine.faults import FaultPoint
@@ -88,6 +88,7 @@ def test_codes_are_plain_strings_on_the_wire():
 def test_ledger_kinds_are_the_records_the_engine_writes():
     assert LedgerKind.OP_CALLED == "op.called"
     field = LedgerRecord._meta.get_field("kind")
+    assert field.choices is not None
     assert {value for value, _ in field.choices} == set(LedgerKind.values)
 
 
@@ -120,10 +121,10 @@ def test_a_vendor_named_like_a_ctx_member_is_refused_at_definition(vendor):
 
 
 def test_an_unknown_keyword_to_an_operation_call_fails_the_run_and_calls_nothing(engine_for):
-    def run(ctx, i):
+    def body(ctx, i):
         return ctx.acme.order.get({"order_id": "1"}, timeout_s=5)
 
-    engine = engine_for(define_workflow(name="kw", run=run, uses=[GET, SEND]))
+    engine = engine_for(define_workflow(name="kw", run=body, uses=[GET, SEND]))
     run_ = engine.run("kw")
     assert run_.status == "failed"
     assert run_.error["code"] == "invalid_input"
@@ -139,7 +140,7 @@ def test_a_run_whose_workflow_left_the_version_fails_with_a_code(engine_for):
     del engine.config.workflows["leaving"]
     assert advance(started.id, worker_id="w", config=engine.config) is Advanced.FAILED
     failed = Run.objects.get(pk=started.id)
-    assert failed.error["code"] == "workflow_not_found"
+    assert failed.error is not None and failed.error["code"] == "workflow_not_found"
 
 
 def test_a_workflow_returning_something_that_is_not_json_fails_with_a_code(engine_for):
@@ -152,7 +153,7 @@ def test_a_workflow_returning_something_that_is_not_json_fails_with_a_code(engin
 def test_a_replay_that_diverges_fails_with_a_code(engine_for):
     calls = iter(["get", "send"])
 
-    def run(ctx, i):
+    def body(ctx, i):
         if next(calls) == "get":
             ctx.acme.order.get({"order_id": "1"})
         else:
@@ -160,12 +161,13 @@ def test_a_replay_that_diverges_fails_with_a_code(engine_for):
         ctx.sleep(seconds=1)
         return "done"
 
-    engine = engine_for(define_workflow(name="diverges", run=run, uses=[GET, SEND, "sleep"]))
+    engine = engine_for(define_workflow(name="diverges", run=body, uses=[GET, SEND, "sleep"]))
     started = engine.run("diverges")
     assert started.status == "waiting"
     clock.advance(timedelta(seconds=2))  # the sleep ends: the run replays, and calls something else first
     engine.drain()
     run_ = Run.objects.get(pk=started.id)
+    assert run_.error is not None
     assert run_.error["code"] == "replay_diverged"
     assert run_.error["data"]["seq"] == 1
 
