@@ -1,7 +1,7 @@
 """Crash test: a real worker, SIGKILLed mid-way three times, loses nothing and repeats nothing.
 
 50 runs of `five-posts` (5 non-idempotent calls each) on the file-backed fake of
-`runs/tests/worker_company/`, advanced by a real `manage.py worker` (a django-q2 cluster plus the
+`wakeups/tests/worker_company/`, advanced by a real `manage.py worker` (a django-q2 cluster plus the
 sweep) in its own process group. The whole group is killed with SIGKILL three times while runs
 are in flight, each time at a moment when the fake holds an effect the engine has not yet
 checkpointed (the fake's driver sleeps `TALLY_AFTER_MS` after the effect, before replying), and a
@@ -13,14 +13,17 @@ The worker runs against the database pytest-django created for this test (see
 `worker_company/harness.py`: `connection.settings_dict` names it, on SQLite the test file, on
 PostgreSQL `test_<name>`), so the test is `transaction=True`: its writes are committed and the
 worker's are visible to it. Runs on SQLite (default) and PostgreSQL
-(`DATABASE_URL=postgresql://postgres@127.0.0.1:5432/<name> pytest runs/tests/test_crash.py`).
+(`DATABASE_URL=postgresql://postgres@127.0.0.1:5432/<name> pytest wakeups/tests/test_crash.py`).
 
-Every wait is bounded; a failure prints the worker's output.
+Every wait is bounded only to turn a hang into a failure: the waits for effects and for the runs to
+finish fail after STALL_SECONDS without progress, not after a fixed time. No timing is asserted (the
+figures are bench/engine.py's). A failure prints the worker's output.
 """
 from __future__ import annotations
 
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -43,11 +46,17 @@ PREFIX = "crash-"
 BEFORE_MS, AFTER_MS = 5, 40
 # How long a kill waits for an unrecorded effect to show before killing anyway.
 KILL_WINDOW_SECONDS = 5.0
-FINISH_WITHIN_SECONDS = 90.0
+# The longest the test waits without progress (effects at the fake, runs finished) before it calls
+# the worker stuck. Only a hang fails on it: a loaded machine that is slow but getting on does not.
+STALL_SECONDS = 60.0
 
 
 def _effect_keys(fake) -> list[str]:
     return [effect["key"] for effect in fake.state["effects"]]
+
+
+def _reached(fake, effects: int) -> bool:
+    return len(_effect_keys(fake)) >= effects
 
 
 def _checkpointed_keys() -> set[str]:
@@ -100,8 +109,8 @@ def test_sigkilled_worker_loses_nothing_and_repeats_nothing(tmp_path: Path) -> N
         worker.start()
         for k in range(KILLS):
             threshold = (k + 1) * RUNS * CALLS // (KILLS + 2)
-            worker.wait_for(lambda: len(_effect_keys(fake)) >= threshold, within=120,
-                            what=f"{threshold} effects before kill {k + 1}")
+            worker.wait_for(partial(_reached, fake, threshold), within=STALL_SECONDS,
+                            progress=lambda: len(_effect_keys(fake)), what=f"{threshold} effects before kill {k + 1}")
             # Kill while an effect is unrecorded, so the restart must repeat a call; if none shows
             # within the window, kill anyway (the kill is still mid-way).
             ends = time.monotonic() + KILL_WINDOW_SECONDS
@@ -116,8 +125,10 @@ def test_sigkilled_worker_loses_nothing_and_repeats_nothing(tmp_path: Path) -> N
             worker.start()
         worker.wait_for(lambda: _status_counts().get(RunStatus.FINISHED, 0) == RUNS
                         or _status_counts().get(RunStatus.FAILED, 0),
-                        within=FINISH_WITHIN_SECONDS, what=f"all {RUNS} runs to finish")
-        assert worker.terminate() == 0, worker.describe()
+                        within=STALL_SECONDS,
+                        progress=lambda: (len(_effect_keys(fake)), _status_counts().get(RunStatus.FINISHED, 0)),
+                        what=f"all {RUNS} runs to finish")
+        assert worker.terminate(within=STALL_SECONDS) == 0, worker.describe()
     except BaseException:
         print(f"kills: {kills}\n{_diagnosis()}\n{worker.describe()}")
         raise
@@ -157,7 +168,8 @@ def test_sigkilled_worker_loses_nothing_and_repeats_nothing(tmp_path: Path) -> N
     assert _checkpointed_keys() == expected
     called = list(LedgerRecord.objects.filter(run_id__startswith=PREFIX, kind="op.called").values_list("run_id", "seq"))
     assert len(called) == RUNS * CALLS and {f"{r}:{s}" for r, s in called} == expected
-    finished = Counter(LedgerRecord.objects.filter(run_id__startswith=PREFIX, kind="run.finished").values_list("run_id", flat=True))
+    finished = Counter(LedgerRecord.objects.filter(run_id__startswith=PREFIX, kind="run.finished")
+                       .values_list("run_id", flat=True))
     assert len(finished) == RUNS and max(finished.values()) == 1
 
     print(f"\ncrash test: {RUNS} runs x {CALLS} calls, {len(kills)} kills at effects "

@@ -1,16 +1,28 @@
-"""`manage.py demo`: the example company on the embedded database, with a worker and the admin."""
+"""`manage.py demo`: the example company on the embedded database, with a worker and the admin.
+
+The worker and the web server are child processes, each in its own session (so its own process
+group: the worker's django-q2 cluster forks into it). SIGTERM, SIGINT or SIGHUP to the demo stops
+both: SIGTERM to each child (the worker then stops its cluster and lets the segment in flight
+end), and once they have exited, or after `--grace-seconds` (or at a second signal), SIGKILL to
+what is left of each child's process group; then every child is reaped and the demo exits 0. A
+child that dies on its own stops the demo the same way, and the demo exits 1.
+If the demo itself dies without cleaning up (SIGKILL, a crash), Linux sends each child SIGTERM
+(PR_SET_PDEATHSIG, set in the child between fork and exec), so nothing is left holding the port.
+"""
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
@@ -18,17 +30,109 @@ from django.db import connections
 from connectors.errors import ConfigError, SanomaError
 from runs import services
 from runs.config.registry import get_config
-from runs.testing import make_user
+from runs.seed import DEMO_PEOPLE, seed_demo_company
 from runs.versions import sync_workflow_entries
 
-# Who the demo company has. Passwords are the usernames: a local demo, never a deployment.
-PEOPLE = (
-    ("admin", (), True),
-    ("alice", ("staff",), False),
-    ("finance-lead", ("staff", "finance"), False),
-    ("sam", ("staff", "security"), False),
-    ("support-lead", ("staff", "support"), False),
-)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to SIGTERM the child when the demo dies (None elsewhere).
+
+    Chosen over a watchdog: the kernel delivers it however the demo dies, at once, with no
+    polling thread, and it works for `runserver`, whose code the demo does not control. The
+    worker turns SIGTERM into its clean stop. It reaches the child only (not the cluster the
+    worker forks), which is why it is SIGTERM and not SIGKILL: the worker stops its own cluster.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:  # in the child, between fork and exec (the demo runs no threads)
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the demo died before the request took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def _exited(child: subprocess.Popen) -> bool:
+    """Whether the child has exited, without reaping it: an unreaped child's pid stays reserved,
+    so its process group id cannot be reused by an unrelated group before we SIGKILL it."""
+    if child.returncode is not None:
+        return True
+    if not hasattr(os, "waitid"):  # macOS before Python 3.13: reap, then
+        return child.poll() is not None
+    try:
+        return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None
+    except ChildProcessError:  # reaped already
+        return True
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)  # started in a new session: its pid is its group's id
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_children(children: list[subprocess.Popen], *, grace: float, now: _Flag | None = None) -> None:
+    """SIGTERM each child, wait up to `grace` s (or until `now` is set) for all of them, SIGKILL
+    each child's whole process group (what is left of it), reap them."""
+    for child in children:
+        if not _exited(child):
+            try:
+                os.kill(child.pid, signal.SIGTERM)  # not Popen.send_signal: it may reap the child
+            except ProcessLookupError:
+                pass
+    ends = time.monotonic() + grace
+    while not all(_exited(child) for child in children) and time.monotonic() < ends:
+        if now is not None and now.is_set():
+            break
+        time.sleep(0.05)
+    for child in children:
+        _kill_group(child)  # stragglers of a clean exit, or everything after the grace period
+    for child in children:
+        child.wait()
+
+
+class _Signals:
+    """Notes SIGTERM, SIGINT and SIGHUP instead of dying; a second one means "SIGKILL now".
+
+    The handler only appends to a list and sets a flag: no locks (a `threading.Event.set()` in a
+    handler can deadlock against the main thread's own `wait()`)."""
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+        self.again = _Flag()
+        self._previous = {signum: signal.signal(signum, self._note) for signum in STOP_SIGNALS}
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        if self.received:
+            self.again.set()
+        self.received.append(signal.Signals(signum).name)
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+class _Flag:
+    """A lock-free flag, safe to set from a signal handler."""
+
+    def __init__(self) -> None:
+        self.value = False
+
+    def set(self) -> None:
+        self.value = True
+
+    def is_set(self) -> bool:
+        return self.value
 
 
 class Command(BaseCommand):
@@ -38,8 +142,20 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--for-seconds", type=float, default=None, help="stop after this long (for scripts)")
         parser.add_argument("--no-runs", action="store_true", help="start no example runs")
+        parser.add_argument("--grace-seconds", type=float, default=10.0,
+                            help="how long the worker and the server get to stop after SIGTERM before SIGKILL")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        signals = _Signals()  # from here on a stop signal is noted, not fatal: nothing is started after it
+        try:
+            failed = self._demo(signals, options)
+        finally:
+            signals.restore()
+        if failed:
+            raise CommandError(f"{failed}; see its output above")
+
+    def _demo(self, signals: _Signals, options: dict[str, Any]) -> str:
+        """Prepare, start the children, wait for a signal (or the end); returns why it failed, or ''."""
         os.environ["SANOMA_FAKES"] = "instance"
         settings.SANOMA_FAKES = "instance"
         self.stdout.write("sanoma demo: preparing the database ...")
@@ -49,52 +165,50 @@ class Command(BaseCommand):
         except ConfigError as err:
             raise CommandError(str(err)) from None
         sync_workflow_entries(config)
-        self._people()
+        seed_demo_company()
         connections.close_all()
         base = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
-        children = [
-            subprocess.Popen([*base, "worker"], env=os.environ.copy()),
-            subprocess.Popen([*base, "runserver", f"127.0.0.1:{options['port']}", "--noreload", "--insecure"], env=os.environ.copy()),
-        ]
+        commands = {
+            "the worker": [*base, "worker"],
+            "the admin server": [*base, "runserver", f"127.0.0.1:{options['port']}", "--noreload", "--insecure"],
+        }
+        children: dict[str, subprocess.Popen] = {}
+        failed = ""
         try:
-            started = [] if options["no_runs"] else self._example_runs()
-            self._banner(config, options["port"], started)
+            for name, argv in commands.items():
+                if signals.received:
+                    break
+                children[name] = subprocess.Popen(
+                    argv, env=os.environ.copy(), stdin=subprocess.DEVNULL,
+                    start_new_session=True,  # its own process group, out of reach of the terminal's Ctrl-C
+                    preexec_fn=_die_with_parent(),
+                )
+            if not signals.received:
+                started = [] if options["no_runs"] else self._example_runs()
+                self._banner(config, options["port"], started)
             ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
-            while ends is None or time.monotonic() < ends:
-                if any(child.poll() is not None for child in children):
-                    raise CommandError("the worker or the admin server stopped; see its output above")
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
+            while not signals.received and (ends is None or time.monotonic() < ends):
+                gone = [name for name, child in children.items() if _exited(child)]
+                if gone:
+                    failed = f"{' and '.join(gone)} stopped"
+                    break
+                time.sleep(0.1)  # a signal's handler runs meanwhile and only notes it: seen here next
         finally:
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            for child in children:
-                try:
-                    child.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-            self.stdout.write("sanoma demo stopped")
-
-    def _people(self) -> None:
-        for username, groups, superuser in PEOPLE:
-            user = make_user(username, groups=groups, superuser=superuser,
-                             perms=() if superuser else ("runs.start_workflow",))
-            user.is_staff = True
-            user.set_password(username)
-            user.save()
-        staff = Group.objects.get(name="staff")
-        for codename in ("view_run", "view_approval", "view_ledgerrecord", "view_step", "view_workflowentry"):
-            from django.contrib.auth.models import Permission
-
-            staff.permissions.add(Permission.objects.get(content_type__app_label="runs", codename=codename))
+            if signals.received:
+                self.stdout.write(f"sanoma demo: {signals.received[0]}, stopping the worker and the admin server ...")
+                self.stdout.flush()
+            stop_children(list(children.values()), grace=options["grace_seconds"], now=signals.again)
+            codes = ", ".join(f"{name} exited {child.returncode}" for name, child in children.items())
+            self.stdout.write(f"sanoma demo stopped ({codes or 'nothing was started'})")
+            self.stdout.flush()
+        return failed
 
     def _example_runs(self) -> list[str]:
         examples = [
             ("refund", {"order_id": "1001", "amount_cents": 1500, "reason": "damaged in transit"}, "alice"),
             ("follow-up", {"order_id": "1002", "after_seconds": 20}, "alice"),
-            ("reprice", {"prices": [{"sku": "mug", "price_cents": 1600}, {"sku": "tee", "price_cents": 2700}]}, "alice"),
+            ("reprice", {"prices": [{"sku": "mug", "price_cents": 1600}, {"sku": "tee", "price_cents": 2700}]},
+             "alice"),
             ("support.onboard-agent", {"username": "robin"}, "alice"),
         ]
         started = []
@@ -109,10 +223,11 @@ class Command(BaseCommand):
 
     def _banner(self, config: Any, port: int, started: list[str]) -> None:
         url = f"http://127.0.0.1:{port}"
+        logins = ", ".join(username for username, _, _ in DEMO_PEOPLE)
         lines = [
             "",
             f"sanoma demo: {config.app_name} ({config.version[:24]}...) on {settings.DATABASES['default']['NAME']}",
-            f"  admin:   {url}/admin/   (log in as admin/admin, or alice/alice, finance-lead/finance-lead, sam/sam, support-lead/support-lead)",
+            f"  admin:   {url}/admin/   (log in as {logins}: the password is the username)",
             f"  API:     {url}/api/     (schema at {url}/api/schema/)",
             "  runs started: " + (", ".join(started) or "none"),
             "  try:    .venv/bin/python manage.py runs",
@@ -122,6 +237,6 @@ class Command(BaseCommand):
         start = (config.demo or {}).get("start")
         if start:
             lines.append(f"  Start with these apps: {start}")
-        lines.append("  Ctrl-C stops the demo.")
+        lines.append("  Ctrl-C (or SIGTERM) stops the demo, its worker and its server; a second one kills them now.")
         self.stdout.write("\n".join(lines))
         self.stdout.flush()

@@ -1,4 +1,4 @@
-"""A config root made for the worker tests (`runs/tests/test_crash.py`, `runs/tests/test_worker.py`).
+"""A config root made for the worker tests (`wakeups/tests/test_crash.py`, `wakeups/tests/test_worker.py`).
 
 Loaded as a package named `worker_company` (its parent folder on sys.path), exactly as a
 company's root is; `harness.py` beside it is the tests' own helper, not part of the config.

@@ -20,8 +20,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[3]
@@ -94,7 +95,7 @@ class Worker:
         self.pgid: int | None = None
         self._offset = 0
 
-    def start(self, *, ready_within: float = 60.0) -> "Worker":
+    def start(self, *, ready_within: float = 60.0) -> Worker:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self._offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as out:
@@ -105,7 +106,8 @@ class Worker:
             )
         self.pgid = self.proc.pid  # a new session: its leader's pid is the group id
         if ready_within:
-            self.wait_for(lambda: READY_LINE in self.output(all_runs=False), within=ready_within, what="the worker to start")
+            self.wait_for(lambda: READY_LINE in self.output(all_runs=False), within=ready_within,
+                          what="the worker to start")
         return self
 
     def output(self, *, all_runs: bool = True) -> str:
@@ -114,17 +116,26 @@ class Worker:
         text = self.log.read_text(errors="replace")
         return text if all_runs else text[self._offset :]
 
-    def wait_for(self, condition: Callable[[], Any], *, within: float, what: str, every: float = 0.05) -> Any:
-        """Poll `condition` until truthy; fail after `within` s, with the worker's output."""
+    def wait_for(self, condition: Callable[[], Any], *, within: float, what: str, every: float = 0.05,
+                 progress: Callable[[], Any] | None = None) -> Any:
+        """Poll `condition` until truthy. The bound only turns a hang into a failure: it fails after
+        `within` s, or, given `progress` (a measure that only grows, e.g. runs finished), after
+        `within` s without `progress()` changing, so a loaded machine that is slow but getting on
+        is not failed. Fails at once if the worker exits; every failure carries its output."""
         ends = time.monotonic() + within
+        seen = progress() if progress is not None else None
         while True:
             value = condition()
             if value:
                 return value
             if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"the worker exited ({self.proc.returncode}) while waiting for {what}\n{self.describe()}")
+                raise AssertionError(f"the worker exited ({self.proc.returncode}) while waiting for {what}\n"
+                                     f"{self.describe()}")
+            if progress is not None and (now := progress()) != seen:
+                seen, ends = now, time.monotonic() + within
             if time.monotonic() > ends:
-                raise AssertionError(f"timed out after {within} s waiting for {what}\n{self.describe()}")
+                stalled = f" (no progress from {seen!r})" if progress is not None else ""
+                raise AssertionError(f"timed out after {within} s{stalled} waiting for {what}\n{self.describe()}")
             time.sleep(every)
 
     def kill(self) -> None:

@@ -2,7 +2,8 @@
 from pydantic import BaseModel
 
 from runs.authoring import define_workflow
-from worker_company.tally import POST
+
+from ..tally import POST
 
 
 class FiveInput(BaseModel):

@@ -1,0 +1,112 @@
+"""Seeding people and groups: who a company (or the demo) has, declared and applied idempotently.
+
+`seed_person` and `seed_group` are declarative: each call makes the user (or group) exactly what it
+declares, in one transaction. Running one again with the same arguments changes nothing; with other
+arguments it updates the existing row, never adds a second one. A permission is named
+`app_label.codename` (`runs.start_workflow`); a name that is malformed or names no permission is
+refused with an `InvalidInput` naming it, before anything is written.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.db import transaction
+
+from connectors.errors import InvalidInput
+
+# The demo company. Passwords are the usernames: a local demo, never a deployment.
+DEMO_PEOPLE: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    # username, groups, superuser
+    ("admin", (), True),
+    ("alice", ("staff",), False),
+    ("finance-lead", ("staff", "finance"), False),
+    ("sam", ("staff", "security"), False),
+    ("support-lead", ("staff", "support"), False),
+)
+# What the demo's staff group sees in the admin.
+DEMO_STAFF_PERMS = tuple(
+    f"runs.{codename}"
+    for codename in ("view_run", "view_approval", "view_ledgerrecord", "view_step", "view_workflowentry")
+)
+
+
+def permissions(names: Iterable[str]) -> list[Permission]:
+    """The permissions named `app_label.codename`; every bad name is listed in one `InvalidInput`."""
+    names = list(names)
+    found: list[Permission] = []
+    bad: list[str] = []
+    for name in names:
+        app_label, dot, codename = str(name).partition(".")
+        if not (dot and app_label and codename) or "." in codename:
+            bad.append(f"{name!r} (a permission is named app_label.codename, e.g. runs.start_workflow)")
+            continue
+        perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
+        if perm is None:
+            bad.append(f"{name!r} (no permission {codename!r} in app {app_label!r})")
+            continue
+        found.append(perm)
+    if bad:
+        raise InvalidInput("Unknown permission: " + "; ".join(bad), data={"permissions": [str(n) for n in names]})
+    return found
+
+
+def seed_group(*, name: str, perms: Sequence[str] = ()) -> Group:
+    """The group `name` with exactly the permissions `perms` (created if missing)."""
+    if not name:
+        raise InvalidInput("A group needs a name")
+    with transaction.atomic():
+        wanted = permissions(perms)
+        group, _ = Group.objects.get_or_create(name=name)
+        group.permissions.set(wanted)
+    return group
+
+
+def seed_person(
+    *,
+    username: str,
+    groups: Sequence[str] = (),
+    perms: Sequence[str] = (),
+    superuser: bool = False,
+    staff: bool = False,
+    password: str | None = None,
+) -> Any:
+    """The user `username`, exactly as declared: in exactly `groups` (created if missing; their own
+    permissions are left as they are), with exactly the direct permissions `perms`, a superuser or
+    not, staff (may log in to the admin) if `staff` or `superuser`, and the password `password`
+    (None: no password login). One transaction; returns the user, freshly read."""
+    if not username:
+        raise InvalidInput("A person needs a username")
+    if isinstance(groups, str) or isinstance(perms, str):
+        raise InvalidInput("groups and perms are sequences of names, not one string")
+    User = get_user_model()
+    with transaction.atomic():
+        wanted_perms = permissions(perms)  # checked first: a bad name writes nothing
+        wanted_groups = [Group.objects.get_or_create(name=name)[0] for name in dict.fromkeys(groups)]
+        user, _ = User.objects.get_or_create(username=username)
+        user.is_superuser = superuser
+        user.is_staff = staff or superuser
+        user.is_active = True
+        if password is None:
+            user.set_unusable_password()
+        elif not user.check_password(password):  # an unchanged password is not rehashed
+            user.set_password(password)
+        user.save()
+        user.groups.set(wanted_groups)
+        user.user_permissions.set(wanted_perms)
+    return User.objects.get(pk=user.pk)
+
+
+def seed_demo_company() -> list[Any]:
+    """The demo's people (see DEMO_PEOPLE): everyone may log in to the admin with their username
+    as password and, unless a superuser, start workflows; the staff group may view runs,
+    approvals, the ledger, steps and workflows. Idempotent; one transaction."""
+    with transaction.atomic():
+        seed_group(name="staff", perms=DEMO_STAFF_PERMS)
+        return [
+            seed_person(username=username, groups=groups, superuser=superuser, staff=True, password=username,
+                        perms=() if superuser else ("runs.start_workflow",))
+            for username, groups, superuser in DEMO_PEOPLE
+        ]
