@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 from django.db.models.signals import post_migrate
 
 
@@ -15,4 +16,9 @@ class RunsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from runs.config.checks import check_config, check_deployment
+
         post_migrate.connect(_forget_permission_ids, dispatch_uid="runs.forget_permission_ids")
+        # Every command that runs the checks (check, runserver, migrate, worker, ...) refuses a broken config.
+        checks.register(check_config, "sanoma")
+        checks.register(check_deployment, "sanoma", deploy=True)

@@ -1,26 +1,191 @@
-"""Settings, read from the environment.
+"""Settings, read from the environment (with environs); the README's settings table lists them all.
 
-DATABASE_URL        sqlite:///path or postgresql://user@host:port/db (default: var/sanoma.sqlite3)
-SANOMA_ROOT         the company's config root (default: company/)
-SANOMA_APP_VERSION  names the app version instead of the hash of the workflows
-SANOMA_FAKES        "instance" runs every connector on its fake (the demo does)
-SANOMA_LEASE_SECONDS  how long a worker holds a run without renewing (default 30)
+Two profiles. Development, the default, is what ./demo, ./test and CI use without setting anything:
+it runs on a built-in development secret key (which `manage.py check --deploy` reports as an
+error). Production (`DJANGO_ENV=production`) refuses to start without a real secret key and the
+site's host names, and turns the HTTPS settings on.
+
+Every variable is read before anything is refused, so one bad start names every bad variable, on
+one line (an ImproperlyConfigured).
 """
 from __future__ import annotations
 
-import os
+import logging
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
 
-from sanoma_site.database_url import database_entry
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from environs import Env, EnvError
+from marshmallow.validate import OneOf, Range
+
+from sanoma_site.logging import logging_config
+
+_T = TypeVar("_T")
+
+env = Env()
+_problems: list[str] = []
+# Values never repeated in an error message.
+_SECRET_VARIABLES = {"DATABASE_URL", "DJANGO_SECRET_KEY", "SECRET_KEY"}
+# Django's own marker of a key nobody chose; `check --deploy` and the production profile refuse it.
+_DEVELOPMENT_SECRET_KEY = "django-insecure-sanoma-local-development-key-change-me-in-production"
+_POSITIVE = Range(min=0, min_inclusive=False, error="must be greater than 0")
+
+
+def _read(parse: Callable[..., _T | None], name: str, default: _T, **kwargs: Any) -> _T:
+    """`parse(name, default)`; a bad value is noted, to be reported with the others, and the default used meanwhile.
+
+    An empty variable counts as unset (`DATABASE_URL= ./test` means the default database).
+    """
+    if env.str(name, "") == "":
+        return default
+    try:
+        value = parse(name, default, **kwargs)
+    except EnvError as err:
+        reasons = getattr(err, "error_messages", None) or [str(err)]
+        shown = "" if name in _SECRET_VARIABLES else f"={env.str(name, '')!r}"
+        _problems.append(f"{name}{shown}: {' '.join(str(r) for r in reasons)}")
+        return default
+    return default if value is None else value
+
+
+def _read_list(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list; spaces around the commas and empty items are dropped."""
+    return [str(item).strip() for item in _read(env.list, name, default) if str(item).strip()]
+
+
+def _refuse(problems: list[str]) -> None:
+    """Raise ImproperlyConfigured naming every bad variable.
+
+    Left uncaught (manage.py, a plain `python -c`), it is printed as its one line rather than a
+    traceback through Django's import machinery, which says nothing about the environment.
+    """
+    message = "The environment is not valid: " + "; ".join(p.replace("\n", " ") for p in problems)
+    previous = sys.excepthook
+
+    def print_one_line(kind: type[BaseException], value: BaseException, trace: TracebackType | None) -> None:
+        if isinstance(value, ImproperlyConfigured) and str(value) == message:
+            sys.stderr.write(f"ImproperlyConfigured: {message}\n")
+        else:
+            previous(kind, value, trace)
+
+    sys.excepthook = print_one_line
+    raise ImproperlyConfigured(message)
+
+
+def _sqlite(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    # WAL with IMMEDIATE transactions: writers queue on the lock instead of failing mid-transaction.
+    entry: dict[str, Any] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": name,
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            **options,
+        },
+    }
+    if name != ":memory:":  # an in-memory database is tested in memory too
+        entry["TEST"] = {"NAME": str(Path(name).with_name("test_" + Path(name).name))}
+    return entry
+
+
+def _database(url: str, default_file: Path) -> dict[str, Any]:
+    """The DATABASES entry of a DATABASE_URL (empty: the default SQLite file); ValueError says what is wrong."""
+    if not url:
+        entry = _sqlite(str(default_file), {})
+    else:
+        scheme, separator, _ = url.partition("://")
+        expected = "sqlite:///<path> or postgresql://user@host:port/name"
+        if not separator or not scheme.isalnum():  # the text is not echoed: it may hold a password
+            raise ValueError(f"not a database URL: write {expected}")
+        if scheme not in ("sqlite", "postgres", "postgresql"):
+            raise ValueError(f"scheme {scheme!r} is not supported: use {expected}")
+        try:
+            parsed: dict[str, Any] = dict(dj_database_url.parse(url))
+            parts = urlsplit(url)
+        except ValueError as err:
+            raise ValueError(f"not a database URL ({err})") from None
+        options = dict(parsed.get("OPTIONS") or {})
+        if scheme == "sqlite":
+            if url == "sqlite://:memory:":
+                entry = _sqlite(":memory:", options)
+            elif parts.netloc or not parts.path.strip("/"):
+                raise ValueError("an SQLite URL is sqlite:///<absolute path of the file> or sqlite://:memory:")
+            else:
+                # The path after sqlite:// is absolute (sqlite:///srv/x.sqlite3, as this project always
+                # read it; dj-database-url would read three slashes as a relative path).
+                entry = _sqlite("/" + unquote(parts.path).lstrip("/"), options)
+        else:
+            host = parts.netloc.rpartition("@")[2]
+            entry = {
+                "ENGINE": "django.db.backends.postgresql",  # psycopg 3
+                "NAME": parsed.get("NAME") or "sanoma",
+                "USER": parsed.get("USER", ""),
+                "PASSWORD": parsed.get("PASSWORD", ""),
+                # A Unix-socket directory is given percent-encoded (%2Fvar%2Frun%2Fpostgresql); decoded
+                # here from the URL as written, since the parsed host name is lower-cased.
+                "HOST": unquote(host.partition(":")[0]) if host[:3].lower() == "%2f" else parsed.get("HOST", ""),
+                "PORT": str(parsed.get("PORT") or ""),
+                "OPTIONS": options,
+            }
+    # Measured: CONN_MAX_AGE=0 makes django-q2's ORM broker about 7x slower (ENGINE-NOTES 2).
+    entry["CONN_MAX_AGE"] = 600
+    entry["CONN_HEALTH_CHECKS"] = True
+    return entry
+
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("SANOMA_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR = _read(env.path, "SANOMA_VAR_DIR", BASE_DIR / "var").resolve()
+try:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as err:
+    _problems.append(f"SANOMA_VAR_DIR={str(VAR_DIR)!r}: the folder cannot be made ({err.strerror})")
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "sanoma-local-development-key-change-me-in-production")
+SANOMA_PROFILE = _read(
+    env.str, "DJANGO_ENV", "development",
+    validate=OneOf(["development", "production"], error="must be development or production"),
+)
+_production = SANOMA_PROFILE == "production"
+
+SECRET_KEY = _read(env.str, "DJANGO_SECRET_KEY", "") or _read(env.str, "SECRET_KEY", "")
+if not SECRET_KEY:
+    if _production:
+        _problems.append(
+            "DJANGO_SECRET_KEY is not set: DJANGO_ENV=production needs a long random key "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
+    SECRET_KEY = _DEVELOPMENT_SECRET_KEY
+elif _production and SECRET_KEY.startswith("django-insecure-"):
+    _problems.append("DJANGO_SECRET_KEY: a django-insecure- development key is refused with DJANGO_ENV=production")
+
 # Off unless asked: with DEBUG on, Django keeps every query of a long-running worker in memory.
-DEBUG = os.environ.get("DJANGO_DEBUG", "0") == "1"
-ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+DEBUG = _read(env.bool, "DJANGO_DEBUG", False)
+if DEBUG and _production:
+    _problems.append("DJANGO_DEBUG=1 is refused with DJANGO_ENV=production: debug pages show settings and code")
+
+ALLOWED_HOSTS = _read_list("DJANGO_ALLOWED_HOSTS", [] if _production else ["127.0.0.1", "localhost", "testserver"])
+if _production and not ALLOWED_HOSTS:
+    _problems.append("DJANGO_ALLOWED_HOSTS is not set: DJANGO_ENV=production needs the site's host names")
+CSRF_TRUSTED_ORIGINS = _read_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+# HTTPS, on in production: the site is served over TLS only and browsers are told to remember that.
+SECURE_SSL_REDIRECT = _read(env.bool, "DJANGO_SECURE_SSL_REDIRECT", _production)
+SECURE_HSTS_SECONDS = _read(
+    env.int, "DJANGO_SECURE_HSTS_SECONDS", 31_536_000 if _production else 0, validate=Range(min=0)
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _production and SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = _production and SECURE_HSTS_SECONDS > 0
+SESSION_COOKIE_SECURE = _production
+CSRF_COOKIE_SECURE = _production
+# Behind a proxy that ends TLS, the request reaches Django as http: trust its X-Forwarded-Proto.
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if _read(env.bool, "DJANGO_SECURE_PROXY_SSL_HEADER", False) else None
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -68,7 +233,12 @@ TEMPLATES = [
 ]
 WSGI_APPLICATION = "sanoma_site.wsgi.application"
 
-DATABASES = {"default": database_entry(os.environ.get("DATABASE_URL"), VAR_DIR / "sanoma.sqlite3")}
+try:
+    _default_database = _database(_read(env.str, "DATABASE_URL", ""), VAR_DIR / "sanoma.sqlite3")
+except ValueError as err:
+    _problems.append(f"DATABASE_URL: {err}")
+    _default_database = _database("", VAR_DIR / "sanoma.sqlite3")
+DATABASES = {"default": _default_database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
@@ -94,22 +264,26 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {"TITLE": "sanoma", "VERSION": "0.1.0"}
 
-SANOMA_ROOT = Path(os.environ.get("SANOMA_ROOT", BASE_DIR / "company")).resolve()
-SANOMA_APP_VERSION = os.environ.get("SANOMA_APP_VERSION") or None
-SANOMA_FAKES = os.environ.get("SANOMA_FAKES", "")
-SANOMA_LEASE_SECONDS = float(os.environ.get("SANOMA_LEASE_SECONDS", "30"))
+SANOMA_ROOT = _read(env.path, "SANOMA_ROOT", BASE_DIR / "company").resolve()
+SANOMA_APP_VERSION = _read(env.str, "SANOMA_APP_VERSION", "") or None
+SANOMA_FAKES = _read(
+    env.str, "SANOMA_FAKES", "",
+    validate=OneOf(["", "instance"], error="must be empty (real drivers) or instance (every connector on its fake)"),
+)
+SANOMA_LEASE_SECONDS = _read(env.float, "SANOMA_LEASE_SECONDS", 30.0, validate=_POSITIVE)
 # A run segment hands its run back to the queue after this long, so no task outlives its lease.
-SANOMA_SEGMENT_SECONDS = float(os.environ.get("SANOMA_SEGMENT_SECONDS", "20"))
-SANOMA_SWEEP_SECONDS = float(os.environ.get("SANOMA_SWEEP_SECONDS", "0.25"))
+SANOMA_SEGMENT_SECONDS = _read(env.float, "SANOMA_SEGMENT_SECONDS", 20.0, validate=_POSITIVE)
+SANOMA_SWEEP_SECONDS = _read(env.float, "SANOMA_SWEEP_SECONDS", 0.25, validate=_POSITIVE)
 
 # django-q2 is the dispatch vehicle, never the source of truth (ENGINE-NOTES 7-8): store no
 # successes, ack failures (the engine owns retries), poll often, prefetch little, and keep
 # `retry` above the worst dequeue-to-finish time so the broker rarely redelivers.
 _TIMEOUT = int(SANOMA_SEGMENT_SECONDS * 3 + 30)
+_q_log_level = _read(env.log_level, "SANOMA_Q_LOG_LEVEL", logging.WARNING)
 Q_CLUSTER = {
     "name": "sanoma",
     "orm": "default",
-    "workers": int(os.environ.get("SANOMA_WORKERS", "2")),
+    "workers": _read(env.int, "SANOMA_WORKERS", 2, validate=Range(min=1, error="must be at least 1")),
     "poll": 0.05,
     "bulk": 1,
     "queue_limit": 2,
@@ -119,16 +293,17 @@ Q_CLUSTER = {
     "timeout": _TIMEOUT,
     "retry": _TIMEOUT * 4,
     "catch_up": False,
-    "log_level": os.environ.get("SANOMA_Q_LOG_LEVEL", "WARNING"),
+    "log_level": logging.getLevelName(_q_log_level),
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "loggers": {
-        "sanoma": {"handlers": ["console"], "level": os.environ.get("SANOMA_LOG_LEVEL", "INFO")},
-        "django_q": {"handlers": ["console"], "level": os.environ.get("SANOMA_Q_LOG_LEVEL", "WARNING"), "propagate": False},
-    },
-}
+LOGGING = logging_config(
+    log_format=_read(
+        env.str, "SANOMA_LOG_FORMAT", "plain", validate=OneOf(["plain", "json"], error="must be plain or json")
+    ),
+    sanoma_level=_read(env.log_level, "SANOMA_LOG_LEVEL", logging.INFO),
+    q_level=_q_log_level,
+    django_level=_read(env.log_level, "DJANGO_LOG_LEVEL", logging.WARNING),
+)
+
+if _problems:
+    _refuse(_problems)

@@ -19,7 +19,6 @@ from runs.config.registry import set_config
 from runs.config.resolution import SanomaConfig, load_config, resolve_config
 from runs.config.workflows import Schedule, define_workflow
 from runs.tests.fixtures import GET, PUBLISH, acme
-from sanoma_site.database_url import database_entry
 
 
 def body(ctx, input):
@@ -161,17 +160,6 @@ def test_without_an_app_name_the_app_is_sanoma_and_the_version_a_hash():
     config = resolve_config(SanomaConfig(connectors=[acme], app_name=""), fakes="instance")
     assert config.app_name == "sanoma"
     assert re.fullmatch(r"sanoma@[0-9a-f]{64}", config.version)
-
-
-def test_database_url_selects_the_database(tmp_path):
-    default = database_entry(None, tmp_path / "x.sqlite3")
-    assert default["ENGINE"] == "django.db.backends.sqlite3" and default["NAME"] == str(tmp_path / "x.sqlite3")
-    pg = database_entry("postgresql://postgres:pw@127.0.0.1:5432/acme", tmp_path / "x.sqlite3")
-    assert (pg["ENGINE"], pg["NAME"], pg["USER"], pg["PASSWORD"], pg["HOST"], pg["PORT"]) == (
-        "django.db.backends.postgresql", "acme", "postgres", "pw", "127.0.0.1", "5432")
-    assert pg["CONN_MAX_AGE"] >= 60
-    with pytest.raises(ValueError, match="DATABASE_URL must be"):
-        database_entry("mysql://x/y", tmp_path / "x.sqlite3")
 
 
 @pytest.mark.parametrize("key", ["drivers", "fakes"])

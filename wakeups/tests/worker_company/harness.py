@@ -6,7 +6,7 @@ Not part of the config root: the worker never imports this file (only `sanoma_co
 Pointing the worker at the test database: pytest-django creates the test database and rewrites
 the connection's settings in place, so inside a test `connection.settings_dict` (the same dict as
 `settings.DATABASES["default"]`) names the database the test is really using: on SQLite the file
-`test_<name>` (settings give it a `TEST.NAME` beside the main file, see `sanoma_site/database_url`),
+`test_<name>` (settings give it a `TEST.NAME` beside the main file, see `sanoma_site/settings.py`),
 on PostgreSQL `test_<name>` (with `_gw<n>` under xdist). `database_url()` turns that dict back into
 a `DATABASE_URL` for the child process. The test must use `django_db(transaction=True)`, so what
 it writes is committed and visible to the worker, and so the worker's writes are visible to it.
@@ -45,7 +45,9 @@ def database_url(settings_dict: Mapping[str, Any]) -> str:
         user = quote(str(settings_dict.get("USER") or ""), safe="")
         password = quote(str(settings_dict.get("PASSWORD") or ""), safe="")
         auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-        host = settings_dict.get("HOST") or ""
+        host = str(settings_dict.get("HOST") or "")
+        if host.startswith("/"):  # a Unix-socket folder goes percent-encoded in the host part
+            host = quote(host, safe="")
         port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
         return f"postgresql://{auth}{host}{port}/{quote(name, safe='')}"
     raise RuntimeError(f"No DATABASE_URL for a {engine} database")

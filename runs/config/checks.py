@@ -1,0 +1,219 @@
+"""Django system checks: the company config resolves, and a deployment runs on a real secret key.
+
+`manage.py check`, and every command that runs the checks (runserver, migrate, worker, behave, ...),
+resolves the config the way the worker will (once; a second time on the fakes only when it is
+refused) and reports each problem as its own Error, with an id per kind of problem, so a broken
+config root stops the command before it starts:
+
+    sanoma.E001  the config root is missing or cannot be imported as a package
+    sanoma.E002  a workflow file does not import (the file and line)
+    sanoma.E003  a policy file is invalid (the file and line)
+    sanoma.E004  sanoma_config.py (or the root's __init__.py) does not import, or `config` is not valid
+    sanoma.E005  operations do not line up between connectors, drivers and workflows
+    sanoma.E006  two workflows share a name, or one takes a built-in's name
+    sanoma.E007  a connector's driver or fake cannot be made
+    sanoma.E009  any other reason the config cannot be resolved
+
+A config refused on real drivers (SANOMA_FAKES unset) that resolves on its fakes gets the same ids
+as warnings (sanoma.W005, sanoma.W007): scenarios run on it, a worker on real drivers would not.
+In production (DJANGO_ENV=production) they stay errors.
+
+With --deploy:
+
+    sanoma.E010  the built-in development secret key is in use (DJANGO_SECRET_KEY is not set)
+    sanoma.W011  the production profile (DJANGO_ENV=production) is off
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.apps import AppConfig
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning
+
+from connectors.errors import ConfigError
+from runs.config.resolution import load_config
+
+_HINTS = {
+    "sanoma.E001": "Point SANOMA_ROOT at the folder holding sanoma_config.py; its name must be a Python identifier.",
+    "sanoma.E002": "Every .py file under workflows/ is imported (except _* and test_*): fix the file or move it.",
+    "sanoma.E003": "Fix the policy under policies/ (Cedar syntax and the @approve/@title/@covers annotations).",
+    "sanoma.E004": "sanoma_config.py must import and define `config = SanomaConfig(...)`.",
+    "sanoma.E005": "Each operation a workflow uses is declared by one connector and implemented by its driver.",
+    "sanoma.E006": "Give each workflow its own name, other than drift, apply, call and change.",
+    "sanoma.E007": "The connector's with_setup(driver=..., fake=...) function raised: see the message.",
+    "sanoma.E009": "See the message; the worker refuses this config the same way.",
+}
+
+# resolve_config reports problems as sentences; each kind is recognised by its wording, first match wins.
+_KINDS: Sequence[tuple[str, re.Pattern[str]]] = (
+    ("sanoma.E001", re.compile(r"has no sanoma_config\.py|the config root's folder|is already imported from")),
+    ("sanoma.E003", re.compile(r"^policies/[^:]+:\d+: ")),
+    (
+        "sanoma.E004",
+        re.compile(
+            r"^sanoma_config\.py|the config must be a SanomaConfig|The config needs `connectors`|"
+            r"The config's `workflows`|^app_name |^connectors lists |^workflows lists "
+        ),
+    ),
+    ("sanoma.E002", re.compile(r"^(?:apps/[^/]+/)?workflows/[^:]+\.py: ")),
+    ("sanoma.E007", re.compile(r"could not be made")),
+    ("sanoma.E006", re.compile(r"the name of a built-in workflow|Two different workflow definitions")),
+    (
+        "sanoma.E005",
+        re.compile(r"no connector in the config declares|Two connectors declare|has no driver|its connector declares|"
+                   r"is not an input field"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class _Where:
+    """A place in a file: what a check message shows before its id (`file:line`)."""
+
+    file: Path
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else str(self.file)
+
+
+def check_config(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """Resolve the config as the worker would (root, fakes, app version) and report what stops it."""
+    if app_configs is not None and not any(app.name == "runs" for app in app_configs):
+        return []
+    root = Path(settings.SANOMA_ROOT)
+    if not root.is_dir():
+        message = f"the config root {root} is not a folder"
+        return [Error(message, hint=_HINTS["sanoma.E001"], obj=_Where(root), id="sanoma.E001")]
+    try:
+        load_config(
+            root,
+            fakes=settings.SANOMA_FAKES,
+            fake_dir=Path(settings.VAR_DIR) / "fakes",
+            app_version=settings.SANOMA_APP_VERSION,
+        )
+    except ConfigError as err:
+        unique = list(dict.fromkeys(err.problems))  # one line per problem, however many workflows share it
+        if settings.SANOMA_PROFILE != "production" and _only_fakes_missing(root):
+            return [_fakes_only_warning(root, problem, err) for problem in unique]
+        return [_problem_error(root, problem, err) for problem in unique]
+    except Exception as err:  # the root's package itself failed to import, or resolving broke
+        where = _failure_place(err, root)
+        package = where is not None and where.file == root / "__init__.py"
+        check_id = "sanoma.E004" if package else "sanoma.E009"
+        what = "the config root's __init__.py does not import" if package else "the config cannot be resolved"
+        message = f"{what}: {type(err).__name__}: {err}"
+        return [Error(message, hint=_HINTS[check_id], obj=where or _Where(root), id=check_id)]
+    return []
+
+
+def _problem_error(root: Path, problem: str, err: ConfigError) -> Error:
+    check_id = next((kind for kind, pattern in _KINDS if pattern.search(problem)), "sanoma.E009")
+    where: _Where | None = None
+    message = problem
+    if check_id == "sanoma.E002":
+        relative, _, detail = problem.partition(": ")
+        where = _workflow_failure_place(root, relative) or _Where(root / relative)
+        message = f"{relative} does not import: {detail}"
+    elif check_id == "sanoma.E003":
+        found = re.match(r"^(?P<file>[^:]+):(?P<line>\d+): (?P<detail>.*)$", problem, re.DOTALL)
+        if found:
+            where = _Where(root / found["file"], int(found["line"]))
+            message = f"invalid policy: {found['detail']}"
+    elif check_id == "sanoma.E004" and problem.startswith("sanoma_config.py"):
+        # load_config raises this one from the import's exception, which knows the line.
+        where = _failure_place(err.__cause__, root) or _Where(root / "sanoma_config.py")
+    elif check_id == "sanoma.E001":
+        where = _Where(root)
+    return Error(message, hint=_HINTS[check_id], obj=where or _Where(root / "sanoma_config.py"), id=check_id)
+
+
+def _only_fakes_missing(root: Path) -> bool:
+    """Whether the config, refused on real drivers, resolves on its fakes.
+
+    A config whose connectors have fakes but no drivers yet is how scenarios are written first, and
+    `manage.py behave` runs on fakes whatever SANOMA_FAKES says: its problems are warnings then
+    (errors in production, where a worker must run on drivers).
+    """
+    if settings.SANOMA_FAKES == "instance":
+        return False
+    try:
+        load_config(root, fakes="instance", fake_dir=None, app_version=settings.SANOMA_APP_VERSION)
+    except Exception:
+        return False
+    return True
+
+
+def _fakes_only_warning(root: Path, problem: str, err: ConfigError) -> Warning:
+    error = _problem_error(root, problem, err)
+    return Warning(
+        f"{error.msg} (a worker on real drivers refuses the config; on fakes it runs)",
+        hint="Add the driver, or run on the fakes with SANOMA_FAKES=instance as scenarios do.",
+        obj=error.obj,
+        id=str(error.id).replace(".E", ".W", 1),
+    )
+
+
+def _failure_place(err: BaseException | None, root: Path) -> _Where | None:
+    """The last place inside the config root where `err` was raised (a SyntaxError: its own place)."""
+    if err is None:
+        return None
+    if isinstance(err, SyntaxError) and err.filename and _is_inside(Path(err.filename), root):
+        return _Where(Path(err.filename), err.lineno)
+    frames: Iterable[traceback.FrameSummary] = traceback.extract_tb(err.__traceback__)
+    inside = [frame for frame in frames if _is_inside(Path(frame.filename), root)]
+    return _Where(Path(inside[-1].filename), inside[-1].lineno) if inside else None
+
+
+def _workflow_failure_place(root: Path, relative: str) -> _Where | None:
+    """Where a workflow file fails to import.
+
+    resolve_config reports the error's text only, which names a line for a SyntaxError alone. To
+    name it for any error, the file is imported once more (it failed, so Python kept nothing of
+    it) and the failure's traceback is read. This runs only when a workflow is already broken.
+    """
+    module = ".".join((root.name, *Path(relative).with_suffix("").parts))
+    try:
+        importlib.import_module(module)
+    except Exception as err:
+        return _failure_place(err, root)
+    return None
+
+
+def _is_inside(file: Path, root: Path) -> bool:
+    try:
+        return file.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
+
+
+def check_deployment(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """With --deploy: the development secret key is an error, the development profile a warning."""
+    found: list[CheckMessage] = []
+    if str(settings.SECRET_KEY).startswith("django-insecure-"):
+        found.append(
+            Error(
+                "the built-in development secret key is in use: DJANGO_SECRET_KEY is not set",
+                hint="Set DJANGO_SECRET_KEY to a long random value "
+                "(python -c 'import secrets; print(secrets.token_urlsafe(50))') and DJANGO_ENV=production.",
+                obj="DJANGO_SECRET_KEY",
+                id="sanoma.E010",
+            )
+        )
+    if getattr(settings, "SANOMA_PROFILE", "development") != "production":
+        found.append(
+            Warning(
+                "the production profile is off: HTTPS redirects, secure cookies and HSTS are not turned on",
+                hint="Set DJANGO_ENV=production (with DJANGO_SECRET_KEY and DJANGO_ALLOWED_HOSTS).",
+                obj="DJANGO_ENV",
+                id="sanoma.W011",
+            )
+        )
+    return found
