@@ -76,18 +76,56 @@ class InvalidInput(SanomaError):
     code = ErrorCode.INVALID_INPUT
 
 
+class ProblemKind(StrEnum):
+    """What kind of thing stops a config from resolving (each has its own system check id)."""
+
+    ROOT = "root"  # the config root is missing or cannot be imported as a package
+    WORKFLOW_IMPORT = "workflow_import"  # a workflow file does not import
+    POLICY = "policy"  # a policy file is invalid
+    CONFIG_FILE = "config_file"  # sanoma_config.py does not import, or its `config` is not valid
+    OPERATIONS = "operations"  # connectors, drivers and workflows do not line up
+    WORKFLOW_NAMES = "workflow_names"  # two workflows share a name, or one takes a built-in's
+    HALVES = "halves"  # a connector's driver or fake cannot be made
+    OTHER = "other"
+
+
+class Problem(str):
+    """One reason a config cannot be resolved: a sentence (the `str` itself) that also knows its
+    kind and, where there is one, the file (relative to the config root) and line it is about."""
+
+    kind: ProblemKind
+    file: str | None
+    line: int | None
+
+    def __new__(cls, text: str, *, kind: ProblemKind = ProblemKind.OTHER, file: str | None = None,
+                line: int | None = None) -> Problem:
+        problem = super().__new__(cls, text)
+        problem.kind = kind
+        problem.file = file
+        problem.line = line
+        return problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_problem, (str(self), self.kind, self.file, self.line))
+
+
+def _problem(text: str, kind: ProblemKind, file: str | None, line: int | None) -> Problem:
+    return Problem(text, kind=kind, file=file, line=line)
+
+
 class ConfigError(SanomaError):
     """The company's config cannot be resolved; the message lists every problem."""
 
     code = ErrorCode.CONFIG_INVALID
 
     def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
+        # A plain sentence is a problem of no known kind; a `Problem` keeps its kind and place.
+        self.problems: list[Problem] = [p if isinstance(p, Problem) else Problem(p) for p in problems]
         if len(problems) == 1:
             text = f"The config cannot be resolved: {problems[0]}"
         else:
             text = "The config cannot be resolved:\n" + "\n".join(f"- {p}" for p in problems)
-        super().__init__(text, data={"problems": self.problems})
+        super().__init__(text, data={"problems": [str(p) for p in self.problems]})
 
 
 class DriverError(SanomaError):

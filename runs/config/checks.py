@@ -25,8 +25,6 @@ With --deploy:
 """
 from __future__ import annotations
 
-import importlib
-import re
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,7 +35,7 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 
-from connectors.errors import ConfigError
+from connectors.errors import ConfigError, Problem, ProblemKind
 from runs.config.resolution import load_config
 
 _HINTS = {
@@ -51,26 +49,16 @@ _HINTS = {
     "sanoma.E009": "See the message; the worker refuses this config the same way.",
 }
 
-# resolve_config reports problems as sentences; each kind is recognised by its wording, first match wins.
-_KINDS: Sequence[tuple[str, re.Pattern[str]]] = (
-    ("sanoma.E001", re.compile(r"has no sanoma_config\.py|the config root's folder|is already imported from")),
-    ("sanoma.E003", re.compile(r"^policies/[^:]+:\d+: ")),
-    (
-        "sanoma.E004",
-        re.compile(
-            r"^sanoma_config\.py|the config must be a SanomaConfig|The config needs `connectors`|"
-            r"The config's `workflows`|^app_name |^connectors lists |^workflows lists "
-        ),
-    ),
-    ("sanoma.E002", re.compile(r"^(?:apps/[^/]+/)?workflows/[^:]+\.py: ")),
-    ("sanoma.E007", re.compile(r"could not be made")),
-    ("sanoma.E006", re.compile(r"the name of a built-in workflow|Two different workflow definitions")),
-    (
-        "sanoma.E005",
-        re.compile(r"no connector in the config declares|Two connectors declare|has no driver|its connector declares|"
-                   r"is not an input field"),
-    ),
-)
+_CHECK_IDS = {
+    ProblemKind.ROOT: "sanoma.E001",
+    ProblemKind.WORKFLOW_IMPORT: "sanoma.E002",
+    ProblemKind.POLICY: "sanoma.E003",
+    ProblemKind.CONFIG_FILE: "sanoma.E004",
+    ProblemKind.OPERATIONS: "sanoma.E005",
+    ProblemKind.WORKFLOW_NAMES: "sanoma.E006",
+    ProblemKind.HALVES: "sanoma.E007",
+    ProblemKind.OTHER: "sanoma.E009",
+}
 
 
 @dataclass(frozen=True)
@@ -100,10 +88,11 @@ def check_config(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) 
             app_version=settings.SANOMA_APP_VERSION,
         )
     except ConfigError as err:
-        unique = list(dict.fromkeys(err.problems))  # one line per problem, however many workflows share it
+        # One line per problem, however many workflows share it.
+        unique = list({str(problem): problem for problem in err.problems}.values())
         if settings.SANOMA_PROFILE != "production" and _only_fakes_missing(root):
-            return [_fakes_only_warning(root, problem, err) for problem in unique]
-        return [_problem_error(root, problem, err) for problem in unique]
+            return [_fakes_only_warning(root, problem) for problem in unique]
+        return [_problem_error(root, problem) for problem in unique]
     except Exception as err:  # the root's package itself failed to import, or resolving broke
         where = _failure_place(err, root)
         package = where is not None and where.file == root / "__init__.py"
@@ -114,25 +103,21 @@ def check_config(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) 
     return []
 
 
-def _problem_error(root: Path, problem: str, err: ConfigError) -> Error:
-    check_id = next((kind for kind, pattern in _KINDS if pattern.search(problem)), "sanoma.E009")
-    where: _Where | None = None
-    message = problem
-    if check_id == "sanoma.E002":
-        relative, _, detail = problem.partition(": ")
-        where = _workflow_failure_place(root, relative) or _Where(root / relative)
+def _problem_error(root: Path, problem: Problem) -> Error:
+    check_id = _CHECK_IDS[problem.kind]
+    message = str(problem)
+    if problem.kind is ProblemKind.WORKFLOW_IMPORT:
+        relative, _, detail = message.partition(": ")
         message = f"{relative} does not import: {detail}"
-    elif check_id == "sanoma.E003":
-        found = re.match(r"^(?P<file>[^:]+):(?P<line>\d+): (?P<detail>.*)$", problem, re.DOTALL)
-        if found:
-            where = _Where(root / found["file"], int(found["line"]))
-            message = f"invalid policy: {found['detail']}"
-    elif check_id == "sanoma.E004" and problem.startswith("sanoma_config.py"):
-        # load_config raises this one from the import's exception, which knows the line.
-        where = _failure_place(err.__cause__, root) or _Where(root / "sanoma_config.py")
-    elif check_id == "sanoma.E001":
+    elif problem.kind is ProblemKind.POLICY:
+        message = f"invalid policy: {message.partition(': ')[2] or message}"
+    if problem.file is not None:
+        where = _Where(root / problem.file, problem.line)
+    elif problem.kind is ProblemKind.ROOT:
         where = _Where(root)
-    return Error(message, hint=_HINTS[check_id], obj=where or _Where(root / "sanoma_config.py"), id=check_id)
+    else:
+        where = _Where(root / "sanoma_config.py")
+    return Error(message, hint=_HINTS[check_id], obj=where, id=check_id)
 
 
 def _only_fakes_missing(root: Path) -> bool:
@@ -151,8 +136,8 @@ def _only_fakes_missing(root: Path) -> bool:
     return True
 
 
-def _fakes_only_warning(root: Path, problem: str, err: ConfigError) -> Warning:
-    error = _problem_error(root, problem, err)
+def _fakes_only_warning(root: Path, problem: Problem) -> Warning:
+    error = _problem_error(root, problem)
     return Warning(
         f"{error.msg} (a worker on real drivers refuses the config; on fakes it runs)",
         hint="Add the driver, or run on the fakes with SANOMA_FAKES=instance as scenarios do.",
@@ -170,21 +155,6 @@ def _failure_place(err: BaseException | None, root: Path) -> _Where | None:
     frames: Iterable[traceback.FrameSummary] = traceback.extract_tb(err.__traceback__)
     inside = [frame for frame in frames if _is_inside(Path(frame.filename), root)]
     return _Where(Path(inside[-1].filename), inside[-1].lineno) if inside else None
-
-
-def _workflow_failure_place(root: Path, relative: str) -> _Where | None:
-    """Where a workflow file fails to import.
-
-    resolve_config reports the error's text only, which names a line for a SyntaxError alone. To
-    name it for any error, the file is imported once more (it failed, so Python kept nothing of
-    it) and the failure's traceback is read. This runs only when a workflow is already broken.
-    """
-    module = ".".join((root.name, *Path(relative).with_suffix("").parts))
-    try:
-        importlib.import_module(module)
-    except Exception as err:
-        return _failure_place(err, root)
-    return None
 
 
 def _is_inside(file: Path, root: Path) -> bool:

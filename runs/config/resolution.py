@@ -10,13 +10,14 @@ import importlib
 import inspect
 import json
 import sys
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from connectors.drivers import Driver
-from connectors.errors import ConfigError
+from connectors.errors import ConfigError, Problem, ProblemKind
 from connectors.operations import Connector, Operation, phrase_fields
 from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
 from runs.policies.cedar import load_cedar_policy
@@ -80,17 +81,41 @@ def import_root(root: Path) -> Any:
     root = root.resolve()
     package = root.name
     if not package.isidentifier():
-        raise ConfigError([f"the config root's folder name {package!r} must be a Python identifier"])
+        raise ConfigError([Problem(f"the config root's folder name {package!r} must be a Python identifier",
+                                   kind=ProblemKind.ROOT)])
     if package in RESERVED_PACKAGES:
-        raise ConfigError([f"the config root's folder may not be named {package!r}: sanoma uses that package"])
+        raise ConfigError([Problem(f"the config root's folder may not be named {package!r}: sanoma uses that package",
+                                   kind=ProblemKind.ROOT)])
     parent = str(root.parent)
     if parent not in sys.path:
         sys.path.insert(0, parent)
-    module = importlib.import_module(package)
+    try:
+        module = importlib.import_module(package)
+    except Exception as err:
+        line = failure_line(err, root / "__init__.py")
+        raise ConfigError([Problem(f"__init__.py: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE,
+                                   file="__init__.py", line=line)]) from err
     located = Path(getattr(module, "__file__", None) or list(module.__path__)[0]).resolve()
     if root not in (located, located.parent):
-        raise ConfigError([f"the package {package!r} is already imported from {located}, not {root}"])
+        raise ConfigError([Problem(f"the package {package!r} is already imported from {located}, not {root}",
+                                   kind=ProblemKind.ROOT)])
     return module
+
+
+def failure_line(err: BaseException, file: Path) -> int | None:
+    """The line of `file` where `err` was raised while importing it (a SyntaxError: its own line)."""
+    target = file.resolve()
+
+    def same(name: str | None) -> bool:
+        try:
+            return name is not None and Path(name).resolve() == target
+        except OSError:
+            return False
+
+    if isinstance(err, SyntaxError) and same(err.filename):
+        return err.lineno
+    lines = [frame.lineno for frame in traceback.extract_tb(err.__traceback__) if same(frame.filename)]
+    return lines[-1] if lines else None
 
 
 def discover_workflows(root: Path, package: str, problems: list[str]) -> list[WorkflowDefinition]:
@@ -107,7 +132,9 @@ def discover_workflows(root: Path, package: str, problems: list[str]) -> list[Wo
             try:
                 module = importlib.import_module(name)
             except Exception as err:  # a broken file is a problem to list, not a crash
-                problems.append(f"{file.relative_to(root)}: {type(err).__name__}: {err}")
+                relative = str(file.relative_to(root))
+                problems.append(Problem(f"{relative}: {type(err).__name__}: {err}", kind=ProblemKind.WORKFLOW_IMPORT,
+                                        file=relative, line=failure_line(err, file)))
                 continue
             found += [v for v in vars(module).values() if isinstance(v, WorkflowDefinition)]
     return found
@@ -138,11 +165,13 @@ def _index_connectors(connectors: Sequence[Any], problems: list[str]) -> dict[st
     owner: dict[str, Connector] = {}
     for connector in connectors:
         if not isinstance(connector, Connector):
-            problems.append(f"connectors lists {connector!r}, which is not a connector from define_connector")
+            problems.append(Problem(f"connectors lists {connector!r}, which is not a connector from define_connector",
+                                    kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
             continue
         for op_id, operation in connector.operations.items():
             if op_id in ops and owner[op_id] is not connector:
-                problems.append(f"Two connectors declare {op_id}: keep one declaration")
+                problems.append(Problem(f"Two connectors declare {op_id}: keep one declaration",
+                                        kind=ProblemKind.OPERATIONS))
                 continue
             ops[op_id] = operation
             owner[op_id] = connector
@@ -155,10 +184,11 @@ def _check_phrases(ops: Mapping[str, Operation], problems: list[str]) -> None:
             template = getattr(operation.phrases, kind)
             for name in phrase_fields(template or ""):
                 if name not in operation.input.model_fields:
-                    problems.append(
+                    problems.append(Problem(
                         f"{op_id}'s {kind} phrase {template!r} names {{{name}}}, which is not an input field; "
-                        f"its fields are {', '.join(operation.input.model_fields)}"
-                    )
+                        f"its fields are {', '.join(operation.input.model_fields)}",
+                        kind=ProblemKind.OPERATIONS,
+                    ))
 
 
 def _make_drivers(
@@ -176,22 +206,25 @@ def _make_drivers(
                 file = (fake_dir / f"{connector.vendor}.json") if (fake_dir and fakes_mode == "instance") else None
                 fakes[connector.vendor] = connector.fake(file)
             except Exception as err:
-                problems.append(f"the fake of {connector.vendor} could not be made: {err}")
+                problems.append(Problem(f"the fake of {connector.vendor} could not be made: {err}",
+                                        kind=ProblemKind.HALVES))
         if fakes_mode == "instance" and connector.vendor in fakes:
             driver = fakes[connector.vendor].driver
         elif connector.driver is not None:
             try:
                 driver = connector.driver()
             except Exception as err:
-                problems.append(f"the driver of {connector.vendor} could not be made: {err}")
+                problems.append(Problem(f"the driver of {connector.vendor} could not be made: {err}",
+                                        kind=ProblemKind.HALVES))
                 continue
         else:
             continue
         extra = sorted(set(driver.functions) - set(connector.operations))
         for op_id in extra:
-            problems.append(
-                f'Driver "{connector.vendor}" implements {op_id}, which no connector in the config declares'
-            )
+            problems.append(Problem(
+                f'Driver "{connector.vendor}" implements {op_id}, which no connector in the config declares',
+                kind=ProblemKind.OPERATIONS,
+            ))
         for op_id in driver.functions:
             drivers[op_id] = driver
     return drivers, fakes
@@ -204,31 +237,39 @@ def _check_workflows(
     names: dict[str, WorkflowDefinition] = {}
     for wf in [*listed, *found]:
         if not isinstance(wf, WorkflowDefinition):
-            problems.append(f"workflows lists {wf!r}, which is not a define_workflow definition")
+            problems.append(Problem(f"workflows lists {wf!r}, which is not a define_workflow definition",
+                                    kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
             continue
         if wf.local_name in BUILTIN_WORKFLOWS or wf.name in BUILTIN_WORKFLOWS:
-            problems.append(f'A workflow is named "{wf.name}", the name of a built-in workflow; name it otherwise')
+            problems.append(Problem(
+                f'A workflow is named "{wf.name}", the name of a built-in workflow; name it otherwise',
+                kind=ProblemKind.WORKFLOW_NAMES))
             continue
         if wf.name in names:
             if names[wf.name] is not wf:
-                problems.append(
-                    f'Two different workflow definitions are named "{wf.name}": a name can be registered once'
-                )
+                problems.append(Problem(
+                    f'Two different workflow definitions are named "{wf.name}": a name can be registered once',
+                    kind=ProblemKind.WORKFLOW_NAMES,
+                ))
             continue
         names[wf.name] = wf
         for op_id in wf.ops:
             declared = ops.get(op_id)
             if declared is None:
-                problems.append(f'Workflow "{wf.name}" uses {op_id}, which no connector in the config declares')
+                problems.append(Problem(
+                    f'Workflow "{wf.name}" uses {op_id}, which no connector in the config declares',
+                    kind=ProblemKind.OPERATIONS))
                 continue
             copy = wf.operations.get(op_id)
             if copy is not None and not copy.same_contract(declared):
-                problems.append(
-                    f'Workflow "{wf.name}" declares {op_id} with effect {copy.effect} (idempotent: {copy.idempotent}); '
-                    f"its connector declares effect {declared.effect} (idempotent: {declared.idempotent})"
-                )
+                problems.append(Problem(
+                    f'Workflow "{wf.name}" declares {op_id} with effect {copy.effect} '
+                    f"(idempotent: {copy.idempotent}); "
+                    f"its connector declares effect {declared.effect} (idempotent: {declared.idempotent})",
+                    kind=ProblemKind.OPERATIONS,
+                ))
             if op_id not in drivers:
-                problems.append(f"{op_id} has no driver")
+                problems.append(Problem(f"{op_id} has no driver", kind=ProblemKind.OPERATIONS))
     return names
 
 
@@ -256,17 +297,21 @@ def resolve_config(
 ) -> ResolvedConfig:
     """Check the config and derive what the worker, client and admin use; one error lists all problems."""
     if not isinstance(config, SanomaConfig):
-        raise ConfigError([f"the config must be a SanomaConfig; got {type(config).__name__}"])
+        raise ConfigError([Problem(f"the config must be a SanomaConfig; got {type(config).__name__}",
+                                   kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py")])
     problems: list[str] = []
     if not isinstance(config.connectors, (list, tuple)):
-        raise ConfigError(["The config needs `connectors`: the connectors its workflows call"])
+        raise ConfigError([Problem("The config needs `connectors`: the connectors its workflows call",
+                                   kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py")])
     if not isinstance(config.workflows, (list, tuple)):
-        problems.append("The config's `workflows`, when given, is a list of define_workflow definitions")
+        problems.append(Problem("The config's `workflows`, when given, is a list of define_workflow definitions",
+                                kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
     app_name = (config.app_name or "").strip() or "sanoma"
     try:
         check_name(app_name)
     except ValueError:
-        problems.append(f"app_name {app_name!r} must be lowercase letters, digits and dashes")
+        problems.append(Problem(f"app_name {app_name!r} must be lowercase letters, digits and dashes",
+                                kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
     root = Path(config.root).resolve() if config.root else None
     ops = _index_connectors(config.connectors, problems)
     _check_phrases(ops, problems)
@@ -300,21 +345,31 @@ def load_config(
     """Import `<root>/sanoma_config.py`, discover the workflow files, and resolve."""
     root = Path(root).resolve()
     if not (root / "sanoma_config.py").is_file():
-        raise ConfigError([f"{root} has no sanoma_config.py defining `config = SanomaConfig(...)`"])
+        problem = (f"{root} is not a folder" if not root.is_dir()
+                   else f"{root} has no sanoma_config.py defining `config = SanomaConfig(...)`")
+        raise ConfigError([Problem(problem, kind=ProblemKind.ROOT)])
     package = import_root(root)
     try:
         module = importlib.import_module(f"{package.__name__}.sanoma_config")
     except ConfigError:
         raise  # already says what is wrong
     except Exception as err:
-        raise ConfigError([f"sanoma_config.py: {type(err).__name__}: {err}"]) from err
+        line = failure_line(err, root / "sanoma_config.py")
+        raise ConfigError([Problem(f"sanoma_config.py: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE,
+                                   file="sanoma_config.py", line=line)]) from err
     config = getattr(module, "config", None)
     if not isinstance(config, SanomaConfig):
-        raise ConfigError(["sanoma_config.py must define `config = SanomaConfig(...)`"])
+        raise ConfigError([Problem("sanoma_config.py must define `config = SanomaConfig(...)`",
+                                   kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py")])
     if config.root is None:
         config = SanomaConfig(**{**config.__dict__, "root": root})
     problems: list[str] = []
     found = discover_workflows(root, package.__name__, problems)
+    try:
+        resolved = resolve_config(config, fakes=fakes, fake_dir=fake_dir, app_version=app_version, discovered=found)
+    except ConfigError as err:
+        # Every problem at once: a broken workflow file does not hide a broken policy file.
+        raise ConfigError([*problems, *err.problems]) from None
     if problems:
         raise ConfigError(problems)
-    return resolve_config(config, fakes=fakes, fake_dir=fake_dir, app_version=app_version, discovered=found)
+    return resolved

@@ -31,7 +31,7 @@ from typing import Any
 
 import cedarpy
 
-from connectors.errors import ConfigError, ErrorCode, SanomaError
+from connectors.errors import ConfigError, ErrorCode, Problem, ProblemKind, SanomaError
 
 from .decisions import (
     ALLOW,
@@ -154,7 +154,7 @@ def _policy_version(files: list[tuple[str, str]]) -> str:
 
 def _check_annotations(rule_file: str, line: int, effect: str, notes: Mapping[str, str]) -> list[str]:
     where = f"{rule_file}:{line}"
-    problems = []
+    problems: list[str] = []
     if "id" in notes and not str(notes["id"]).strip():
         problems.append(f"{where}: @id must not be empty")
     if "approve" in notes:
@@ -172,6 +172,13 @@ def _check_annotations(rule_file: str, line: int, effect: str, notes: Mapping[st
             if key in notes:
                 problems.append(f"{where}: @{key} only applies to a forbid with @approve")
     return problems
+
+
+def _policy_problem(text: str) -> Problem:
+    """`<folder>/<file>:<line>: <what>` as a policy problem that knows its file and line."""
+    where, _, _ = text.partition(": ")
+    file, _, line = where.rpartition(":")
+    return Problem(text, kind=ProblemKind.POLICY, file=file or None, line=int(line) if line.isdigit() else None)
 
 
 def load_cedar_policy(directory: Path | str) -> CedarPolicy | None:
@@ -232,7 +239,7 @@ def load_cedar_policy(directory: Path | str) -> CedarPolicy | None:
                 )
             )
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError([_policy_problem(problem) for problem in problems])
     return CedarPolicy(rules, version=_policy_version(files), directory=directory)
 
 

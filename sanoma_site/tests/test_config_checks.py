@@ -71,6 +71,18 @@ def test_a_policy_that_does_not_parse_names_its_file_and_line(company, tmp_path)
     assert f"{policy}:{lines + 2}: (sanoma.E003) invalid policy: " in output
 
 
+def test_a_broken_workflow_does_not_hide_a_broken_policy(company, tmp_path):
+    refund = break_refund(company)
+    policy = company / "policies" / "shop.cedar"
+    lines = len(policy.read_text().splitlines())
+    policy.write_text(policy.read_text() + "\nforbid (principal, action, resource) when { ;\n")
+    status, output = check(company, tmp_path)
+    assert status != 0
+    assert f"{company}/workflows/refund.py:{refund}: (sanoma.E002)" in output
+    assert f"{policy}:{lines + 2}: (sanoma.E003)" in output
+    assert "System check identified 2 issues" in output
+
+
 def test_a_config_that_does_not_import_names_sanoma_config_and_the_line(company, tmp_path):
     config = company / "sanoma_config.py"
     lines = len(config.read_text().splitlines())
