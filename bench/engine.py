@@ -1,4 +1,4 @@
-"""What a checkpointed step costs, against the baselines in ENGINE-NOTES. Prints figures; not a test.
+"""What a checkpointed step costs, beside a bare insert and DBOS Transact. Prints figures; not a test.
 
 Usage (PostgreSQL only; the database named is DROPPED and created afresh, so give it its own name):
 
@@ -9,7 +9,7 @@ Usage (PostgreSQL only; the database named is DROPPED and created afresh, so giv
     ... bench/engine.py --skip-dbos      # without (d)
 
 It measures, in one run, side by side:
-  (a) a bare ORM insert-and-commit: one ~100-byte JSON row per `transaction.atomic()` (ENGINE-NOTES 3)
+  (a) a bare ORM insert-and-commit: one ~100-byte JSON row per `transaction.atomic()`
   (b) the engine's cost per checkpointed step: `steps` workflows of 10 calls on an in-memory fake,
       advanced in this process with `runs.engine.advance.advance`; also the marginal step (10-call runs
       minus 0-call runs, so the per-run claim/load/finish is not counted)
@@ -18,7 +18,7 @@ It measures, in one run, side by side:
       started before the worker, from its first checkpoint to the last end (the workers alone)
   (d) the same 10-step workflow on DBOS Transact (dbos 3.4.0), each mode in its own process on its
       own fresh database `<name>_dbos_<mode>`: 500 direct calls in one thread, and 500 through a
-      queue polled every 10 ms with worker_concurrency=10 (ENGINE-NOTES 4)
+      queue polled every 10 ms with worker_concurrency=10
   (e) database transactions per step: COMMITs Django issues (a wrapper on the connection's commit)
       plus statements run in autocommit (each commits itself), counted during (b); and `xact_commit` of
       pg_stat_database around (b) and (c)

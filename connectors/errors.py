@@ -162,7 +162,7 @@ def error_code(err: BaseException | None) -> ErrorCode | None:
 
 
 def error_to_dict(err: BaseException) -> dict[str, Any]:
-    """An error as the ledger records it (SPEC 9.3).
+    """An error as the ledger records it.
 
     Vendor `status`/`vendor_code` only from a DriverError and `data` only from the runtime's own
     errors, so an HTTP client error escaping a driver cannot leak the vendor's reply.

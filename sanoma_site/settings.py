@@ -133,7 +133,7 @@ def _database(url: str, default_file: Path) -> dict[str, Any]:
                 "PORT": str(parsed.get("PORT") or ""),
                 "OPTIONS": options,
             }
-    # Measured: CONN_MAX_AGE=0 makes django-q2's ORM broker about 7x slower (ENGINE-NOTES 2).
+    # Measured: CONN_MAX_AGE=0 makes django-q2's ORM broker about 7x slower.
     entry["CONN_MAX_AGE"] = 600
     entry["CONN_HEALTH_CHECKS"] = True
     return entry
@@ -275,7 +275,7 @@ SANOMA_LEASE_SECONDS = _read(env.float, "SANOMA_LEASE_SECONDS", 30.0, validate=_
 SANOMA_SEGMENT_SECONDS = _read(env.float, "SANOMA_SEGMENT_SECONDS", 20.0, validate=_POSITIVE)
 SANOMA_SWEEP_SECONDS = _read(env.float, "SANOMA_SWEEP_SECONDS", 0.25, validate=_POSITIVE)
 
-# django-q2 is the dispatch vehicle, never the source of truth (ENGINE-NOTES 7-8): store no
+# django-q2 is the dispatch vehicle, never the source of truth: store no
 # successes, ack failures (the engine owns retries), poll often, prefetch little, and keep
 # `retry` above the worst dequeue-to-finish time so the broker rarely redelivers.
 _TIMEOUT = int(SANOMA_SEGMENT_SECONDS * 3 + 30)

@@ -1,4 +1,4 @@
-"""Declaring connectors: operations, effects, vendor info (SPEC 4.1)."""
+"""Declaring connectors: operations, effects, vendor info."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""Scenarios: a company's behaviour in Gherkin feature files, run against its fakes (SPEC 20).
+"""Scenarios: a company's behaviour in Gherkin feature files, run against its fakes.
 
 - `load_scenarios(config)` reads `scenarios/` and `apps/<app>/scenarios/` of the config root:
   `LoadResult(scenarios, problems)`; every problem names `file:line`.

@@ -1,4 +1,4 @@
-"""Driving a run in-process as a scenario says (SPEC 20.3), on the scenario's clock.
+"""Driving a run in-process as a scenario says, on the scenario's clock.
 
 `Driver.advance()` advances every runnable run (`runs.engine.drain.drain`), decides the approvals the
 run waits for with the scenario's decisions, and, unless the scenario moves the clock itself,
@@ -32,7 +32,7 @@ _APPROVAL_ID = re.compile(r"^approval-\d+$")
 def choose_decision(
     approval: dict[str, Any], left: Sequence[m.Decision], asked: set[str], literal: Sequence[str]
 ) -> m.Decision | None:
-    """The decision `approval` takes from `left` (SPEC 20.3), or None."""
+    """The decision `approval` takes from `left`, or None."""
     for decision in left:
         if decision.approval in (approval.get("title"), approval.get("id")):
             return decision

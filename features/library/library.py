@@ -1,4 +1,4 @@
-"""The steps a feature file may use: the generic ones (SPEC 20.1, phrased for Python), each
+"""The steps a feature file may use: the generic ones, each
 operation's `given`/`expect` phrases, and the step sets of the connectors and the config.
 
 `StepLibrary.of(config)` builds them once per resolved config; `match(kind, text)` finds the one

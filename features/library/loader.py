@@ -80,7 +80,7 @@ class LoadResult:
 
 
 def name_scenarios(feature: Any) -> list[Any]:
-    """The feature's scenarios, outline rows included, each renamed as SPEC 20.1 names it: a row
+    """The feature's scenarios, outline rows included, each renamed the way behave names it: a row
     takes the outline's title with its placeholders filled, and " (line N)" when rows share it."""
     out: list[Any] = []
     for item in feature.walk_scenarios(with_outlines=True):

@@ -1,7 +1,7 @@
 """What a scenario says, read from its feature file: plain data, no database.
 
 A `Scenario` holds its steps in order; each step carries an action (what it does when run) and
-the parts of SPEC 20.1's scenario object are views over them: `given` (seeds and faults),
+the parts of a scenario object are views over them: `given` (seeds and faults),
 `input`, `decisions`, `approvals` (the workflow's literal approval titles) and `expect`.
 """
 from __future__ import annotations
@@ -230,7 +230,7 @@ class Scenario:
         return bool(self.actions(Passes))
 
     def plain(self) -> dict[str, Any]:
-        """The scenario as JSON-friendly data (SPEC 20.1's scenario object)."""
+        """The scenario as JSON-friendly data."""
 
         def step_of(s: ScenarioStep) -> dict[str, Any]:
             out: dict[str, Any] = {"text": s.text, "kind": s.kind}

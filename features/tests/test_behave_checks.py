@@ -1,4 +1,4 @@
-"""SPEC checks 99-104, and the errors a writer gets, by running `manage.py behave` on purpose-made
+"""The scenario runner's checks, and the errors a writer gets, by running `manage.py behave` on purpose-made
 feature files in a temporary config root and reading its exit code and output.
 
 One behave run serves most tests (the module fixture); the broken-config check needs its own.

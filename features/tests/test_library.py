@@ -153,7 +153,7 @@ def test_a_broken_step_set_fails_the_load(desk):
     assert "Undefined parameter type 'nope'." in message and "The parameter types are " in message, message
 
 
-# -- decisions (SPEC 20.3, check 104) ---------------------------------------------------------------
+# -- decisions ----------------------------------------------------------------
 
 def _decision(approval, by="boss"):
     return m.Decision(approval=approval, decision="approve", by=by)
@@ -177,7 +177,7 @@ def test_an_unnamed_approval_takes_the_next_decision_meant_for_no_other():
     assert choose_decision(approval, [_decision("Legal review")], asked, ()) is None
 
 
-# -- checking records (SPEC 20.2, check 103) -------------------------------------------------------
+# -- checking records --------------------------------------------------------
 
 def _scenario(*actions):
     steps = [m.ScenarioStep(text=f"step {i}", kind="then", keyword="Then", line=i, action=a)

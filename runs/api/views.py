@@ -25,7 +25,7 @@ from runs.approvals.permissions import request_principal
 from runs.config.registry import get_config
 from runs.models import Approval, ApprovalStatus, Run, RunStatus
 
-# How long a decision waits for the run to apply it before answering 202 (SPEC 8.5).
+# How long a decision waits for the run to apply it before answering 202.
 DECIDE_WAIT_SECONDS = 5.0
 
 ERRORS = {

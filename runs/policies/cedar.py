@@ -1,4 +1,4 @@
-"""Cedar policies (SPEC 7.2, DESIGN "Policies") read from `policies/*.cedar`.
+"""Cedar policies read from `policies/*.cedar`.
 
 The request for a call:
 - principal `User::"<actor>"`, member of `Group::"<g>"` for each of the actor's groups;

@@ -1,4 +1,4 @@
-"""The data a policy sees and the decision it gives back (SPEC 7.1), shared by every kind of policy.
+"""The data a policy sees and the decision it gives back, shared by every kind of policy.
 
 Plain Python: the engine builds a `PolicyCall` from the run and hands it to `Policy.decide`.
 """
@@ -45,7 +45,7 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class PolicyCall:
-    """One operation call, as plain data (SPEC 7.1 / check 33)."""
+    """One operation call, as plain data."""
 
     op: dict  # {"id", "vendor", "resource", "name", "effect"}
     effect: str

@@ -1,4 +1,4 @@
-"""Function policies (SPEC 7.1): `define_policy(fn, version=...)` and the decision helpers."""
+"""Function policies: `define_policy(fn, version=...)` and the decision helpers."""
 from __future__ import annotations
 
 import dataclasses
@@ -45,7 +45,7 @@ def _cover_id(item: Any) -> str:
 def approve(approver: Any, title: Any = None, covers: Iterable[Any] = ()) -> Decision:
     """Hold the call until `approver` (a person id, or `{"group": name}`) approves.
 
-    `title` is a string or, as in SPEC 7.1, `{"title"?, "covers"?}`; `covers` are further operations
+    `title` is a string or `{"title"?, "covers"?}`; `covers` are further operations
     (or their ids) the same approval lets through later in the run.
     """
     if isinstance(title, Mapping):

@@ -1,4 +1,4 @@
-"""Approvals: requesting, deciding, refusing, withdrawing (SPEC 3.6, 8, 9; checks 43-54, 61, 64-66).
+"""Approvals: requesting, deciding, refusing, withdrawing.
 
 Decisions go through the services a person uses (`approvals.decide`, `withdraw`), and a worker
 (`engine.drain()`) applies them to the run, as in production.

@@ -1,4 +1,4 @@
-"""Calls through ctx: schemas, idempotency keys, retries, sleeps, ctx.all (SPEC checks 14-30)."""
+"""Calls through ctx: schemas, idempotency keys, retries, sleeps, ctx.all."""
 from __future__ import annotations
 
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""The client services: starting, idempotent starts, statuses, listing, results (SPEC checks 55-63)."""
+"""The client services: starting, idempotent starts, statuses, listing, results."""
 from __future__ import annotations
 
 import threading

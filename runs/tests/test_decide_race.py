@@ -1,5 +1,5 @@
 """Two decisions sent at once to one approval from two processes: exactly one wins, the other is
-answered `already_decided` naming the winner (SPEC 8.4, check 51).
+answered `already_decided` naming the winner.
 
 Real OS processes (spawn) call `approvals.decide` against the test database while a worker thread
 of this process applies decisions, as `manage.py worker` would. Runs on SQLite (a file) and on

@@ -1,4 +1,4 @@
-"""Defining workflows and resolving a config (SPEC checks 1-11, 13)."""
+"""Defining workflows and resolving a config."""
 from __future__ import annotations
 
 import re

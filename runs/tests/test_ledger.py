@@ -1,4 +1,4 @@
-"""The ledger: append-only, deterministic ids, first write wins, errors as recorded (SPEC 9, checks 66-70)."""
+"""The ledger: append-only, deterministic ids, first write wins, errors as recorded."""
 from __future__ import annotations
 
 import logging

@@ -151,7 +151,7 @@ def test_an_approver_with_no_account_gets_one_that_cannot_log_in(engine_for, peo
 
 
 def test_an_administrators_inbox_lists_only_what_they_may_decide(engine_for, people):
-    """A superuser is not every approver: SPEC 8.2 names who may decide, and `decide` refuses the
+    """A superuser is not every approver: an approval names who may decide, and `decide` refuses the
     superuser on approvals addressed to others. The inbox (`pending_for`: "pending approvals this
     principal may decide") must not offer them an approval they would be refused."""
     make_user("root", superuser=True)

@@ -1,4 +1,4 @@
-"""Policies decide every operation call, through the engine (SPEC 3.3 steps 4-6, 7; checks 23, 33-42).
+"""Policies decide every operation call, through the engine.
 
 Each check runs a real workflow on the fakes, with a Python policy (`define_policy`) and, where the
 check speaks of the company's rules, with Cedar files. The policies' own unit tests are in
@@ -543,7 +543,7 @@ def test_39_each_publish_is_held_separately_covering_only_its_own_op(engine_for,
 
 
 def test_39_a_python_policy_holding_every_refund_lets_each_held_call_through_once_approved(engine_for):
-    """SPEC 3.3 steps 6-7: the held call goes to the driver once its approval is approved.
+    """The held call goes to the driver once its approval is approved.
 
     A policy that does not consult `approved_for` (the default cover: hold every refund) holds each
     refund once; it must not keep asking for a new approval after every approval.

@@ -1,5 +1,5 @@
-"""`manage.py worker` as a real process: sleepers wake after their deadline, other versions are left alone
-(SPEC 73/74), and SIGTERM stops it cleanly.
+"""`manage.py worker` as a real process: sleepers wake after their deadline, other versions are left
+alone, and SIGTERM stops it cleanly.
 
 Each worker runs on the database pytest-django made for the test (`transaction=True`; see
 `worker_company/harness.py` for how the child finds it) and on the config root
@@ -113,7 +113,7 @@ def test_a_sleeping_run_resumes_after_its_deadline_never_before(site: Site) -> N
 
 
 def test_a_worker_leaves_runs_of_another_version_alone_and_names_them(site: Site) -> None:
-    # SPEC 73: a run started on version A; only a version-B worker runs.
+    # A run started on version A; only a version-B worker runs.
     stranger = site.start("version-a", "five-posts", {"label": "A"}, "run-on-a")
     worker = site.worker("version-b").start()
     warning = worker.output()
@@ -135,7 +135,7 @@ def test_a_worker_leaves_runs_of_another_version_alone_and_names_them(site: Site
 
 
 def test_an_older_worker_warns_unless_promoted(site: Site) -> None:
-    # SPEC 74: A first, then B (the latest); A again warns; A with --promote becomes the latest.
+    # A first, then B (the latest); A again warns; A with --promote becomes the latest.
     def once(version: str, *args: str) -> str:
         worker = site.worker(version, "--for-seconds", "0.1", *args)
         worker.start()

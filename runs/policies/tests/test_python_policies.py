@@ -1,4 +1,4 @@
-"""Function policies: SPEC 7.1 and acceptance checks 33-42 as written."""
+"""Function policies: what they see, what they answer, how answers are checked."""
 from __future__ import annotations
 
 import json
