@@ -54,6 +54,7 @@ from urllib.parse import urlparse, urlunparse
 REPO = Path(__file__).resolve().parents[1]
 BENCH_ROOT = REPO / "bench" / "bench_company"
 VERSION = "bench"
+# Figures measured earlier on machines like this one, printed beside today's for comparison.
 NOTES = {"bare_insert_per_s": 1172, "dbos_steps_per_s": 241, "prototype_steps_per_s": 1100}
 
 
@@ -617,7 +618,7 @@ def main() -> None:
     dbos_best = max((r["steps_per_s"] for r in d.values()), default=None)
     rows = [
         ("(a) bare ORM insert+commit", f"{ms(bare)} = {1 / bare:,.0f}/s",
-         f"notes: 0.85 ms = {NOTES['bare_insert_per_s']:,}/s"),
+         f"earlier on this machine: 0.85 ms = {NOTES['bare_insert_per_s']:,}/s"),
         ("(b) engine, per step (10-call runs, in-process)",
          f"{ms(engine['per_step'])} = {1 / engine['per_step']:,.0f} steps/s",
          f"{engine['per_step'] / bare:.2f}x bare insert"),
@@ -627,7 +628,7 @@ def main() -> None:
          "the rest is waiting on PostgreSQL"),
         ("(c) 2 worker processes, 500x10 steps" if not args.quick else f"(c) worker, {c_runs}x10 steps",
          f"{c['steps_per_s']:,.0f} steps/s ({c['runs_per_s']:.0f} runs/s, {c['seconds']:.2f} s)",
-         f"notes prototype: {NOTES['prototype_steps_per_s']:,} steps/s"),
+         f"earlier prototype: {NOTES['prototype_steps_per_s']:,} steps/s"),
         ("(c2) the same, runs queued before the workers started",
          f"{c2['steps_per_s']:,.0f} steps/s ({c2['seconds']:.2f} s)",
          "the workers alone: no starts competing for the 2 cores"),
@@ -635,7 +636,8 @@ def main() -> None:
     for mode, r in d.items():
         label = "direct calls, 1 thread" if mode == "direct" else "queue, poll 10 ms, concurrency 10"
         rows.append(
-            (f"(d) DBOS-py, {label}", f"{r['steps_per_s']:,.0f} steps/s", f"notes: {NOTES['dbos_steps_per_s']} steps/s")
+            (f"(d) DBOS-py, {label}", f"{r['steps_per_s']:,.0f} steps/s",
+             f"earlier on this machine: {NOTES['dbos_steps_per_s']} steps/s")
         )
     rows += [
         ("(e) transactions per step (COMMITs + autocommit statements; all / marginal)",
@@ -675,7 +677,7 @@ def main() -> None:
          None if dbos_best is None else c["steps_per_s"] >= 4 * dbos_best,
          "not measured" if dbos_best is None else (
              f"{c['steps_per_s'] / dbos_best:.2f}x the best DBOS mode here "
-             f"({c['steps_per_s'] / NOTES['dbos_steps_per_s']:.2f}x the notes' 241; "
+             f"({c['steps_per_s'] / NOTES['dbos_steps_per_s']:.2f}x the earlier 241; "
              f"workers alone {c2['steps_per_s'] / dbos_best:.2f}x)"
          )),
         ("resumption within 1 s", f["p95"] < 1000, f"p95 {f['p95']:.0f} ms"),
