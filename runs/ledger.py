@@ -35,14 +35,17 @@ def build(
     key: int | str | None = None,
     group: dict[str, Any] | None = None,
     app: str,
+    actor: str | None = None,
 ) -> LedgerRecord:
+    """A record about `run`. Its actor is who acted: the run's starter for what the run does, the
+    decider for a decision or a refused one, whoever withdrew an approval."""
     return LedgerRecord(
         record_id=record_id(run.id, kind, seq if key is None else key),
         run_id=run.id,
         seq=seq,
         app=app,
         at=clock.now_ms(),
-        actor=run.started_by,
+        actor=run.started_by if actor is None else actor,
         workflow=run.workflow,
         kind=kind,
         body=body,

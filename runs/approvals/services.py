@@ -20,7 +20,7 @@ from runs.approvals.selectors import approval_state
 from runs.config.registry import get_config
 from runs.engine import clock
 from runs.engine.advance import wake
-from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, DecisionMessage, Run
+from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, DecisionMessage, LedgerKind, Run
 
 DECISIONS = ("approve", "reject")
 WAIT_POLLS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
@@ -161,8 +161,8 @@ def withdraw(*, run_id: str, by: str | Principal, approval_id: str | None = None
         body = {"approval": approval.approval_id, "by": principal.id}
         if reason:
             body["reason"] = reason
-        ledger.append(ledger.build(run, kind="approval.withdrawn", seq=approval.seq, key=approval.approval_id,
-                                   body=body, app=config.app_name))
+        ledger.append(ledger.build(run, kind=LedgerKind.APPROVAL_WITHDRAWN, seq=approval.seq,
+                                   key=approval.approval_id, body=body, app=config.app_name, actor=principal.id))
         wake(run.id)
     approval.refresh_from_db()
     return approval_state(approval)

@@ -491,7 +491,8 @@ class RunContext:
                                                         "at": clock.now_ms(), "reason": why}]
                 key = f"{approval.approval_id}:refused:{len(approval.refused)}"
                 record = self._record(LedgerKind.APPROVAL_REFUSED, approval.seq,
-                                      {"approval": approval.approval_id, "by": message.by, "reason": why}, key=key)
+                                      {"approval": approval.approval_id, "by": message.by, "reason": why}, key=key,
+                                      actor=message.by)
                 self._apply_message(approval, message, outcome=MessageOutcome.REFUSED, records=[record])
                 continue
             approved = message.decision == Decision.APPROVE
@@ -503,7 +504,8 @@ class RunContext:
             body = {"approval": approval.approval_id, "decision": message.decision, "by": message.by}
             if message.note:
                 body["note"] = message.note
-            record = self._record(LedgerKind.APPROVAL_DECIDED, approval.seq, body, key=approval.approval_id)
+            record = self._record(LedgerKind.APPROVAL_DECIDED, approval.seq, body, key=approval.approval_id,
+                                  actor=message.by)
             self._apply_message(approval, message, outcome=MessageOutcome.DECIDED, records=[record])
 
     def _apply_message(self, approval: Approval, message: DecisionMessage, *, outcome: MessageOutcome,
@@ -546,9 +548,10 @@ class RunContext:
             )
         return step
 
-    def _record(self, kind: LedgerKind, seq: int, body: dict[str, Any], *, key: str | None = None) -> LedgerRecord:
+    def _record(self, kind: LedgerKind, seq: int, body: dict[str, Any], *, key: str | None = None,
+                actor: str | None = None) -> LedgerRecord:
         return ledger.build(self._run, kind=kind, seq=seq, body=body, key=key, group=self._group,
-                            app=self._config.app_name)
+                            app=self._config.app_name, actor=actor)
 
     def _check_open(self) -> None:
         if self._ended:

@@ -261,6 +261,26 @@ def test_45_a_message_from_a_non_approver_is_recorded_as_refused_and_the_approva
     assert refresh(run).status == "finished", run.error
 
 
+def test_the_ledger_names_who_decided_refused_or_withdrew_not_the_starter(engine_for, people):
+    engine = engine_for(asking, twice)
+    run = engine.run("asking")  # started by alice
+    approval = Approval.objects.get(run=run)
+    approvals.send_decision(approval=approval, decision="approve", by=Principal("intern"), message_id="m-intern")
+    engine.drain()
+    approvals.decide(run_id=run.id, decision="approve", by="marketing-lead", timeout=0)
+    engine.drain()
+    actors = {r["type"]: r["actor"] for r in engine.records(run)}
+    assert actors["run.started"] == "alice" and actors["op.called"] == "alice"
+    assert actors["approval.refused"] == "intern"
+    assert actors["approval.decided"] == "marketing-lead"
+
+    make_user("olga", perms=["runs.operate_runs", "runs.view_any_run"])
+    withdrawn = engine.run("twice")
+    approvals.withdraw(run_id=withdrawn.id, by="olga", reason="not needed")
+    (record,) = engine.records(withdrawn, "approval.withdrawn")
+    assert record["actor"] == "olga" and record["by"] == "olga"
+
+
 def test_45_a_refused_message_makes_decide_answer_not_approver(engine_for, people):
     """A sender `decide` let through (the user exists and holds the permission) whom the run then
     refuses: the run's word stands and `decide` reports it."""
