@@ -11,3 +11,12 @@ def _clean_process_state():
     yield
     faults.clear()
     clock.reset()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The suite runs as the runtime's role on PostgreSQL: see runs/tests/db_roles_setup.py."""
+    from runs.tests.db_roles_setup import as_runtime_role
+
+    with as_runtime_role(django_db_blocker):
+        yield

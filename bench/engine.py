@@ -29,6 +29,8 @@ It measures, in one run, side by side:
       lease UPDATE, Step INSERT, LedgerRecord INSERT, COMMIT; what SQLite uses), without the lease
       UPDATE, as hand-written SQL, and as one statement of data-modifying CTEs (1 round trip: what
       the engine does on PostgreSQL, runs/fastpath.py), wall and CPU
+  (h) the engine's step (as (b)) with the ledger's hash chain and without it (its trigger disabled,
+      no digest computed), rounds alternating; aim: the chain adds under 5 %
 The config root is bench/bench_company/ (its fake stays in memory even under SANOMA_FAKES=instance).
 
 Aims: one commit per step; a step at most 2x the bare insert; at least 4x DBOS-py's steps/s;
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import itertools
 import json
 import os
 import statistics
@@ -270,6 +273,59 @@ def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | N
         "cpu_marginal": statistics.median(cpu_marginal),
         "range": (min(per_step), max(per_step)),
     }
+
+
+# ---- (h) the ledger's hash chain ---------------------------------------------------------------
+
+
+_PLAIN_INDEX = itertools.count(10**6)  # chain_index of records written with the chain off: never repeated
+
+
+@contextmanager
+def chain_off() -> Iterator[None]:
+    """The ledger as before its hash chain: no link trigger, no digest in Python. Each record still
+    gets a distinct chain_index (a counter), so the (run_id, chain_index) unique index that replaced
+    the run_id index is maintained in both modes."""
+    from django.db import connection
+
+    from runs import ledger_chain
+    from runs.engine import transitions
+
+    def plain(record: Any, using: str) -> None:
+        record.chain_index, record.prev_hash, record.hash = next(_PLAIN_INDEX), "", ""
+
+    originals = ledger_chain.prepare, transitions.ledger_prepare
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE runs_ledgerrecord DISABLE TRIGGER runs_ledgerrecord_chain")
+    ledger_chain.prepare = transitions.ledger_prepare = plain
+    try:
+        yield
+    finally:
+        ledger_chain.prepare, transitions.ledger_prepare = originals
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE runs_ledgerrecord ENABLE TRIGGER runs_ledgerrecord_chain")
+
+
+def hash_chain_cost(config: Any, runs: int, steps: int, rounds: int) -> dict[str, float]:
+    """(h) the engine's step with the hash chain and without it, rounds alternating (seconds per step,
+    medians): per_step over 10-call runs, and marginal (minus 0-call runs)."""
+    from contextlib import nullcontext
+
+    from runs import ledger
+
+    found: dict[str, list[float]] = {"with": [], "without": [], "with_marginal": [], "without_marginal": []}
+    for r in range(rounds):
+        for mode in ("with", "without") if r % 2 == 0 else ("without", "with"):
+            with chain_off() if mode == "without" else nullcontext():
+                full = advance_all(config, start_runs(config, f"h{r}-{mode}-full", runs, steps))
+                empty = advance_all(config, start_runs(config, f"h{r}-{mode}-empty", runs, 0))
+            found[mode].append(full / (runs * steps))
+            found[mode + "_marginal"].append((full - empty) / (runs * steps))
+    result = {name: statistics.median(values) for name, values in found.items()}
+    checked = ledger.verify("h0-with-full-0")  # a run written with the chain: its chain holds
+    if checked.breaks or not checked.records:
+        raise SystemExit(f"(h) the chain does not verify: {checked}")
+    return result
 
 
 # ---- (g) where a step's time goes --------------------------------------------------------------
@@ -594,6 +650,9 @@ def main() -> None:
     print(f"(b) engine step: {ms(engine['per_step'])} (marginal {ms(engine['marginal'])})")
     anatomy = step_anatomy(config, 500 if args.quick else 2000)
     print("(g) step transaction: " + ", ".join(f"{k} {ms(v)}" for k, v in anatomy.items() if not k.endswith("_cpu")))
+    chain = hash_chain_cost(config, b_runs, 10, 4 if args.quick else 6)
+    chain_extra = chain["with"] / chain["without"] - 1
+    print(f"(h) step with the hash chain {ms(chain['with'])}, without {ms(chain['without'])} ({chain_extra:+.1%})")
     log = var / "worker.log"
     queue_before_worker(config, c_runs, 10)
     worker = start_worker(env, log, args.workers)
@@ -657,6 +716,11 @@ def main() -> None:
         ("(g) ... one CTE, lease checked not renewed",
          f"{ms(anatomy['cte_guard'])} (CPU {ms(anatomy['cte_guard_cpu'])})",
          f"{anatomy['cte_guard'] / bare:.2f}x bare insert"),
+        ("(h) engine step WITH the ledger's hash chain (10-call runs)", ms(chain["with"]),
+         f"marginal {ms(chain['with_marginal'])}"),
+        ("(h) ... the same WITHOUT it (no trigger, no digest)", ms(chain["without"]),
+         f"marginal {ms(chain['without_marginal'])}; the chain costs {chain_extra:+.1%} "
+         f"(marginal {chain['with_marginal'] / chain['without_marginal'] - 1:+.1%})"),
         ("(f) sleep deadline -> resumed", f"p50 {f['p50']:.0f} ms, p95 {f['p95']:.0f} ms (max {f['max']:.0f})",
          f"{f_runs} runs, worker up"),
     ]
@@ -681,6 +745,7 @@ def main() -> None:
              f"workers alone {c2['steps_per_s'] / dbos_best:.2f}x)"
          )),
         ("resumption within 1 s", f["p95"] < 1000, f"p95 {f['p95']:.0f} ms"),
+        ("the hash chain under 5% more a step", chain_extra < 0.05, f"{chain_extra:+.1%} per step"),
     ]
     print()
     for aim, met, detail in aims:

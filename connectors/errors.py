@@ -21,10 +21,12 @@ class ErrorCode(StrEnum):
     PERMISSION_DENIED = "permission_denied"  # the caller may not do this
     NOT_AUTHENTICATED = "not_authenticated"  # the API caller did not say who they are
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"  # the API body is not JSON
+    TOO_LARGE = "too_large"  # the request body is over the limit (SANOMA_MAX_BODY_BYTES)
     NOT_FOUND = "not_found"  # no such API endpoint
     CONFIG_INVALID = "config_invalid"  # the company's config cannot be resolved
     # runs
     RUN_NOT_FOUND = "run_not_found"  # no such run, or the caller may not see it
+    RUN_EXISTS = "run_exists"  # starting with a run id already taken by a run the caller may not see
     RUN_ENDED = "run_ended"  # the run has ended: no more calls, cancels or decisions
     RUN_RUNNING = "run_running"  # the run has not ended yet (asking for its result)
     RUN_CANCELLED = "run_cancelled"  # the run was cancelled

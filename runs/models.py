@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import models
+from django.db import models, router, transaction
+
+from runs import ledger_chain
 
 
 class RunStatus(models.TextChoices):
@@ -209,7 +211,7 @@ class LedgerRecord(models.Model):
     """One audit record. Ids are deterministic (`<run>:<kind>:<seq>`), so the first write wins."""
 
     record_id = models.CharField(max_length=300, unique=True)
-    run_id = models.CharField(max_length=200, db_index=True)
+    run_id = models.CharField(max_length=200)  # indexed by (run_id, seq) and (run_id, chain_index)
     seq = models.IntegerField()
     v = models.IntegerField(default=1)
     app = models.CharField(max_length=200)
@@ -219,12 +221,17 @@ class LedgerRecord(models.Model):
     kind = models.CharField(max_length=40, choices=LedgerKind.choices)
     body = models.JSONField(default=dict)
     group = models.JSONField(null=True, blank=True)
+    # The run's hash chain (see runs.ledger): position, the previous record's hash, this record's.
+    chain_index = models.IntegerField(default=0)
+    prev_hash = models.CharField(max_length=64, default="", blank=True)
+    hash = models.CharField(max_length=64, default="")
 
     objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
         ordering = ["run_id", "seq", "id"]
         indexes = [models.Index(fields=["run_id", "seq"], name="ledger_run_seq")]
+        constraints = [models.UniqueConstraint(fields=["run_id", "chain_index"], name="ledger_run_chain")]
 
     def __str__(self) -> str:
         return self.record_id
@@ -232,7 +239,10 @@ class LedgerRecord(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise PermissionError("The ledger is append-only: records are never updated")
-        super().save(*args, **kwargs)
+        using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
+        with transaction.atomic(using=using, savepoint=False):  # the link and its insert together
+            ledger_chain.prepare(self, using)
+            super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         raise PermissionError("The ledger is append-only: records are never deleted")

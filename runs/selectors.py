@@ -7,28 +7,37 @@ from typing import Any
 
 from connectors.errors import InvalidInput, SanomaError, error_from_dict
 from runs import ledger
-from runs.approvals.permissions import Principal, check_can_view, principal_of, visible_runs
+from runs.approvals.permissions import Principal, check_can_view, principal_of, run_not_found, visible_runs
 from runs.models import ENDED_STATUSES, Run, RunStatus
 
 RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
-def run_not_found(run_id: str) -> SanomaError:
-    return SanomaError(f"No run {run_id}", code="run_not_found", data={"run_id": run_id})
+def visible_run(*, run_id: Any, viewer: str | Principal | None, for_update: bool = False) -> Run:
+    """The run if `viewer` may see it, else `run_not_found`: the visibility rule, in one place.
+
+    Every service and selector taking a run id calls this first, before any other check, so a
+    caller who may not see a run learns nothing about it (not its status, not its approver).
+    `viewer=None` is the runtime itself (the engine, the scenarios), which sees every run.
+    `for_update` locks the row for the rest of the caller's transaction.
+    """
+    runs = Run.objects.select_for_update() if for_update else Run.objects.all()
+    run = runs.filter(pk=run_id).first() if isinstance(run_id, str) and run_id else None
+    if run is None or (viewer is not None and not check_can_view(principal_of(viewer), run, raise_error=False)):
+        raise run_not_found(run_id)
+    return run
 
 
 def get_run(*, run_id: str, viewer: str | Principal | None = None) -> Run | None:
-    run = Run.objects.filter(pk=run_id).first()
-    if run is not None and viewer is not None and not check_can_view(principal_of(viewer), run, raise_error=False):
+    """The run if `viewer` may see it, else None (see `visible_run`)."""
+    try:
+        return visible_run(run_id=run_id, viewer=viewer)
+    except SanomaError:
         return None
-    return run
 
 
 def get_run_or_error(run_id: str, viewer: str | Principal | None) -> Run:
-    run = get_run(run_id=run_id, viewer=viewer)
-    if run is None:
-        raise run_not_found(run_id)
-    return run
+    return visible_run(run_id=run_id, viewer=viewer)
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ def list_runs(
 
 
 def ledger_of(*, run_id: str, viewer: str | Principal | None = None) -> list[dict[str, Any]]:
-    get_run_or_error(run_id, viewer)
+    visible_run(run_id=run_id, viewer=viewer)
     return ledger.records_of(run_id)
 
 
@@ -79,7 +88,7 @@ def result(*, run_id: str, timeout: float = 30.0, viewer: str | Principal | None
     deadline = time.monotonic() + max(0.0, timeout)
     polls = iter(RESULT_POLL_SECONDS)
     while True:
-        run = get_run_or_error(run_id, viewer)
+        run = visible_run(run_id=run_id, viewer=viewer)
         if run.status == RunStatus.FINISHED:
             return run.result
         if run.status == RunStatus.FAILED:

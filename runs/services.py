@@ -9,15 +9,13 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from pydantic import ValidationError
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, describe_issues, issues_of
+from connectors.errors import ErrorCode, InvalidInput, SanomaError
 from runs import ledger
 from runs.approvals.permissions import (
     Principal,
     check_can_operate,
     check_can_start,
-    check_can_view,
     principal_of,
 )
 from runs.config.registry import get_config
@@ -25,7 +23,8 @@ from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import WorkflowDefinition
 from runs.engine import clock, transitions
 from runs.models import ENDED_STATUSES, LedgerKind, LedgerRecord, Run, RunStatus
-from runs.selectors import run_not_found
+from runs.selectors import visible_run
+from runs.validation import check_run_id, validate_input
 
 
 def _workflow_or_error(config: ResolvedConfig, name: Any) -> WorkflowDefinition:
@@ -56,6 +55,11 @@ def _already_exists(run: Run, differs: list[str]) -> InvalidInput:
     )
 
 
+def _run_exists(run_id: str) -> SanomaError:
+    return SanomaError(f"Run {run_id} already exists; use another run id", code=ErrorCode.RUN_EXISTS,
+                       data={"run_id": run_id})
+
+
 def check_start(*, config: ResolvedConfig, workflow: Any, input: Any, started_by: Any) -> tuple[Any, Principal]:
     """Validate a start without writing: the workflow, the input, the starter and their permission."""
     if started_by is not None and not isinstance(started_by, (str, Principal)):
@@ -66,13 +70,7 @@ def check_start(*, config: ResolvedConfig, workflow: Any, input: Any, started_by
             data={"issues": [{"path": ["startedBy"], "message": "must be a non-blank username", "code": "required"}]},
         )
     definition = _workflow_or_error(config, workflow)
-    try:
-        definition.input.model_validate({} if input is None else input)
-    except ValidationError as err:
-        issues = issues_of(err)
-        raise InvalidInput(
-            f"The input does not match {definition.name}'s schema: {describe_issues(issues)}", data={"issues": issues}
-        ) from None
+    validate_input(definition.input, {} if input is None else input, name=definition.name)
     principal = principal_of(started_by)
     check_can_start(principal, definition.name)
     return definition, principal
@@ -87,7 +85,8 @@ def start(
     config: ResolvedConfig | None = None,
 ) -> Run:
     """Start a run. With `run_id`, starting again with the same workflow, input and starter
-    returns the same run; anything else is `invalid_input` naming what differs."""
+    returns the same run; anything else is `invalid_input` naming what differs, or `run_exists`
+    (and nothing more) when the caller may not see that run."""
     return start_or_get(workflow=workflow, input=input, started_by=started_by, run_id=run_id, config=config)[0]
 
 
@@ -103,9 +102,8 @@ def start_or_get(
     config = config or get_config()
     input = {} if input is None else input
     definition, principal = check_start(config=config, workflow=workflow, input=input, started_by=started_by)
-    if run_id is not None and (not isinstance(run_id, str) or not run_id.strip() or len(run_id) > 200):
-        raise InvalidInput("run_id must be a non-blank string of at most 200 characters",
-                           data={"issues": [{"path": ["runId"], "message": "invalid run id", "code": "invalid"}]})
+    if run_id is not None:
+        check_run_id(run_id)
     run_id = run_id or f"{definition.name}-{uuid.uuid4().hex[:20]}"
     now = clock.now()
     run = Run(
@@ -120,7 +118,11 @@ def start_or_get(
                          app=config.app_name).save(force_insert=True)
     except IntegrityError:
         # The id is taken: by an earlier start of the same run (idempotent), or a racing one. It stands.
-        existing = Run.objects.get(pk=run_id)
+        # A caller who may not see that run learns only that the id is taken, never what differs.
+        try:
+            existing = visible_run(run_id=run_id, viewer=principal)
+        except SanomaError:
+            raise _run_exists(run_id) from None
         differs = _differences(existing, definition.name, input, principal.id)
         if differs:
             raise _already_exists(existing, differs) from None
@@ -133,9 +135,7 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
     principal = principal_of(by)
     config = get_config()
     with transaction.atomic():
-        run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or not check_can_view(principal, run, raise_error=False):
-            raise run_not_found(run_id)
+        run = visible_run(run_id=run_id, viewer=principal, for_update=True)
         check_can_operate(principal, run)
         if run.status in ENDED_STATUSES:
             raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code=ErrorCode.RUN_ENDED,

@@ -30,7 +30,7 @@ _T = TypeVar("_T")
 env = Env()
 _problems: list[str] = []
 # Values never repeated in an error message.
-_SECRET_VARIABLES = {"DATABASE_URL", "DJANGO_SECRET_KEY", "SECRET_KEY"}
+_SECRET_VARIABLES = {"DATABASE_URL", "DATABASE_OWNER_URL", "DJANGO_SECRET_KEY", "SECRET_KEY"}
 # Django's own marker of a key nobody chose; `check --deploy` and the production profile refuse it.
 _DEVELOPMENT_SECRET_KEY = "django-insecure-sanoma-local-development-key-change-me-in-production"
 _POSITIVE = Range(min=0, min_inclusive=False, error="must be greater than 0")
@@ -207,6 +207,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "sanoma_site.middleware.BodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -239,6 +240,14 @@ except ValueError as err:
     _problems.append(f"DATABASE_URL: {err}")
     _default_database = _database("", VAR_DIR / "sanoma.sqlite3")
 DATABASES = {"default": _default_database}
+# The tables' owner, for `migrate --database owner` and `db_roles` (PostgreSQL): the runtime then
+# connects through DATABASE_URL as a role that may only read and append the ledger.
+try:
+    _owner_url = _read(env.str, "DATABASE_OWNER_URL", "")
+    if _owner_url:
+        DATABASES["owner"] = _database(_owner_url, VAR_DIR / "sanoma.sqlite3")
+except ValueError as err:
+    _problems.append(f"DATABASE_OWNER_URL: {err}")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
@@ -253,6 +262,11 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# The largest request body accepted (bytes): a larger one is answered 413 before it is read.
+SANOMA_MAX_BODY_BYTES = _read(
+    env.int, "SANOMA_MAX_BODY_BYTES", 1024 * 1024, validate=Range(min=1, error="must be at least 1")
+)
+DATA_UPLOAD_MAX_MEMORY_SIZE = SANOMA_MAX_BODY_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -274,6 +288,13 @@ SANOMA_LEASE_SECONDS = _read(env.float, "SANOMA_LEASE_SECONDS", 30.0, validate=_
 # A run segment hands its run back to the queue after this long, so no task outlives its lease.
 SANOMA_SEGMENT_SECONDS = _read(env.float, "SANOMA_SEGMENT_SECONDS", 20.0, validate=_POSITIVE)
 SANOMA_SWEEP_SECONDS = _read(env.float, "SANOMA_SWEEP_SECONDS", 0.25, validate=_POSITIVE)
+# Scale to zero (wakeups/): how often a --stop-when-idle worker checks, how far ahead a deadline
+# keeps it up, and `off` to ignore the wakeup the config root declares.
+SANOMA_IDLE_CHECK_SECONDS = _read(env.float, "SANOMA_IDLE_CHECK_SECONDS", 5.0, validate=_POSITIVE)
+SANOMA_IDLE_HORIZON_SECONDS = _read(env.float, "SANOMA_IDLE_HORIZON_SECONDS", 60.0, validate=_POSITIVE)
+SANOMA_WAKEUP = _read(env.str, "SANOMA_WAKEUP", "", validate=OneOf(["", "off"], error="must be empty or off"))
+# Separation of duties: a run's starter may not decide its approvals unless this is on (site-wide).
+SANOMA_ALLOW_SELF_APPROVAL = _read(env.bool, "SANOMA_ALLOW_SELF_APPROVAL", False)
 
 # django-q2 is the dispatch vehicle, never the source of truth: store no
 # successes, ack failures (the engine owns retries), poll often, prefetch little, and keep

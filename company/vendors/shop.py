@@ -77,6 +77,15 @@ class Granted(BaseModel):
     role: str
 
 
+class RefundQuery(BaseModel):
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class RefundList(BaseModel):
+    refunds: list[dict[str, Any]]
+    total_cents: int
+
+
 class Deletion(BaseModel):
     customer: str = Field(min_length=1)
 
@@ -99,6 +108,10 @@ shop = define_connector(
             "refund": op(effect="money", input=RefundRequest, output=Refund,
                          target=lambda i: f"order/{i.order_id}", description="Refund part or all of an order",
                          expect="order {order_id} was refunded {amount_cents}"),
+        },
+        "refund": {
+            "list": op(effect="read", input=RefundQuery, output=RefundList, idempotent=True,
+                       description="List the latest refunds"),
         },
         "customer": {
             "notify": op(effect="send", input=Notice, output=Sent, description="Email a customer",
@@ -149,6 +162,7 @@ def make_driver():
                 "get": lambda i, c: _http("GET", f"/orders/{i.order_id}", {}, c),
                 "refund": lambda i, c: _http("POST", f"/orders/{i.order_id}/refunds", i.model_dump(), c),
             },
+            "refund": {"list": lambda i, c: _http("GET", f"/refunds?limit={i.limit}", {}, c)},
             "customer": {
                 "notify": lambda i, c: _http("POST", "/messages", i.model_dump(), c),
                 "delete": lambda i, c: _http("DELETE", f"/customers/{i.customer}", {}, c),
@@ -182,6 +196,11 @@ def _refund(state: dict, i: RefundRequest, c: CallContext) -> dict:
     refund = {"refund_id": f"re_{len(state['refunds']) + 1}", "order_id": i.order_id, "amount_cents": i.amount_cents}
     state["refunds"].append(refund)
     return refund
+
+
+def _list_refunds(state: dict, i: RefundQuery, c: CallContext) -> dict:
+    refunds = state["refunds"][-i.limit:]
+    return {"refunds": refunds, "total_cents": sum(r["amount_cents"] for r in refunds)}
 
 
 def _notify(state: dict, i: Notice, c: CallContext) -> dict:
@@ -227,6 +246,7 @@ def make_fake(file: Path | None = None):
         initial=initial_state,
         ops={
             "order": {"get": _get, "refund": _refund},
+            "refund": {"list": _list_refunds},
             "customer": {"notify": _notify, "delete": _delete},
             "product": {"price": _price},
             "staff": {"grant": _grant},

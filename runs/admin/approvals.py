@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import quote, unquote
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -147,7 +147,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "links": [
                 {"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links
             ],
-            "run_url": reverse("admin:runs_run_change", args=[approval.run_id]),
+            "run_url": reverse("admin:runs_run_change", args=[quote(approval.run_id)]),
             "inbox_url": reverse("admin:runs_approval_changelist"),
             "form": DecisionForm(),
             "may_decide": approval.status == ApprovalStatus.PENDING and why_not is None,

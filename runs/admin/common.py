@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.contrib.admin.utils import quote
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -30,7 +31,8 @@ me = request_principal
 
 
 def run_link(run_id: str, label: str | None = None) -> str:
-    url = reverse("admin:runs_run_change", args=[run_id])
+    """A link to the run's page. The id is quoted as the admin quotes keys, so any id makes a URL."""
+    url = reverse("admin:runs_run_change", args=[quote(run_id)])
     return format_html('<a href="{}">{}</a>', url, label or run_id)
 
 

@@ -6,16 +6,17 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import quote, unquote
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from connectors.errors import SanomaError
-from runs import selectors, services
+from runs import ledger, selectors, services
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, check_can_view, visible_runs
@@ -83,9 +84,10 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         ("When", {"fields": (("created_at", "updated_at", "ended_at"),)}),
         ("Input", {"fields": ("input_json",)}),
         ("Outcome", {"fields": ("result_json", "error_json")}),
+        ("Ledger", {"fields": ("ledger_chain",)}),
         ("Lease", {"fields": ("lease_owner", "lease_until", "signal_gen"), "classes": ("collapse",)}),
     )
-    readonly_fields = ("input_json", "result_json", "error_json")
+    readonly_fields = ("input_json", "result_json", "error_json", "ledger_chain")
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_staff(request)
@@ -125,6 +127,14 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     def error_json(self, run: Run) -> str:
         return pretty_json(run.error)
 
+    @admin.display(description="hash chain")
+    def ledger_chain(self, run: Run) -> str:
+        """The run's ledger checked as `manage.py ledger verify --run` does (runs.ledger)."""
+        result = ledger.verify(run.id)
+        if result.breaks:
+            return f"BROKEN: {result.breaks[0]}"
+        return f"verified: {result.records} records, each linked to the one before by its SHA-256"
+
     # -- actions
 
     @admin.action(description="Cancel selected runs")
@@ -162,7 +172,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
                 ledger_rows=[timeline_row(r) for r in records],
                 run_ended=run.ended,
                 may_cancel=not run.ended and can_operate(me(request), run),
-                ledger_list_url=reverse("admin:runs_ledgerrecord_changelist") + f"?run_id={run.id}",
+                cancel_url=reverse("admin:runs_run_cancel", args=[quote(run.pk)]),
+                ledger_list_url=reverse("admin:runs_ledgerrecord_changelist") + "?" + urlencode({"run_id": run.id}),
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -178,7 +189,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
                 self.message_user(request, f"{run.id} was not cancelled: {refusal(err)}", messages.ERROR)
             else:
                 self.message_user(request, f"Cancelled {run.id}: it makes no further calls", messages.SUCCESS)
-        return redirect("admin:runs_run_change", run.pk)
+        return redirect("admin:runs_run_change", quote(run.pk))
 
 
 def timeline_row(record: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -16,6 +17,7 @@ from runs import selectors, services
 from runs.admin.common import me, refusal
 from runs.config.registry import get_config
 from runs.config.resolution import input_schema
+from runs.validation import RUN_ID_RULE, is_valid_run_id, parse_json
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -69,9 +71,9 @@ class JSONTextField(forms.CharField):
         if text is None or text in self.empty_values:
             return EMPTY
         try:
-            return json.loads(text)
-        except ValueError as err:
-            raise forms.ValidationError(f"Not valid JSON: {err}", code="invalid_json") from None
+            return parse_json(text, what="The value")
+        except InvalidInput as err:
+            raise forms.ValidationError(f"Not valid JSON: {err.message}", code="invalid_json") from None
 
     def validate(self, value: Any) -> None:
         if value is EMPTY and self.required:
@@ -165,6 +167,11 @@ class SchemaForm(forms.Form):
             self.add_error(target, describe_issues(loose))
 
 
+def _run_id_rule(value: str) -> None:
+    if value and not is_valid_run_id(value):
+        raise forms.ValidationError(RUN_ID_RULE, code="invalid_run_id")
+
+
 def schema_form(schema: dict[str, Any]) -> type[SchemaForm]:
     fields: dict[str, forms.Field] = {}
     readers: dict[str, tuple[str, bool, bool]] = {}
@@ -180,8 +187,10 @@ def schema_form(schema: dict[str, Any]) -> type[SchemaForm]:
         fields["__input__"] = JSONTextField(label="Input", required=False, help_text="The whole input, as JSON")
         readers["__input__"] = ("json", False, False)
     fields[RUN_ID_FIELD] = forms.CharField(
-        label="Run id", required=False, max_length=200, widget=forms.TextInput(attrs={"class": "vTextField"}),
-        help_text="Optional. Starting again with the same id, workflow and input returns the same run.",
+        label="Run id", required=False, strip=False, widget=forms.TextInput(attrs={"class": "vTextField"}),
+        validators=[_run_id_rule],
+        help_text="Optional: 1-200 characters, letters, digits, - _ . : @. Starting again with the same id, "
+                  "workflow and input returns the same run.",
     )
     return type("WorkflowInputForm", (SchemaForm,), {**fields, "readers": readers})
 
@@ -226,7 +235,7 @@ class StartRunMixin(_RunAdminBase):
                                       messages.INFO)
                 else:
                     self.message_user(request, f"Started {run.workflow} as run {run.id}", messages.SUCCESS)
-                return redirect("admin:runs_run_change", run.pk)
+                return redirect("admin:runs_run_change", quote(run.pk))
         context.update(title=f"Start {name}", workflow=definition, form=form,
                        schema_json=json.dumps(input_schema(definition), indent=2))
         return TemplateResponse(request, "admin/runs/run/start.html", context)

@@ -4,13 +4,20 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.contrib.admin.utils import unquote
+from django.http import Http404, HttpRequest, HttpResponse
 from guardian.admin import GuardedModelAdmin
 
 from runs.admin.common import ReadOnlyMixin
 from runs.config.registry import get_config
 from runs.models import AppVersion, WorkflowEntry
 from runs.versions import sync_workflow_entries
+
+
+def _number(key: str) -> str:
+    if not (key.isascii() and key.isdigit() and len(key) < 19):
+        raise Http404("No such row")
+    return key
 
 
 @admin.register(AppVersion)
@@ -39,6 +46,17 @@ class WorkflowEntryAdmin(GuardedModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    # guardian's permission pages look their keys up as they come: a key that is not a number is a 404
+    # here, not a ValueError (500).
+    def obj_perms_manage_view(self, request: HttpRequest, object_pk: str) -> HttpResponse:
+        return super().obj_perms_manage_view(request, _number(unquote(object_pk)))
+
+    def obj_perms_manage_user_view(self, request: HttpRequest, object_pk: str, user_id: str) -> HttpResponse:
+        return super().obj_perms_manage_user_view(request, _number(object_pk), _number(user_id))
+
+    def obj_perms_manage_group_view(self, request: HttpRequest, object_pk: str, group_id: str) -> HttpResponse:
+        return super().obj_perms_manage_group_view(request, _number(object_pk), _number(group_id))
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None):
         sync_workflow_entries(get_config())  # every workflow of the config has a row to grant on

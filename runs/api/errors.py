@@ -33,6 +33,8 @@ STATUS_OF_CODE: dict[str, int] = {
     "already_decided": status.HTTP_409_CONFLICT,
     "run_ended": status.HTTP_409_CONFLICT,
     "run_running": status.HTTP_409_CONFLICT,
+    "run_exists": status.HTTP_409_CONFLICT,
+    "too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
 }
 
 

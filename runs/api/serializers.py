@@ -3,6 +3,7 @@ called) and what it answers (output serializers: the shapes the OpenAPI schema d
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -12,6 +13,10 @@ from rest_framework import serializers
 from runs.config.resolution import input_schema
 from runs.config.workflows import WorkflowDefinition
 from runs.models import Run, RunStatus
+from runs.validation import RUN_ID_RULE, is_valid_run_id
+
+# The largest `offset` a page may start at: a signed 64-bit integer, what every database can take.
+MAX_OFFSET = 2**63 - 1
 
 # ---- input --------------------------------------------------------------------------------------
 
@@ -34,10 +39,15 @@ class StartRunInput(StrictSerializer):
     workflow = serializers.CharField(help_text="The workflow's name, e.g. `refund`.")
     input = serializers.JSONField(required=False, default=dict, help_text="The workflow's input (see its JSON Schema).")
     run_id = serializers.CharField(
-        required=False, allow_null=True, max_length=200,
+        required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
         help_text="A caller-given id makes the start idempotent: the same workflow, input and starter "
-                  "return the same run.",
+                  "return the same run. 1-200 characters: letters, digits, `-`, `_`, `.`, `:` and `@`.",
     )
+
+    def validate_run_id(self, value: Any) -> Any:
+        if value is not None and not is_valid_run_id(value):
+            raise serializers.ValidationError(RUN_ID_RULE, code="invalid_run_id")
+        return value
 
 
 class DecisionInput(StrictSerializer):
@@ -56,12 +66,17 @@ class RunListQuery(serializers.Serializer):
     workflow = serializers.CharField(required=False)
     started_by = serializers.CharField(required=False)
     limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=500)
-    offset = serializers.IntegerField(required=False, default=0, min_value=0)
+    offset = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_OFFSET)
 
 
 class ResultQuery(serializers.Serializer):
     timeout = serializers.FloatField(required=False, default=0.0, min_value=0.0, max_value=60.0,
                                      help_text="Seconds to wait for the run to end (0 to 60; default 0).")
+
+    def validate_timeout(self, value: float) -> float:
+        if not math.isfinite(value):
+            raise serializers.ValidationError("must be a number from 0 to 60", code="invalid")
+        return value
 
 
 # ---- output -------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from typing import Any
 from django.db.models import Count
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,11 +18,13 @@ from connectors.errors import InvalidInput, SanomaError, error_code
 from runs import selectors, services
 from runs.api import serializers as s
 from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
+from runs.api.parsers import StrictJSONParser
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.permissions import request_principal
 from runs.config.registry import get_config
 from runs.models import Approval, ApprovalStatus, Run, RunStatus
+from runs.validation import check_run_id
 
 # How long a decision waits for the run to apply it before answering 202.
 DECIDE_WAIT_SECONDS = 5.0
@@ -33,7 +34,8 @@ ERRORS = {
     401: OpenApiResponse(s.ErrorSerializer, description="not authenticated"),
     403: OpenApiResponse(s.ErrorSerializer, description="permission_denied or not_approver"),
     404: OpenApiResponse(s.ErrorSerializer, description="run_not_found, no_pending_approval or workflow_not_found"),
-    409: OpenApiResponse(s.ErrorSerializer, description="already_decided, run_ended or run_running"),
+    409: OpenApiResponse(s.ErrorSerializer, description="already_decided, run_ended, run_running or run_exists"),
+    413: OpenApiResponse(s.ErrorSerializer, description="too_large: the body is over SANOMA_MAX_BODY_BYTES"),
     415: OpenApiResponse(s.ErrorSerializer, description="the body is not JSON"),
 }
 
@@ -46,7 +48,13 @@ class SanomaAPIView(APIView):
     """JSON in, JSON out, one error shape, nothing cached, nothing sniffed."""
 
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser]
+    parser_classes = [StrictJSONParser]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """After authentication: a run id in the path that breaks the run-id rule is 400, stating it."""
+        super().initial(request, *args, **kwargs)
+        if "run_id" in kwargs:
+            check_run_id(kwargs["run_id"], path=["run_id"])
 
     def get_exception_handler(self) -> Callable[[BaseException, dict[str, Any]], Response]:
         return exception_handler
@@ -58,13 +66,15 @@ class SanomaAPIView(APIView):
         return response
 
     def body(self, request: Request, *, required: bool = True) -> dict[str, Any]:
-        """The JSON object sent. A body must be JSON (else 415); a required one must be there."""
+        """The JSON object sent. A body must be JSON (else 415); a required one must be there.
+
+        No body at all is no body whatever its Content-Type says (`curl -X POST` sends text/plain)."""
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
         media_type = (request.content_type or "").split(";")[0].strip().lower()
-        if required or length or media_type:
+        if required or length:
             if media_type != "application/json" and not media_type.endswith("+json"):
                 raise exceptions.UnsupportedMediaType(media_type or "(none)")
         if not length:
@@ -165,7 +175,7 @@ class RunListView(SanomaAPIView):
         description="201 with the new run; 200 when `run_id` names a run started the same way before. "
                     "An unknown workflow is 404 `invalid_input` with an issue at `workflow`.",
         request=s.StartRunInput,
-        responses={201: s.RunSerializer, 200: s.RunSerializer, **errors(400, 403, 404, 415)},
+        responses={201: s.RunSerializer, 200: s.RunSerializer, **errors(400, 403, 404, 409, 413, 415)},
     )
     def post(self, request: Request) -> Response:
         body = self.checked(s.StartRunInput, self.body(request))

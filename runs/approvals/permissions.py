@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group, Permission
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from guardian.shortcuts import assign_perm
 
-from connectors.errors import SanomaError
+from connectors.errors import ErrorCode, SanomaError
 from runs.models import (
     Approval,
     ApprovalGroupObjectPermission,
@@ -132,14 +132,23 @@ def is_operator(principal: Principal) -> bool:
     return principal.has_global("runs.view_any_run")
 
 
+def run_not_found(run_id: Any) -> SanomaError:
+    """The one answer for a run that does not exist and for one the caller may not see: the two
+    read alike, so a refusal never tells whether a run exists."""
+    return SanomaError(f"No run {run_id}, or you may not see it", code=ErrorCode.RUN_NOT_FOUND,
+                       data={"run_id": run_id})
+
+
 def check_can_view(principal: Principal, run: Run, *, raise_error: bool = True) -> bool:
+    """Who may see a run: its starter, its approvers (`runs.view_run` on it), operators. Surfaces
+    go through `runs.selectors.visible_run`, which asks this before anything else."""
     allowed = (
         is_operator(principal)
         or run.started_by == principal.id
         or (principal.user is not None and principal.user.has_perm("runs.view_run", run))
     )
     if not allowed and raise_error:
-        raise SanomaError(f"No run {run.id}", code="run_not_found", data={"run_id": run.id})
+        raise run_not_found(run.id)
     return allowed
 
 

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
 
 from connectors.errors import SanomaError
-from runs.models import Approval, ApprovalStatus
+from runs.models import Approval, ApprovalRequester, ApprovalStatus
 
 
 def rejection_error(approval: Approval) -> SanomaError:
@@ -27,8 +30,40 @@ def rejection_error(approval: Approval) -> SanomaError:
     )
 
 
-def may_decide(approver: str, by: str, groups: Sequence[str]) -> str | None:
-    """None when `by` (in `groups`) may decide for `approver`, else why not."""
+SELF_APPROVAL_KEY = "self_approval"  # in a policy approval's details: the policy let the starter decide it
+SELF_APPROVAL_ALLOWED = "allowed"
+
+
+def self_approval_details(details: Any, allowed: bool) -> Any:
+    """A policy approval's details, carrying the policy's `self_approval` permission when it gave one."""
+    if not allowed:
+        return details
+    return {**(details if isinstance(details, dict) else {}), SELF_APPROVAL_KEY: SELF_APPROVAL_ALLOWED}
+
+
+def self_approval_allowed(approval: Approval) -> bool:
+    """Whether the run's starter may decide this approval: the site allows it everywhere
+    (`SANOMA_ALLOW_SELF_APPROVAL`), or the policy that held the call allowed it for this approval.
+    A workflow's own `ctx.approval` cannot allow it: only a policy's permission is read."""
+    if getattr(settings, "SANOMA_ALLOW_SELF_APPROVAL", False):
+        return True
+    details = approval.details
+    return (
+        approval.requested_by == ApprovalRequester.POLICY
+        and isinstance(details, dict)
+        and details.get(SELF_APPROVAL_KEY) == SELF_APPROVAL_ALLOWED
+    )
+
+
+def may_decide(
+    approver: str, by: str, groups: Sequence[str], *, starter: str | None = None, self_approval: bool = False
+) -> str | None:
+    """None when `by` (in `groups`) may decide for `approver`, else why not.
+
+    Separation of duties: the run's `starter` may not decide its approvals, even as the approver
+    or a member of its group, unless `self_approval` allows it."""
+    if starter is not None and by == starter and not self_approval:
+        return f"{by} started this run and cannot approve it"
     if approver.startswith("group:"):
         group = approver[len("group:"):]
         return None if group in groups else f"{by} is not in group {group}"

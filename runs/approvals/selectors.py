@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 
 from runs.approvals.permissions import Principal, decidable_approvals, is_operator, principal_of
 from runs.models import Approval, ApprovalStatus
-from runs.selectors import get_run_or_error
+from runs.selectors import visible_run
 
 
 def approval_state(approval: Approval) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def pending_for(*, principal: str | Principal) -> QuerySet[Approval]:
 
 
 def approvals_of(*, run_id: str, viewer: str | Principal | None = None) -> list[dict[str, Any]]:
-    run = get_run_or_error(run_id, viewer)
+    run = visible_run(run_id=run_id, viewer=viewer)
     return [approval_state(a) for a in Approval.objects.filter(run=run).order_by("seq")]
 
 

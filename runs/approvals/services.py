@@ -12,26 +12,26 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import InvalidInput, SanomaError
+from connectors.errors import ErrorCode, InvalidInput, SanomaError
 from runs import ledger
 from runs.approvals.permissions import Principal, can_decide, principal_of
-from runs.approvals.rules import may_decide
+from runs.approvals.rules import may_decide, self_approval_allowed
 from runs.approvals.selectors import approval_state
 from runs.config.registry import get_config
 from runs.engine import clock
 from runs.engine.advance import wake
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, DecisionMessage, LedgerKind, Run
+from runs.selectors import visible_run
 
 DECISIONS = ("approve", "reject")
 WAIT_POLLS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 
-def _run_for_decision(run_id: str) -> Run:
-    run = Run.objects.filter(pk=run_id).first()
-    if run is None:
-        raise SanomaError(f"No run {run_id}", code="run_not_found", data={"run_id": run_id})
+def _run_for_decision(run_id: str, by: Principal, *, for_update: bool = False) -> Run:
+    """The run, if `by` may see it (else `run_not_found`, first), and if it still takes decisions."""
+    run = visible_run(run_id=run_id, viewer=by, for_update=for_update)
     if run.status in ENDED_STATUSES:
-        raise SanomaError(f"Run {run_id} has {run.status}; it takes no more decisions", code="run_ended",
+        raise SanomaError(f"Run {run_id} has {run.status}; it takes no more decisions", code=ErrorCode.RUN_ENDED,
                           data={"status": run.status, "run_id": run_id})
     return run
 
@@ -58,19 +58,20 @@ def _already_decided(approval: Approval) -> SanomaError:
 
 
 def check_decide(*, run_id: str, approval_id: str | None, decision: Any, by: Principal) -> Approval:
-    """Everything `decide` refuses, before anything is sent."""
+    """Everything `decide` refuses, before anything is sent; first, a run `by` may not see."""
+    run = _run_for_decision(run_id, by)
     if decision not in DECISIONS:
         issue = {"path": ["decision"], "message": "must be approve or reject", "code": "invalid"}
         raise InvalidInput(f"decision must be approve or reject; got {decision!r}", data={"issues": [issue]})
-    run = _run_for_decision(run_id)
     approval = _target(run, approval_id)
     if approval.status != ApprovalStatus.PENDING:
         raise _already_decided(approval)
-    why = may_decide(approval.approver, by.id, by.groups)
+    why = may_decide(approval.approver, by.id, by.groups, starter=run.started_by,
+                     self_approval=self_approval_allowed(approval))
     if why is None and not can_decide(by, approval):
         why = f"{by.id} has no permission to decide it"
     if why is not None:
-        raise SanomaError(f"{why} ({approval.approval_id})", code="not_approver",
+        raise SanomaError(f"{why} ({approval.approval_id})", code=ErrorCode.NOT_APPROVER,
                           data={"run_id": run.id, "approval_id": approval.approval_id, "approver": approval.approver})
     return approval
 
@@ -105,6 +106,8 @@ def decide(
 ) -> dict[str, Any]:
     """Approve or reject; returns the approval as the run decided it, or still pending when the
     run did not read the decision within `timeout` (it applies once a worker runs)."""
+    principal = principal_of(by)
+    visible_run(run_id=run_id, viewer=principal)  # first: a run `by` may not see is run_not_found
     if note is not None and not isinstance(note, str):
         raise InvalidInput(
             "note must be text", data={"issues": [{"path": ["note"], "message": "must be text", "code": "invalid"}]}
@@ -112,7 +115,6 @@ def decide(
     if message_id is not None and (not isinstance(message_id, str) or not message_id.strip()):
         raise InvalidInput("message id must be a non-blank string",
                            data={"issues": [{"path": ["id"], "message": "must be non-blank", "code": "invalid"}]})
-    principal = principal_of(by)
     approval = check_decide(run_id=run_id, approval_id=approval_id, decision=decision, by=principal)
     sent = send_decision(approval=approval, decision=decision, by=principal, note=note or "", message_id=message_id)
     return wait_for_decision(approval=approval, message_id=sent, timeout=timeout)
@@ -130,7 +132,7 @@ def wait_for_decision(*, approval: Approval, message_id: str, timeout: float) ->
         message = DecisionMessage.objects.filter(approval=approval, message_id=message_id).first()
         if message is not None and message.outcome == "refused":
             reason = next((r["reason"] for r in reversed(approval.refused) if r.get("id") == message_id), "refused")
-            raise SanomaError(f"{reason} ({approval.approval_id})", code="not_approver",
+            raise SanomaError(f"{reason} ({approval.approval_id})", code=ErrorCode.NOT_APPROVER,
                               data={"run_id": approval.run_id, "approval_id": approval.approval_id,
                                     "approver": approval.approver})
         remaining = deadline - time.monotonic()
@@ -144,7 +146,7 @@ def withdraw(*, run_id: str, by: str | Principal, approval_id: str | None = None
     principal = principal_of(by)
     config = get_config()
     with transaction.atomic():
-        run = _run_for_decision(run_id)
+        run = _run_for_decision(run_id, principal)
         if run.started_by != principal.id and not principal.has_global("runs.operate_runs"):
             raise SanomaError(
                 f"{principal.id} may not withdraw approvals of run {run_id}: only its starter or an operator may",

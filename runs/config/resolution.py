@@ -273,6 +273,26 @@ def _check_workflows(
     return names
 
 
+def _check_schedules(workflows: Mapping[str, WorkflowDefinition], root: Path | None, problems: list[str]) -> None:
+    """A schedule starts its workflow with the input `{}`: the input must accept it."""
+    for wf in workflows.values():
+        if isinstance(wf.trigger, str):
+            continue
+        try:
+            wf.input.model_validate({})
+        except Exception:
+            file = None
+            if wf.file and root is not None:
+                try:
+                    file = str(Path(wf.file).resolve().relative_to(root))
+                except ValueError:
+                    file = None
+            problems.append(Problem(
+                f'Workflow "{wf.name}" runs on a schedule, which starts it with the input {{}}, '
+                "but its input refuses {}: give every input field a default, or drop the schedule",
+                kind=ProblemKind.OTHER, file=file))
+
+
 def _resolve_policy(config: SanomaConfig, root: Path | None, problems: list[str]) -> Any:
     if config.policy is not None:
         return config.policy
@@ -319,6 +339,7 @@ def resolve_config(
     workflows = _check_workflows(
         config.workflows if isinstance(config.workflows, (list, tuple)) else (), discovered, ops, drivers, problems
     )
+    _check_schedules(workflows, root, problems)
     policy = _resolve_policy(config, root, problems)
     if problems:
         raise ConfigError(problems)

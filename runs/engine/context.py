@@ -34,10 +34,10 @@ from connectors.errors import (
 from connectors.operations import Operation
 from runs import ledger
 from runs.approvals.permissions import grant_approver
-from runs.approvals.rules import may_decide, rejection_error
+from runs.approvals.rules import may_decide, rejection_error, self_approval_allowed, self_approval_details
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Approved, WorkflowDefinition
-from runs.engine import clock, fastpath, faults, heartbeat, transitions
+from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
 from runs.engine.faults import FaultPoint
 from runs.engine.requests import check_approval_request, check_sleep, parse_op_input
 from runs.engine.transitions import LeaseCheck
@@ -384,20 +384,7 @@ class RunContext:
             return
         # The vendor acted: retry the write before giving up, then refuse every further call, so a
         # workflow that catches the failure cannot repeat the effect unrecorded.
-        for delay in (*LEDGER_RETRY_DELAYS, None):
-            try:
-                self._commit(step, [record])
-                return
-            except (LeaseLost, Cancelled):
-                raise
-            except Exception as err:
-                # A record that cannot be serialised fails the same way every time: no retry.
-                if delay is None or isinstance(err, (TypeError, ValueError)):
-                    self._poisoned = op.id
-                    raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {err}",
-                                      code=ErrorCode.LEDGER_WRITE_FAILED, data={"op": op.id}) from err
-                log.warning("recording %s of run %s failed (%s); trying again", op.id, self._run.id, err)
-                clock.sleep(delay)
+        self._commit_effect(op, step, record, call_seconds=duration_ms / 1000)
 
     # ---- policy and approvals -------------------------------------------------------------
 
@@ -418,6 +405,7 @@ class RunContext:
                     approver=approver, requested_by=ApprovalRequester.POLICY,
                     covers=list(dict.fromkeys([op.id, *decision.get("covers", [])])),
                     op=op.id, op_input=input_json, op_seq=seq,
+                    details=self_approval_details(None, decision.get("self_approval") is True),
                 )
                 raise Suspend("approval")
             approval = held[index]
@@ -485,7 +473,8 @@ class RunContext:
             if message.decision not in Decision.values:
                 why = f"{message.decision!r} is not a decision: send approve or reject"
             else:
-                why = may_decide(approval.approver, message.by, message.groups)
+                why = may_decide(approval.approver, message.by, message.groups, starter=self._run.started_by,
+                                 self_approval=self_approval_allowed(approval))
             if why is not None:
                 approval.refused = [*approval.refused, {"by": message.by, "id": message.message_id,
                                                         "at": clock.now_ms(), "reason": why}]
@@ -637,6 +626,73 @@ class RunContext:
             if renew:
                 self._lease_renewed()
         return written
+
+    def _commit_effect(self, op: Operation, step: Step, record: LedgerRecord, *, call_seconds: float) -> None:
+        """Write the checkpoint of a call the vendor carried out, trying again before giving up.
+
+        An error the database answered is tried again after 50, 200 and 800 ms. A dropped
+        connection is discarded and the same write tried on a new one, on a backoff, for as long
+        as this worker's lease lasts (see `runs.engine.reconnect`). A write that landed before
+        its answer was lost counts as written.
+        """
+        delays = iter(LEDGER_RETRY_DELAYS)
+        backoff: reconnect.Backoff | None = None  # once the connection dropped
+        maybe_landed = False
+        while True:
+            try:
+                if maybe_landed and self._landed(step, record):
+                    log.info("recording %s of run %s: the write before the drop had landed", op.id, self._run.id,
+                             extra={"run_id": self._run.id})
+                    return
+                self._commit(step, [record])
+                if backoff is not None:
+                    log.warning("recorded %s of run %s on a new connection after %.1f s, try %d", op.id,
+                                self._run.id, backoff.elapsed(), backoff.tries + 1, extra={"run_id": self._run.id})
+                return
+            except (LeaseLost, Cancelled):
+                raise
+            except Exception as err:
+                delay: float | None
+                if isinstance(err, (TypeError, ValueError)):
+                    delay = None  # a record that cannot be serialised fails the same way every time
+                elif reconnect.connection_lost(err) and reconnect.can_reconnect():
+                    reconnect.discard()
+                    if backoff is None:
+                        backoff = reconnect.Backoff(deadline=time.monotonic() + self._lease_left(call_seconds))
+                    delay = backoff.next_delay()
+                    # The statement may have committed with its answer lost: look before writing again.
+                    maybe_landed = True
+                else:
+                    delay = next(delays, None)
+                if delay is None:
+                    self._poisoned = op.id
+                    raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {err}",
+                                      code=ErrorCode.LEDGER_WRITE_FAILED, data={"op": op.id}) from err
+                log.warning("recording %s of run %s failed (%s); trying again", op.id, self._run.id,
+                            str(err).strip().split("\n")[0], extra={"run_id": self._run.id})
+                step.pk = None  # a rolled-back insert may have left its id behind
+                record.pk = None
+                clock.sleep(delay)
+
+    def _lease_left(self, call_seconds: float) -> float:
+        """Seconds this worker may still spend writing before its lease could run out, less a margin
+        so it gives up before another worker may take the run over."""
+        lease = self._lease.total_seconds()
+        renewed = self._renew_after - lease / 3
+        if call_seconds > lease / 3:  # the heartbeat renewed the lease while the vendor answered
+            renewed = max(renewed, time.monotonic() - lease / 3 - heartbeat.TICK_SECONDS)
+        margin = min(2.0, lease / 10)
+        return renewed + lease - margin - time.monotonic()
+
+    def _landed(self, step: Step, record: LedgerRecord) -> bool:
+        """Whether the step's record is already written (by this worker's write whose answer was
+        lost); if so the lease is checked too, so a run another worker took over stops here."""
+        if not LedgerRecord.objects.filter(record_id=record.record_id).exists():
+            return False
+        with self._guarded():
+            pass
+        self._steps[step.seq] = Step.objects.get(run_id=step.run_id, seq=step.seq)
+        return True
 
     def _lease_renewed(self) -> None:
         self._renew_after = time.monotonic() + self._lease.total_seconds() / 3

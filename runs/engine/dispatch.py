@@ -8,6 +8,9 @@ from __future__ import annotations
 from django.db import transaction
 from django_q.tasks import async_task
 
+# A supervisor waiting with no worker up LISTENs here (PostgreSQL delivers a NOTIFY on commit).
+RUNNABLE_CHANNEL = "sanoma_runnable"
+
 ADVANCE_TASK = "runs.engine.tasks.advance_task"
 
 
@@ -15,3 +18,7 @@ def enqueue(run_id: str) -> None:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("enqueue must run inside the transaction that makes the run runnable")
     async_task(ADVANCE_TASK, run_id, task_name=f"advance {run_id}"[:100])
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [RUNNABLE_CHANNEL, run_id])

@@ -1,7 +1,8 @@
 """A step's checkpoint in one statement on PostgreSQL.
 
 The lease check (or renewal), the step row and its ledger record go to the database as one
-statement (a data-modifying CTE): one round trip and one commit instead of five. When the lease
+statement (a data-modifying CTE): one round trip and one commit instead of five. The record's
+hash-chain link is made by the ledger's insert trigger inside that statement (`runs.ledger`). When the lease
 check matches no row nothing is written, and the caller takes the general path, which tells a
 cancelled run from a lost lease. Measured in `bench/engine.py`. The lease part is owned by
 `runs.engine.transitions`, like every other change to the run row.
@@ -20,8 +21,9 @@ WITH lease AS ({lease}), step AS (
     SELECT id, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s, %s FROM lease
     RETURNING run_id
 )
-INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group")
-SELECT %s, run_id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb FROM step
+INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group",
+    chain_index, prev_hash, hash)
+SELECT %s, run_id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM step
 RETURNING id
 """
 _RENEWING = _SQL.format(lease=transitions.LEASE_RENEW_SQL)

@@ -37,6 +37,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 
 from runs.engine.dispatch import enqueue
+from runs.ledger_chain import prepare as ledger_prepare
 from runs.models import ENDED_STATUSES, LedgerRecord, Run, RunStatus
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
@@ -258,8 +259,9 @@ WITH ended AS (
     WHERE id = %s AND lease_owner = %s AND status = %s
     RETURNING id
 )
-INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group")
-SELECT %s, id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb FROM ended
+INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group",
+    chain_index, prev_hash, hash)
+SELECT %s, id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM ended
 RETURNING id
 """
 
@@ -286,9 +288,11 @@ def end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: A
 
 
 def record_params(record: LedgerRecord) -> list[Any]:
-    """A ledger record's columns in the order the one-statement inserts list them."""
+    """A ledger record's columns in the order the one-statement inserts list them. `hash` carries
+    the content digest: the insert's trigger links it into the run's chain (see `runs.ledger`)."""
+    ledger_prepare(record, "default")
     return [record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow,
-            record.kind, _json(record.body), _json(record.group)]
+            record.kind, _json(record.body), _json(record.group), record.chain_index, record.prev_hash, record.hash]
 
 
 # ---- stamp ----------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ Cedar's rule stands: a permit grants, a forbid overrides, nothing permitted is d
 `forbid` annotated `@approve("alice")` / `@approve("group:security")` holds the call for that
 approver instead of denying it (`@title("...")`, `@covers("op.a, op.b")` shape the approval); it is
 lifted once that approver approved an approval covering the op, and the call is evaluated again
-without it, so a broad permit can never skip an approval.
+without it, so a broad permit can never skip an approval. The run's starter may not decide the
+approval unless the forbid also says `@self_approval("allowed")`.
 
 Every policy gets a stable id: its `@id("...")`, else `<file>:<line>` (the line where the policy,
 including its annotations, starts). The set is parsed once at load with those ids; the sets with
@@ -50,7 +51,8 @@ _ESCAPE_KEYS = frozenset({"__entity", "__extn", "__expr"})
 _I64 = (-(2**63), 2**63 - 1)
 _DECIMAL_LIMIT = 922337203685477  # Cedar decimals: i64 with four fractional digits
 _ERROR_POLICY = re.compile(r"policy `([^`]*)`: (.*)", re.S)
-_APPROVE_KEYS = ("approve", "title", "covers")
+_APPROVE_KEYS = ("approve", "title", "covers", "self_approval")
+SELF_APPROVAL_ALLOWED = "allowed"
 _CACHE_LIMIT = 256
 
 
@@ -95,6 +97,11 @@ class CedarRule:
     @property
     def covers(self) -> tuple[str, ...]:
         return _split_covers(self.annotations.get("covers", ""))
+
+    @property
+    def self_approval(self) -> bool:
+        """For an `@approve` forbid with `@self_approval("allowed")`: the run's starter may decide it."""
+        return self.holds and self.annotations.get("self_approval", "").strip() == SELF_APPROVAL_ALLOWED
 
 
 def _split_covers(text: str) -> tuple[str, ...]:
@@ -168,9 +175,11 @@ def _check_annotations(rule_file: str, line: int, effect: str, notes: Mapping[st
                 f'or "{GROUP_PREFIX}<name>"'
             )
     else:
-        for key in ("title", "covers"):
+        for key in ("title", "covers", "self_approval"):
             if key in notes:
                 problems.append(f"{where}: @{key} only applies to a forbid with @approve")
+    if "self_approval" in notes and notes["self_approval"].strip() != SELF_APPROVAL_ALLOWED:
+        problems.append(f'{where}: @self_approval can only say "{SELF_APPROVAL_ALLOWED}"')
     return problems
 
 
@@ -468,6 +477,7 @@ class CedarPolicy:
                         covers=tuple(c for c in rule.covers if c != op_id),
                         reasons=((rule.reason,) if rule.reason else ()) + tuple(notes),
                         policies=(rule.id,),
+                        self_approval=rule.self_approval,
                     )
                 lifted.append((rule, approval))
                 newly.append(rule)

@@ -70,6 +70,7 @@ class Decision:
     covers: tuple[str, ...] = ()  # approve: extra op ids the approval lets through
     policy_version: str = ""
     policies: tuple[str, ...] = ()  # ids of the policies that made the decision
+    self_approval: bool = False  # approve: the run's starter may decide this approval too
 
     def to_dict(self) -> dict[str, Any]:
         """JSON for the ledger."""
@@ -87,6 +88,8 @@ class Decision:
             out["title"] = self.title
         if self.covers:
             out["covers"] = list(self.covers)
+        if self.self_approval:
+            out["self_approval"] = True
         return out
 
     @classmethod
@@ -101,6 +104,7 @@ class Decision:
             covers=tuple(data.get("covers") or ()),
             policy_version=str(data.get("policy_version") or ""),
             policies=tuple(data.get("policies") or ()),
+            self_approval=data.get("self_approval") is True,
         )
 
 

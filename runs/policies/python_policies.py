@@ -42,11 +42,12 @@ def _cover_id(item: Any) -> str:
     raise InvalidInput(f"approve(): covers must be operations or operation ids; got {item!r}")
 
 
-def approve(approver: Any, title: Any = None, covers: Iterable[Any] = ()) -> Decision:
+def approve(approver: Any, title: Any = None, covers: Iterable[Any] = (), *, self_approval: bool = False) -> Decision:
     """Hold the call until `approver` (a person id, or `{"group": name}`) approves.
 
     `title` is a string or `{"title"?, "covers"?}`; `covers` are further operations
-    (or their ids) the same approval lets through later in the run.
+    (or their ids) the same approval lets through later in the run. The run's starter may never
+    decide its approvals unless `self_approval=True` allows it for this one.
     """
     if isinstance(title, Mapping):
         options = title
@@ -64,6 +65,7 @@ def approve(approver: Any, title: Any = None, covers: Iterable[Any] = ()) -> Dec
         approver=normalise_approver(approver),  # None when it names nobody: refused by validation
         title=title if isinstance(title, str) and title.strip() else None,
         covers=tuple(ids),
+        self_approval=self_approval,
     )
 
 
@@ -89,6 +91,10 @@ def validate_decision(op_id: str, answer: Any) -> Decision:
             raise refuse('approve needs an approver: a person id or {"group": name}')
         if not all(isinstance(c, str) and c for c in answer.covers):
             raise refuse("covers must be operation ids")
+    if not isinstance(answer.self_approval, bool):
+        raise refuse("self_approval must be True or False")
+    if answer.self_approval and answer.kind != APPROVE:
+        raise refuse("self_approval only applies to approve")
     return answer
 
 

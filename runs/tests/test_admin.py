@@ -286,11 +286,12 @@ def test_a_refusal_names_the_reason(held, engine, people, fast_decide):
     url = f"/admin/runs/approval/{approval.pk}/change/"
     starter = browser(people["alice"])
     page = starter.get(url).content.decode()
-    assert "You cannot decide this: alice is not the approver; bob is (approval-1) (not_approver)" in page
+    # Separation of duties: the starter may not decide her own run's approvals.
+    assert "You cannot decide this: alice started this run and cannot approve it (approval-1) (not_approver)" in page
     assert 'name="_approve"' not in page and 'name="_withdraw"' in page
 
     refused = starter.post(url, {"_approve": "Approve"}, follow=True)
-    assert said(refused) == ["Not done: alice is not the approver; bob is (approval-1) (not_approver)"]
+    assert said(refused) == ["Not done: alice started this run and cannot approve it (approval-1) (not_approver)"]
     assert not approval.messages.exists()
 
     bob = browser(people["bob"])

@@ -334,7 +334,7 @@ def test_a_run_is_visible_to_its_starter_approver_and_operators_only(held, peopl
                 f"/api/runs/{held.id}/approvals", f"/api/runs/{held.id}/approvals/approval-1"):
         hidden = client_for(people["carol"]).get(url)
         assert hidden.status_code == 404, url
-        assert hidden.json() == {"error": f"No run {held.id}", "code": "run_not_found"}
+        assert hidden.json() == {"error": f"No run {held.id}, or you may not see it", "code": "run_not_found"}
 
 
 def test_ledger_lists_the_records_in_order(held, people):
@@ -408,11 +408,16 @@ def test_the_inbox_lists_what_you_may_decide_with_what_it_lets_through(held, eng
 
 
 def test_a_user_who_is_not_the_approver_gets_403_and_nothing_is_sent(held, people):
-    response = post(client_for(people["carol"]), f"/api/runs/{held.id}/approvals/approval-1", {"decision": "approve"})
+    # An operator may see the run, so hears who the approver is.
+    response = post(client_for(people["olga"]), f"/api/runs/{held.id}/approvals/approval-1", {"decision": "approve"})
     assert response.status_code == 403
     assert response.json() == {
-        "error": "carol is not the approver; bob is (approval-1)", "code": "not_approver", "approver": "bob",
+        "error": "olga is not the approver; bob is (approval-1)", "code": "not_approver", "approver": "bob",
     }
+    # Someone who may not see the run learns nothing about it: not its approver, not that it exists.
+    response = post(client_for(people["carol"]), f"/api/runs/{held.id}/approvals/approval-1", {"decision": "approve"})
+    assert response.status_code == 404
+    assert response.json() == {"error": f"No run {held.id}, or you may not see it", "code": "run_not_found"}
     assert not DecisionMessage.objects.exists()
 
 

@@ -179,6 +179,11 @@ def test_a_workflow_approval_is_published_with_everything_it_asked(engine_for, p
 def test_44_a_non_approver_is_refused_and_nothing_is_sent(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking")
+    with pytest.raises(SanomaError) as caught:  # the intern may not even see the run
+        approvals.decide(run_id=run.id, decision="approve", by="intern", timeout=0)
+    assert error_code(caught.value) == "run_not_found"
+    assert str(caught.value) == f"No run {run.id}, or you may not see it"
+    make_user("intern", perms=["runs.view_any_run"])  # now she may see it: she hears who decides
     with pytest.raises(SanomaError) as caught:
         approvals.decide(run_id=run.id, decision="approve", by="intern", timeout=0)
     assert error_code(caught.value) == "not_approver"
@@ -194,6 +199,8 @@ def test_44_a_non_approver_is_refused_and_nothing_is_sent(engine_for, people):
 def test_46_a_group_approver_takes_its_members_only(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking", {"approver": "group:marketing"})
+    for who in ("bob", "marketing"):  # they may see the run (else it is run_not_found), not decide it
+        make_user(who, perms=["runs.view_any_run"])
 
     with pytest.raises(SanomaError) as caught:
         approvals.decide(run_id=run.id, decision="approve", by="bob", timeout=0)
@@ -364,7 +371,7 @@ def test_48_decided_twice_unknown_id_bad_decision_unknown_run(engine_for, people
     with pytest.raises(SanomaError) as caught:
         approvals.decide(run_id="no-such-run", decision="approve", by="bob", timeout=0)
     assert error_code(caught.value) == "run_not_found"
-    assert str(caught.value) == "No run no-such-run"
+    assert str(caught.value) == "No run no-such-run, or you may not see it"
 
     assert DecisionMessage.objects.count() == sent  # none of these sent anything
 
@@ -587,14 +594,18 @@ def test_54_a_caught_withdrawal_lets_the_run_go_on(engine_for, people):
 
 def test_54_only_the_starter_or_an_operator_may_withdraw(engine_for, people):
     engine = engine_for(asking)
-    make_user("ops", perms=["runs.operate_runs"])
+    # An operator acts only on runs they may see: operate_runs goes with view_any_run.
+    make_user("ops", perms=["runs.operate_runs", "runs.view_any_run"])
     run = engine.run("asking")
 
-    for who in ("bob", "marketing-lead", "stranger"):
+    with pytest.raises(SanomaError) as caught:  # the approver sees the run, but may not withdraw
+        approvals.withdraw(run_id=run.id, by="marketing-lead")
+    assert error_code(caught.value) == "permission_denied"
+    assert "marketing-lead may not withdraw" in str(caught.value)
+    for who in ("bob", "stranger"):  # who may not see the run learns nothing of it
         with pytest.raises(SanomaError) as caught:
             approvals.withdraw(run_id=run.id, by=who)
-        assert error_code(caught.value) == "permission_denied", who
-        assert f"{who} may not withdraw" in str(caught.value)
+        assert error_code(caught.value) == "run_not_found", who
     assert state_of(run)["status"] == "pending"
     assert engine.records(run, "approval.withdrawn") == []
 
@@ -715,7 +726,9 @@ def test_65_the_ledger_of_a_held_call_runs_in_order_with_unique_ids(engine_for):
     assert ids[3] == f"{run.id}:approval.requested:approval-1"
     assert ids[4] == f"{run.id}:approval.decided:approval-1"
     for record in records:
-        assert record["v"] == 1 and record["actor"] == "alice" and record["workflow"] == "shop-flow"
+        # The actor is who acted: the decider on approval.decided, the starter on the rest.
+        actor = "finance-lead" if record["type"] == "approval.decided" else "alice"
+        assert record["v"] == 1 and record["actor"] == actor and record["workflow"] == "shop-flow"
         assert record["run_id"] == run.id
 
 

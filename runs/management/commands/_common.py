@@ -8,7 +8,8 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from connectors.errors import ConfigError, SanomaError
+from connectors.errors import ConfigError, InvalidInput, SanomaError
+from runs.validation import check_run_id, json_issues, parse_json
 
 
 def command_error(err: SanomaError) -> CommandError:
@@ -20,8 +21,18 @@ def command_error(err: SanomaError) -> CommandError:
     return CommandError(f"{err.message}{code}{detail}")
 
 
+def _check_arguments(options: dict[str, Any]) -> None:
+    """No argument may carry a NUL or a lone surrogate (what undecodable bytes in argv become)."""
+    for name, value in options.items():
+        for text in value if isinstance(value, list) else [value]:
+            issues = json_issues(text) if isinstance(text, str) else []
+            if issues:
+                raise CommandError(f"--{name.replace('_', '-')} {issues[0]['message']}")
+
+
 def guarded(fn: Any) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _check_arguments(kwargs)
         try:
             return fn(*args, **kwargs)
         except ConfigError as err:
@@ -31,38 +42,113 @@ def guarded(fn: Any) -> Any:
     return wrapper
 
 
-def parse_value(text: str) -> Any:
-    """A `--set` value: `+2m`/`+3h`/`+1d` is a time from now; JSON when it parses; else text."""
-    if len(text) > 2 and text[0] == "+" and text[-1] in "smhd" and text[1:-1].isdigit():
+def run_id_argument(value: Any) -> str:
+    """A run id given on the command line, held to the run-id rule."""
+    try:
+        return check_run_id(value)
+    except InvalidInput as err:
+        raise CommandError(err.message) from None
+
+
+# JSON Schema types and the Python values that are them (bool before int: True is an int to Python).
+_JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+               "null": (type(None),), "object": (dict,), "array": (list,)}
+
+
+def _field_types(schema: dict[str, Any] | None, key: str) -> tuple[set[str], bool] | None:
+    """The JSON types the input's field `key` accepts, and whether it is a date-time; None: unknown field."""
+    if not isinstance(schema, dict):
+        return None
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or key not in properties:
+        return None
+    types: set[str] = set()
+    when = False
+    pending: list[Any] = [properties[key]]
+    for _ in range(100):
+        if not pending:
+            break
+        node = pending.pop()
+        if not isinstance(node, dict):
+            continue
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            target: Any = schema
+            for part in ref[2:].split("/"):
+                target = target.get(part) if isinstance(target, dict) else None
+            pending.append(target)
+        for branch in ("anyOf", "oneOf", "allOf"):
+            if isinstance(node.get(branch), list):
+                pending.extend(node[branch])
+        kind = node.get("type")
+        types.update([kind] if isinstance(kind, str) else kind if isinstance(kind, list) else [])
+        for value in node.get("enum", []) + ([node["const"]] if "const" in node else []):
+            types.update(name for name, py in _JSON_TYPES.items()
+                         if isinstance(value, py) and not (isinstance(value, bool) and name != "boolean"))
+        when = when or node.get("format") == "date-time"
+    return types, when
+
+
+def _is(value: Any, kind: str) -> bool:
+    if isinstance(value, bool):
+        return kind == "boolean"
+    return isinstance(value, _JSON_TYPES.get(kind, ()))
+
+
+def parse_value(text: str, *, schema: dict[str, Any] | None = None, key: str = "") -> Any:
+    """A `--set` value, read against the input field's schema.
+
+    A field that takes text gets the text as typed (`--set order_id=1001` is "1001"); a date-time
+    field reads `+2m`/`+3h`/`+1d` as a time from now; other fields read the value as JSON (`500`,
+    `true`, `["a"]`), falling back to the text so the schema says what is wrong. A field the schema
+    does not name reads JSON when it parses, else text, `+2m` included.
+    """
+    known = _field_types(schema, key)
+    types, when = known if known is not None else (set(), True)
+    if when and len(text) > 2 and text[0] == "+" and text[-1] in "smhd" and text[1:-1].isdigit():
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[text[-1]]
         return (datetime.now(UTC) + timedelta(**{unit: int(text[1:-1])})).isoformat()
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
         return text
+    if known is None or not types:
+        return value
+    if any(_is(value, kind) for kind in types if kind != "string"):
+        return value
+    return text if "string" in types else value
 
 
-def read_input(*, input_json: str | None, input_file: str | None, sets: list[str]) -> dict[str, Any]:
+def _document(source: str, raw: str | bytes) -> dict[str, Any]:
+    try:
+        data = parse_json(raw, what=source)
+    except InvalidInput as err:
+        raise CommandError(err.message.replace("\n", " ")) from None
+    if not isinstance(data, dict):
+        raise CommandError(f"{source} must be a JSON object")
+    return data
+
+
+def read_input(*, input_json: str | None, input_file: str | None, sets: list[str],
+               schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The input from --input or --input-file, then each --set read against `schema` (the workflow's
+    input JSON Schema). Every problem is a one-line CommandError."""
     if input_json and input_file:
         raise CommandError("give --input or --input-file, not both")
-    data: Any = {}
+    data: dict[str, Any] = {}
     if input_file:
         try:
-            data = json.loads(Path(input_file).read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise CommandError(f"--input-file {input_file}: {err}") from None
+            raw = Path(input_file).read_bytes()
+        except OSError as err:
+            raise CommandError(f"--input-file {input_file}: {err.strerror or err}") from None
+        data = _document(f"--input-file {input_file}", raw)
     elif input_json:
-        try:
-            data = json.loads(input_json)
-        except json.JSONDecodeError as err:
-            raise CommandError(f"--input is not JSON: {err}") from None
-    if not isinstance(data, dict):
-        raise CommandError("the input must be a JSON object")
+        data = _document("--input", input_json)
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise CommandError(f"--set takes key=value; got {item!r}")
-        data[key] = parse_value(value)
+        data[key] = parse_value(value, schema=schema, key=key)
     return data
 
 

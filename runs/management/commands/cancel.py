@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from runs import services
-from runs.management.commands._common import guarded
+from runs.management.commands._common import guarded, run_id_argument
 
 
 class Command(BaseCommand):
@@ -17,5 +17,5 @@ class Command(BaseCommand):
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
-        run = services.cancel(run_id=options["run_id"], by=options["user"])
+        run = services.cancel(run_id=run_id_argument(options["run_id"]), by=options["user"])
         self.stdout.write(f"{run.id} {run.status}")

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from runs.approvals import services as approvals
-from runs.management.commands._common import dumps, guarded
+from runs.management.commands._common import dumps, guarded, run_id_argument
 
 
 class Command(BaseCommand):
@@ -23,7 +23,8 @@ class Command(BaseCommand):
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
         state = approvals.decide(
-            run_id=options["run_id"], decision=options["decision"], by=options["user"], note=options["note"],
+            run_id=run_id_argument(options["run_id"]), decision=options["decision"], by=options["user"],
+            note=options["note"],
             approval_id=options["approval"], message_id=options["message_id"], timeout=options["timeout"],
         )
         if state["status"] == "pending":

@@ -8,6 +8,17 @@ from runs import selectors
 from runs.management.commands._common import guarded
 
 
+def _within(low: int, high: int) -> Any:
+    """An argparse type: a whole number from low to high (argparse turns the ValueError into a usage error)."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if not low <= value <= high:
+            raise ValueError(text)
+        return value
+    parse.__name__ = f"whole number from {low} to {high}"
+    return parse
+
+
 class Command(BaseCommand):
     help = "List runs, newest first."
 
@@ -15,8 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--status")
         parser.add_argument("--workflow")
         parser.add_argument("--started-by")
-        parser.add_argument("--limit", type=int, default=20)
-        parser.add_argument("--offset", type=int, default=0)
+        parser.add_argument("--limit", type=_within(1, 500), default=20, help="1 to 500")
+        parser.add_argument("--offset", type=_within(0, 2**63 - 1), default=0)
         parser.add_argument("--as", dest="user", help="list only what this user may see")
 
     @guarded

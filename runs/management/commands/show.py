@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand
 
 from runs import selectors
 from runs.approvals import selectors as approval_selectors
-from runs.management.commands._common import dumps, guarded
+from runs.management.commands._common import dumps, guarded, run_id_argument
 
 
 class Command(BaseCommand):
@@ -18,8 +18,9 @@ class Command(BaseCommand):
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
-        records = selectors.ledger_of(run_id=options["run_id"], viewer=options["user"])
-        run = selectors.get_run(run_id=options["run_id"])
+        run_id = run_id_argument(options["run_id"])
+        records = selectors.ledger_of(run_id=run_id, viewer=options["user"])
+        run = selectors.get_run(run_id=run_id)
         assert run is not None  # ledger_of above refused a run that is missing or hidden from the user
         self.stdout.write(
             f"{run.id}  {run.workflow}  {run.status}  started by {run.started_by}  version {run.app_version}"

@@ -1,9 +1,16 @@
-"""`manage.py worker`: a django-q2 cluster that advances runs, and the deadline sweep beside it."""
+"""`manage.py worker`: a django-q2 cluster that advances runs, the deadline sweep beside it, the
+schedules' fires and, with `--stop-when-idle` and one declared wakeup, the stop rule.
+
+On PostgreSQL the sweep waits until the next deadline (a timer, re-armed by a NOTIFY when a run
+suspends with an earlier one) instead of polling; on SQLite it polls every SANOMA_SWEEP_SECONDS.
+"""
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import time
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -13,10 +20,19 @@ from django_q.cluster import Cluster
 
 from connectors.errors import ConfigError
 from runs.config.registry import get_config
+from runs.engine import clock
 from runs.versions import startup_report, sync_workflow_entries
+from wakeups.declare import declared_wakeups
+from wakeups.idle import StopRule, next_sleeper
+from wakeups.listen import DEADLINE, Listener, listens
+from wakeups.schedules import Firer
 from wakeups.sweep import sweep
 
 log = logging.getLogger("sanoma.worker")
+
+# With a timer, the longest the sweep waits: expired leases and lost tasks are looked for this often.
+LONGEST_WAIT = 2.0
+IDLE_STOP_EXIT = 0
 
 
 def _pause(seconds: float, *, until: list[int]) -> None:
@@ -27,11 +43,15 @@ def _pause(seconds: float, *, until: list[int]) -> None:
 
 
 class Command(BaseCommand):
-    help = "Run a worker: advances this app version's runs, wakes sleepers on time, takes over runs of dead workers."
+    help = ("Run a worker: advances this app version's runs, wakes sleepers on time, fires schedules, "
+            "takes over runs of dead workers.")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--promote", action="store_true", help="make this worker's version the latest again")
         parser.add_argument("--for-seconds", type=float, default=None, help="stop after this long (for scripts)")
+        parser.add_argument("--stop-when-idle", action="store_true",
+                            help="stop when nothing can run before the next deadline, registering it with the "
+                                 "declared wakeup (needs exactly one wakeup declared)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -42,24 +62,80 @@ class Command(BaseCommand):
         for warning in startup_report(config, promote=options["promote"]):
             self.stderr.write(self.style.WARNING(warning))
         self.stdout.write(f"worker for {config.version}: {len(config.workflows)} workflow(s)")
+        rule: StopRule | None = None
+        if options["stop_when_idle"]:
+            wakeups = declared_wakeups(config)
+            rule = StopRule(config=config, wakeups=wakeups,
+                            horizon=timedelta(seconds=settings.SANOMA_IDLE_HORIZON_SECONDS))
+            if not rule.enabled:
+                self.stderr.write(self.style.WARNING(
+                    f"--stop-when-idle: {len(wakeups)} wakeups declared (one is needed): "
+                    "this worker never stops itself"))
         stop: list[int] = []  # the signals received; a handler only appends (no lock it could deadlock on)
         connections.close_all()  # the cluster forks: children must not share this process's sockets
         cluster = Cluster()  # installs its own SIGTERM/SIGINT handlers: ours replace them
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, lambda signum, _frame: stop.append(signum))
         cluster.start()
-        self.stdout.write(f"worker started: {settings.Q_CLUSTER['workers']} processes, "
-                          f"sweeping every {settings.SANOMA_SWEEP_SECONDS}s")
+        listener: Listener | None = None
+        if listens():
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(read_fd, False)
+            os.set_blocking(write_fd, False)
+            signal.set_wakeup_fd(write_fd)
+            listener = Listener([DEADLINE], wake_fd=read_fd)
+        how = "waiting for the next deadline" if listener else f"sweeping every {settings.SANOMA_SWEEP_SECONDS}s"
+        self.stdout.write(f"worker started: {settings.Q_CLUSTER['workers']} processes, {how}")
         self.stdout.flush()
+        firer = Firer(config)
         ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
+        next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
+        stopped_idle = None
         try:
             while not stop and (ends is None or time.monotonic() < ends):
                 try:
                     sweep(version=config.version, cluster=str(settings.Q_CLUSTER["name"]))
+                    firer.fire()
+                    if rule is not None and rule.enabled and time.monotonic() >= next_check:
+                        outcome = rule.check(closed=lambda: bool(stop))
+                        next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
+                        if outcome.stop:
+                            stopped_idle = outcome
+                            break
+                    if listener is None:
+                        _pause(settings.SANOMA_SWEEP_SECONDS, until=stop)
+                    else:
+                        listener.wait(self._wait(config.version, firer, next_check if rule else None))
                 except Exception:  # a database hiccup must not stop the worker
                     log.exception("the sweep failed; trying again")
                     connections.close_all()
-                _pause(settings.SANOMA_SWEEP_SECONDS, until=stop)
+                    _pause(settings.SANOMA_SWEEP_SECONDS, until=stop)
+                    if listener is not None:
+                        try:
+                            listener.close()
+                            listener = Listener([DEADLINE], wake_fd=listener.wake_fd)
+                        except Exception:
+                            log.exception("listening again failed")
         finally:
-            self.stdout.write("worker stopping")
-            cluster.stop()
+            if stopped_idle is not None and rule is not None:
+                self.stdout.write(f"worker stopping: idle, next deadline "
+                                  f"{stopped_idle.at.isoformat() if stopped_idle.at else 'none'}")
+                rule.stopped(stopped_idle.at, cluster.stop)
+            else:
+                self.stdout.write("worker stopping")
+                cluster.stop()
+            if listener is not None:
+                listener.close()
+
+    @staticmethod
+    def _wait(version: str, firer: Firer, next_check: float | None) -> float:
+        """Seconds until the earliest of: the next sleeper's deadline, the next fire, the next idle
+        check, and LONGEST_WAIT."""
+        now = clock.now()
+        waits = [LONGEST_WAIT]
+        for deadline in (next_sleeper(version), firer.next_due):
+            if deadline is not None:
+                waits.append((deadline - now).total_seconds() + 0.001)
+        if next_check is not None:
+            waits.append(next_check - time.monotonic())
+        return max(0.0, min(waits))

@@ -1,0 +1,84 @@
+"""The ledger's hash chain: the canonical form of a record's content, its digest and its link.
+
+The rules, without the model, so that `LedgerRecord.save` can link a record before inserting it;
+`runs.ledger` explains the chain and verifies it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from decimal import Decimal
+from typing import Any
+
+from django.db import connections
+
+CONTENT_FIELDS = ("record_id", "run_id", "seq", "v", "app", "at", "actor", "workflow", "kind", "body", "group")
+
+
+class _NotPlain(Exception):
+    """A value JSON would change on its way in (a key that is not text): take the slow path."""
+
+
+def _normal(value: Any) -> Any:
+    """A JSON value as any database gives it back: an integral float is its integer (PostgreSQL's
+    jsonb prints 1e16 as 10000000000000000, read back as an int); tuples are lists."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None or isinstance(value, str | int):
+        return value  # a str or int subclass (a LedgerKind) is written as its plain value
+    if kind is float:
+        if not value.is_integer():
+            return value
+        # The integer its shortest decimal form names (1e300 is 10**300, as jsonb stores it).
+        return int(value) if abs(value) < 2**53 else int(Decimal(repr(value)))
+    if kind is dict:
+        if not all(type(k) is str for k in value):
+            raise _NotPlain
+        return {k: _normal(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_normal(v) for v in value]
+    raise _NotPlain
+
+
+def canonical(content: dict[str, Any]) -> str:
+    """The canonical JSON of a record's content, as stored and read back: sorted keys, no spaces,
+    ASCII only. Values JSON would change (keys that are not text, subclasses) go through JSON first."""
+    try:
+        plain = _normal(content)
+    except _NotPlain:
+        plain = _normal(json.loads(json.dumps(content)))
+    return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def content_of(record: Any) -> dict[str, Any]:
+    if isinstance(record, dict):
+        return {name: record[name] for name in CONTENT_FIELDS}
+    return {name: getattr(record, name) for name in CONTENT_FIELDS}
+
+
+def content_digest(record: Any) -> str:
+    return hashlib.sha256(canonical(content_of(record)).encode("ascii")).hexdigest()
+
+
+def link(prev_hash: str, digest: str) -> str:
+    """A record's hash: SHA-256 of the previous record's hash then its content digest (hex text).
+    The PostgreSQL trigger computes the same: encode(sha256(convert_to(prev || digest, 'UTF8')), 'hex')."""
+    return hashlib.sha256((prev_hash + digest).encode("ascii")).hexdigest()
+
+
+def chain_in_python(record: Any, using: str) -> None:
+    """Link `record` after its run's last record (SQLite; PostgreSQL's trigger does it there).
+    Called inside the writer's transaction, which on SQLite holds the one write lock."""
+    last = (type(record)._default_manager.using(using).filter(run_id=record.run_id).order_by("-chain_index")
+            .values_list("chain_index", "hash").first())
+    record.chain_index = 0 if last is None else last[0] + 1
+    record.prev_hash = "" if last is None else last[1]
+    record.hash = link(record.prev_hash, content_digest(record))
+
+
+def prepare(record: Any, using: str) -> None:
+    """Before inserting: the content digest goes in `hash` (PostgreSQL's trigger chains it), or the
+    whole link is made here (any other database)."""
+    if connections[using].vendor == "postgresql":
+        record.chain_index, record.prev_hash, record.hash = 0, "", content_digest(record)
+    else:
+        chain_in_python(record, using)

@@ -1,0 +1,311 @@
+"""Who may do what, walked as a matrix: every surface x every action x every actor.
+
+Two runs wait for an approval, both started by alice (who is in the finance group herself):
+`named` waits for finance-lead, `group` waits for anyone in finance. The actors are the starter,
+the named approver, a member of the approver group, an operator, another staff member, a user in
+no group, and no one. Each case asks one surface (the REST API with a token, the admin with a
+session, the management commands) for one action on one run, checks the answer against the
+rules, and, after every refusal, checks that nothing in the database changed.
+
+The rules: a run is seen by its starter, its approvers and operators, and by no one else, who is
+told only that there is no such run; an approver who is not the starter decides; the starter and
+operators cancel and withdraw; a start reusing a run id the caller cannot see learns only that it
+is taken; no one changes a ledger record.
+"""
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from django.contrib.admin.utils import quote
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django_q.models import OrmQ
+from pydantic import BaseModel
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from runs.authoring import define_workflow
+from runs.models import Approval, DecisionMessage, LedgerRecord, Run
+from runs.testing import make_user
+
+STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF, NOBODY, ANONYMOUS = (
+    "alice", "finance-lead", "fiona", "olga", "sam", "nobody", "anonymous")
+ACTORS = (STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF, NOBODY, ANONYMOUS)
+RUNS = {"named": "matrix-named", "group": "matrix-group"}
+APPROVERS = {"named": "finance-lead", "group": "group:finance"}
+
+OK, NOT_FOUND, NOT_APPROVER, DENIED, DIFFERS, EXISTS, REFUSED, UNAUTHENTICATED = (
+    "ok", "not_found", "not_approver", "denied", "differs", "exists", "refused", "unauthenticated")
+
+
+class Ask(BaseModel):
+    approver: str
+
+
+def ask(ctx: Any, input: Ask) -> dict[str, str]:
+    ok = ctx.approval("Pay the invoice", approver=input.approver)
+    return {"by": ok.approved_by}
+
+
+matrix = define_workflow(name="matrix", input=Ask, uses=["approval"], run=ask)
+
+
+def sees(actor: str, run: str) -> bool:
+    return actor in (STARTER, OPERATOR) or (actor == APPROVER and run == "named") or (
+        actor == GROUP_MEMBER and run == "group")
+
+
+def expected(action: str, actor: str, run: str) -> str:
+    """What the rules say `actor` gets for `action` on the run."""
+    if actor == ANONYMOUS:
+        return UNAUTHENTICATED
+    if action == "change_ledger":
+        return REFUSED
+    if action == "start":  # the same workflow and input, with the run's id
+        if not sees(actor, run):
+            return EXISTS
+        return OK if actor == STARTER else DIFFERS
+    if not sees(actor, run):
+        return NOT_FOUND
+    if action == "decide":
+        is_approver = (run == "named" and actor == APPROVER) or (run == "group" and actor == GROUP_MEMBER)
+        return OK if is_approver else NOT_APPROVER  # the starter, though in finance, may not approve
+    if action in ("cancel", "withdraw"):
+        return OK if actor in (STARTER, OPERATOR) else DENIED
+    return OK  # see, list, ledger, result
+
+
+@pytest.fixture
+def world(engine_for):
+    engine = engine_for(matrix)
+    make_user(STARTER, groups=["finance", "staff"], perms=["runs.start_workflow"])
+    make_user(APPROVER, perms=["runs.start_workflow"])
+    make_user(GROUP_MEMBER, groups=["finance"], perms=["runs.start_workflow"])
+    make_user(OPERATOR, perms=["runs.start_workflow", "runs.view_any_run", "runs.operate_runs"])
+    make_user(STAFF, groups=["staff"], perms=["runs.start_workflow"])
+    make_user(NOBODY, perms=["runs.start_workflow"])
+    get_user_model().objects.filter(username__in=[STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF]).update(
+        is_staff=True)
+    for run, run_id in RUNS.items():
+        engine.start("matrix", {"approver": APPROVERS[run]}, by=STARTER, run_id=run_id)
+    engine.drain()
+    assert Run.objects.filter(status="waiting").count() == 2
+    return engine
+
+
+def snapshot() -> dict[str, Any]:
+    return {
+        "runs": sorted(Run.objects.values_list("id", "status", "updated_at")),
+        "records": sorted(LedgerRecord.objects.values_list("record_id", "actor", "body")),
+        "approvals": sorted(Approval.objects.values_list("approval_id", "run_id", "status", "decided_by")),
+        "messages": DecisionMessage.objects.count(),
+        "tasks": OrmQ.objects.count(),
+    }
+
+
+# ---- the REST API -------------------------------------------------------------------------------
+
+
+def api_client(actor: str) -> APIClient:
+    client = APIClient()
+    if actor != ANONYMOUS:
+        token, _ = Token.objects.get_or_create(user=get_user_model().objects.get(username=actor))
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def api_answer(action: str, actor: str, run: str) -> str:
+    client, run_id = api_client(actor), RUNS[run]
+    base = f"/api/runs/{run_id}"
+    if action == "see":
+        response = client.get(base)
+    elif action == "list":
+        response = client.get("/api/runs?limit=500")
+        if response.status_code == 200:
+            listed = {item["run_id"] for item in response.json()["runs"]}
+            return OK if run_id in listed else NOT_FOUND
+    elif action == "ledger":
+        response = client.get(f"{base}/ledger")
+    elif action == "result":
+        response = client.get(f"{base}/result?timeout=0")
+        if response.status_code == 409 and response.json().get("code") == "run_running":
+            return OK  # seen, and still waiting
+    elif action == "decide":
+        response = client.post(f"{base}/approvals", {"decision": "approve"}, format="json")
+        if response.status_code == 202:
+            return OK
+    elif action == "withdraw":
+        response = client.post(f"{base}/approvals/approval-1/withdraw", {}, format="json")
+    elif action == "cancel":
+        response = client.post(f"{base}/cancel", {}, format="json")
+    elif action == "start":
+        response = client.post("/api/runs", {"workflow": "matrix", "input": {"approver": APPROVERS[run]},
+                                             "run_id": run_id}, format="json")
+        if response.status_code in (200, 201):
+            return OK if response.json()["run_id"] == run_id else "other"
+    elif action == "change_ledger":
+        answers = [client.put(f"{base}/ledger", {}, format="json").status_code,
+                   client.delete(f"{base}/ledger").status_code,
+                   client.patch(f"{base}/ledger", {}, format="json").status_code]
+        if all(status in (401, 403) for status in answers):
+            return UNAUTHENTICATED
+        return REFUSED if all(status >= 400 for status in answers) else "allowed"
+    else:
+        raise AssertionError(action)
+    return _api_status(response)
+
+
+def _api_status(response: Any) -> str:
+    code = response.json().get("code") if response.status_code >= 400 else None
+    if response.status_code in (200, 201):
+        return OK
+    if response.status_code in (401, 403) and code == "not_authenticated":
+        return UNAUTHENTICATED
+    if response.status_code == 404 and code == "run_not_found":
+        return NOT_FOUND
+    if response.status_code == 403 and code == "not_approver":
+        return NOT_APPROVER
+    if response.status_code == 403 and code == "permission_denied":
+        return DENIED
+    if response.status_code == 400 and code == "invalid_input":
+        return DIFFERS
+    if response.status_code == 409 and code == "run_exists":
+        return EXISTS
+    return f"{response.status_code} {code}"
+
+
+# ---- the admin ----------------------------------------------------------------------------------
+
+ADMIN_ACTIONS = ("see", "list", "ledger", "decide", "withdraw", "cancel", "change_ledger")
+
+
+def admin_client(actor: str) -> Client:
+    client = Client()
+    if actor != ANONYMOUS:
+        client.force_login(get_user_model().objects.get(username=actor))
+    return client
+
+
+def admin_answer(action: str, actor: str, run: str) -> str:
+    client, run_id = admin_client(actor), RUNS[run]
+    page = f"/admin/runs/run/{quote(run_id)}/change/"
+    if actor in (ANONYMOUS, NOBODY):  # not staff: the admin asks them to log in, whatever they ask
+        response = client.get(page)
+        assert response.status_code == 302 and "/admin/login/" in response["Location"]
+        return UNAUTHENTICATED
+    approval = Approval.objects.get(run_id=run_id)
+    if action == "see":
+        response = client.get(page)
+        if response.status_code == 200 and run_id in response.content.decode():
+            return OK
+        assert response.status_code in (302, 404), response.status_code
+        return NOT_FOUND
+    if action == "list":
+        listed = client.get("/admin/runs/run/").content.decode()
+        return OK if run_id in listed else NOT_FOUND
+    if action == "ledger":
+        listed = client.get("/admin/runs/ledgerrecord/").content.decode()
+        return OK if run_id in listed else NOT_FOUND
+    if action in ("decide", "withdraw"):
+        url = f"/admin/runs/approval/{approval.pk}/change/"
+        shown = client.get(url)
+        if shown.status_code != 200:
+            return NOT_FOUND
+        button = "_approve" if action == "decide" else "_withdraw"
+        client.post(url, {button: "1", "note": ""})
+        approval.refresh_from_db()
+        sent = DecisionMessage.objects.filter(approval=approval, by=actor).exists()
+        if action == "decide":
+            return OK if sent else NOT_APPROVER
+        return OK if approval.status == "withdrawn" else DENIED
+    if action == "cancel":
+        if client.get(page).status_code != 200:
+            return NOT_FOUND
+        client.post(f"/admin/runs/run/{quote(run_id)}/cancel/")
+        return OK if Run.objects.get(pk=run_id).status == "cancelled" else DENIED
+    if action == "change_ledger":
+        record = LedgerRecord.objects.filter(run_id=run_id).order_by("seq").first()
+        assert record is not None
+        change = client.post(f"/admin/runs/ledgerrecord/{record.pk}/change/", {"actor": "mallory"})
+        delete = client.post(f"/admin/runs/ledgerrecord/{record.pk}/delete/", {"post": "yes"})
+        return REFUSED if change.status_code in (302, 403, 404) and delete.status_code in (302, 403, 404) else "allowed"
+    raise AssertionError(action)
+
+
+def admin_expected(action: str, actor: str, run: str) -> str:
+    if actor in (ANONYMOUS, NOBODY):
+        return UNAUTHENTICATED
+    return expected(action, actor, run)
+
+
+# ---- the commands -------------------------------------------------------------------------------
+
+COMMAND_ACTIONS = ("see", "list", "decide", "cancel", "start")
+
+
+def command_answer(action: str, actor: str, run: str) -> str:
+    run_id, out = RUNS[run], io.StringIO()
+    try:
+        if action == "see":
+            call_command("show", run_id, "--as", actor, stdout=out)
+        elif action == "list":
+            call_command("runs", "--as", actor, "--limit", "500", stdout=out)
+            return OK if run_id in out.getvalue() else NOT_FOUND
+        elif action == "decide":
+            call_command("decide", run_id, "approve", "--as", actor, "--timeout", "0", stdout=out)
+        elif action == "cancel":
+            call_command("cancel", run_id, "--as", actor, stdout=out)
+        elif action == "start":
+            call_command("start", "matrix", "--as", actor, "--run-id", run_id, "--set",
+                         f"approver={APPROVERS[run]}", stdout=out)
+        else:
+            raise AssertionError(action)
+    except CommandError as err:
+        text = str(err)
+        for needle, answer in (("or you may not see it", NOT_FOUND), ("cannot approve", NOT_APPROVER),
+                               ("not the approver", NOT_APPROVER), ("not in group", NOT_APPROVER),
+                               ("may not cancel", DENIED), ("already exists; use another run id", EXISTS),
+                               ("already exists with a different", DIFFERS)):
+            if needle in text:
+                return answer
+        return f"error: {text}"
+    return OK
+
+
+def command_expected(action: str, actor: str, run: str) -> str:
+    return expected(action, actor, run)
+
+
+# ---- the matrix ---------------------------------------------------------------------------------
+
+API_ACTIONS = ("see", "list", "ledger", "result", "decide", "withdraw", "cancel", "start", "change_ledger")
+CASES = (
+    [pytest.param("api", a, who, run, id=f"api-{a}-{who}-{run}")
+     for a in API_ACTIONS for who in ACTORS for run in RUNS]
+    + [pytest.param("admin", a, who, run, id=f"admin-{a}-{who}-{run}")
+       for a in ADMIN_ACTIONS for who in ACTORS for run in RUNS]
+    + [pytest.param("command", a, who, run, id=f"command-{a}-{who}-{run}")
+       for a in COMMAND_ACTIONS for who in ACTORS if who != ANONYMOUS for run in RUNS]
+)
+ANSWER = {"api": api_answer, "admin": admin_answer, "command": command_answer}
+EXPECTED = {"api": expected, "admin": admin_expected, "command": command_expected}
+# Actions that change the database when they are allowed: everything else must leave it as it was.
+WRITES = {"decide", "withdraw", "cancel"}
+
+
+@pytest.mark.parametrize("surface, action, actor, run", CASES)
+def test_who_may_do_what(world, surface, action, actor, run):
+    before = snapshot()
+    want = EXPECTED[surface](action, actor, run)
+    got = ANSWER[surface](action, actor, run)
+    assert got == want, f"{actor} asking the {surface} to {action} the {run} run: got {got}, want {want}"
+    if not (want == OK and action in WRITES):
+        after = snapshot()
+        assert after == before, f"{actor}'s {action} on the {surface} changed the database"
+
+
+def test_the_matrix_covers_every_surface_action_and_actor():
+    assert len(CASES) == 2 * (len(API_ACTIONS) * 7 + len(ADMIN_ACTIONS) * 7 + len(COMMAND_ACTIONS) * 6)

@@ -1,0 +1,42 @@
+"""The site's own middleware: a request body over `SANOMA_MAX_BODY_BYTES` is refused before it is read."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from connectors.errors import ErrorCode
+
+
+class BodyLimitMiddleware:
+    """413 with a JSON error for a body larger than the limit (by its Content-Length), on every URL.
+
+    It runs first, so nothing (no session, no view, no database) sees such a request. A body without
+    a Content-Length is read by Django as empty under WSGI; forms are also held to the limit by
+    Django's own DATA_UPLOAD_MAX_MEMORY_SIZE, set to the same value.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        limit = int(getattr(settings, "SANOMA_MAX_BODY_BYTES", 1024 * 1024))
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        try:
+            length = int(declared) if declared else 0
+        except ValueError:
+            return _refuse(400, "Content-Length is not a number", ErrorCode.INVALID_INPUT)
+        if length > limit:
+            return _refuse(413, f"The body is {length} bytes; the limit is {limit} bytes (SANOMA_MAX_BODY_BYTES)",
+                           ErrorCode.TOO_LARGE)
+        return self.get_response(request)
+
+
+def _refuse(status: int, message: str, code: str) -> HttpResponse:
+    response = JsonResponse({"error": message, "code": code}, status=status)
+    response["Cache-Control"] = "no-store"
+    response["X-Content-Type-Options"] = "nosniff"
+    # The body was not read: the connection cannot carry another request after it.
+    response["Connection"] = "close"
+    return response

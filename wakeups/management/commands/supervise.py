@@ -1,0 +1,195 @@
+"""`manage.py supervise`: the built-in wakeup's process. It holds no worker of its own: it starts
+`manage.py worker --stop-when-idle` when the registered deadline comes, at once when a run becomes
+runnable, and again if the worker dies; SIGTERM stops the worker (SIGTERM, then SIGKILL to its
+process group after a grace period) and the supervisor, leaving no process behind.
+
+While no worker is up it waits: on PostgreSQL for a NOTIFY (a run enqueued, a deadline registered)
+or the registered time, with no query in between; on SQLite it polls once a second with one query.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import connection, connections
+
+from runs.engine import clock
+from wakeups.listen import RUNNABLE, Listener, listens
+
+log = logging.getLogger("sanoma.supervise")
+
+WAKEUP = "sanoma_wakeup"
+# One query: is a run of the latest version queued, and what deadline is registered?
+STATE_SQL = """
+SELECT
+  EXISTS (SELECT 1 FROM runs_run r WHERE r.status = 'queued' AND r.app_version = COALESCE(
+    (SELECT v.version FROM runs_appversion v ORDER BY v.promoted_at DESC LIMIT 1), r.app_version)),
+  (SELECT w.at FROM sanoma_wakeup w WHERE w.id = 1)
+"""
+SQLITE_POLL = 1.0
+LONGEST_WAIT = 300.0  # with nothing registered and no NOTIFY, look again after this long anyway
+GRACE = 30.0
+# A worker takes a few seconds to start: it is started this long before the registered deadline,
+# so it is up, sees the deadline within its horizon, and wakes the run on time.
+LEAD = timedelta(seconds=5)  # how long a worker has to stop after SIGTERM before its group is killed
+READY_LINE = "supervisor started"
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Command(BaseCommand):
+    help = ("Start a worker when the registered deadline comes or a run becomes runnable, again if it "
+            "dies; the worker stops itself when idle (scale to zero).")
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--worker-arg", action="append", default=[],
+                            help="an extra argument for `manage.py worker` (repeatable)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.stopping: list[int] = []
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+        signal.set_wakeup_fd(write_fd)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, lambda signum, _frame: self.stopping.append(signum))
+        self.wake_fd = read_fd
+        self.worker_args = ["--stop-when-idle", *options["worker_arg"]]
+        self.worker: subprocess.Popen[bytes] | None = None
+        self.listener = Listener([RUNNABLE, WAKEUP], wake_fd=read_fd) if listens() else None
+        self.backoff = 1.0
+        self.stdout.write(f"{READY_LINE}: waking workers through "
+                          f"{'LISTEN/NOTIFY' if self.listener else f'a {SQLITE_POLL:g} s poll'}")
+        self.stdout.flush()
+        try:
+            self.start_worker("starting up: catching up on what is due")
+            while not self.stopping:
+                if self.worker is not None:
+                    self.watch_worker()
+                else:
+                    self.wait_for_work()
+        finally:
+            self.stop_worker()
+            if self.listener is not None:
+                self.listener.close()
+            self.stdout.write("supervisor stopped")
+
+    # ---- the worker ---------------------------------------------------------------------------
+
+    def start_worker(self, why: str) -> None:
+        manage = Path(settings.BASE_DIR) / "manage.py"
+        self.worker = subprocess.Popen([sys.executable, str(manage), "worker", *self.worker_args],
+                                       start_new_session=True, stdin=subprocess.DEVNULL)
+        self.started_at = time.monotonic()
+        log.info("worker %s started: %s", self.worker.pid, why)
+
+    def watch_worker(self) -> None:
+        assert self.worker is not None
+        self._wait_fd(0.5)
+        code = self.worker.poll()
+        if code is None:
+            return
+        pid = self.worker.pid
+        self._reap_group(pid)
+        self.worker = None
+        if code == 0:
+            log.info("worker %s stopped itself (idle)", pid)
+            self.backoff = 1.0
+            if self.listener is not None:
+                self.listener.wait(0)  # what was notified while it ran, it has handled
+            return
+        log.warning("worker %s died (exit status %s); starting another in %g s", pid, code, self.backoff)
+        ends = time.monotonic() + self.backoff
+        while not self.stopping and time.monotonic() < ends:
+            self._wait_fd(ends - time.monotonic())
+        if time.monotonic() - self.started_at > 60:
+            self.backoff = 1.0
+        else:
+            self.backoff = min(self.backoff * 2, 30.0)
+        if not self.stopping:
+            self.start_worker("the last one died")
+
+    def stop_worker(self) -> None:
+        if self.worker is None:
+            return
+        pid = self.worker.pid
+        if self.worker.poll() is None:
+            self.worker.send_signal(signal.SIGTERM)
+            try:
+                self.worker.wait(timeout=GRACE)
+            except subprocess.TimeoutExpired:
+                log.warning("worker %s did not stop within %g s of SIGTERM: killing it", pid, GRACE)
+        self._reap_group(pid)
+        self.worker = None
+
+    def _reap_group(self, pgid: int) -> None:
+        """Whatever the worker left in its process group is killed."""
+        if group_alive(pgid):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.worker is not None:
+            try:
+                self.worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    # ---- waiting with no worker ---------------------------------------------------------------
+
+    def state(self) -> tuple[bool, datetime | None]:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(STATE_SQL)
+                runnable, at = cursor.fetchone()
+        except Exception:
+            log.exception("reading the wakeup state failed; trying again")
+            connections.close_all()
+            return False, None
+        if isinstance(at, str):  # SQLite hands back text
+            at = datetime.fromisoformat(at)
+        if at is not None and at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        return bool(runnable), at
+
+    def wait_for_work(self) -> None:
+        runnable, at = self.state()
+        if runnable:
+            self.start_worker("a run is runnable")
+            return
+        if at is not None and at - LEAD <= clock.now():
+            self.start_worker(f"the deadline {at.isoformat()} is coming")
+            return
+        until_due = (at - LEAD - clock.now()).total_seconds() if at is not None else LONGEST_WAIT
+        if self.listener is None:
+            self._wait_fd(min(SQLITE_POLL, until_due))
+            return
+        notes = self.listener.wait(min(until_due, LONGEST_WAIT))
+        if any(channel == RUNNABLE for channel, _ in notes):
+            self.start_worker("a run became runnable")
+
+    def _wait_fd(self, seconds: float) -> None:
+        ready, _, _ = select.select([self.wake_fd], [], [], max(seconds, 0.0))
+        if ready:
+            try:
+                os.read(self.wake_fd, 512)
+            except BlockingIOError:
+                pass
