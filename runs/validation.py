@@ -211,7 +211,7 @@ def _schema_or_none(model: type[BaseModel]) -> dict[str, Any] | None:
         return None
 
 
-def _resolve(node: Any, root: dict[str, Any]) -> list[dict[str, Any]]:
+def schema_branches(node: Any, root: dict[str, Any]) -> list[dict[str, Any]]:
     """The schemas a node stands for: references followed, anyOf/oneOf/allOf branches spread."""
     out: list[dict[str, Any]] = []
     pending = [node]
@@ -251,8 +251,9 @@ def _children(node: dict[str, Any], step: Any) -> list[Any]:
 
 def _bounded(schema: dict[str, Any], where: Path, number: int) -> bool:
     """Whether the schema at `where` bounds integers explicitly, on the side `number` lies."""
-    nodes = _resolve(schema, schema)
+    nodes = schema_branches(schema, schema)
     for step in where:
-        nodes = [resolved for node in nodes for child in _children(node, step) for resolved in _resolve(child, schema)]
+        nodes = [resolved for node in nodes for child in _children(node, step)
+                 for resolved in schema_branches(child, schema)]
     keys = ("maximum", "exclusiveMaximum") if number > 0 else ("minimum", "exclusiveMinimum")
     return any(key in node for node in nodes for key in keys)

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from connectors.errors import ConfigError, InvalidInput, SanomaError
-from runs.validation import check_run_id, json_issues, parse_json
+from runs.validation import check_run_id, json_issues, parse_json, schema_branches
 
 
 def command_error(err: SanomaError) -> CommandError:
@@ -64,22 +64,7 @@ def _field_types(schema: dict[str, Any] | None, key: str) -> tuple[set[str], boo
         return None
     types: set[str] = set()
     when = False
-    pending: list[Any] = [properties[key]]
-    for _ in range(100):
-        if not pending:
-            break
-        node = pending.pop()
-        if not isinstance(node, dict):
-            continue
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/"):
-            target: Any = schema
-            for part in ref[2:].split("/"):
-                target = target.get(part) if isinstance(target, dict) else None
-            pending.append(target)
-        for branch in ("anyOf", "oneOf", "allOf"):
-            if isinstance(node.get(branch), list):
-                pending.extend(node[branch])
+    for node in schema_branches(properties[key], schema):
         kind = node.get("type")
         types.update([kind] if isinstance(kind, str) else kind if isinstance(kind, list) else [])
         for value in node.get("enum", []) + ([node["const"]] if "const" in node else []):
