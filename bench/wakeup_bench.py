@@ -2,18 +2,22 @@
 a cold start through `manage.py supervise`, idle database load, and resident memory.
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/sanoma_bench .venv/bin/python bench/wakeup_bench.py
+    ... bench/wakeup_bench.py --only decision --decisions 50   # one part, more samples
 
-The database is migrated and its runs deleted first. Prints one line per figure.
+The database is migrated first; run ids carry a fresh tag, so the bench can run again on the same
+database (runs, steps and ledger records are kept: nothing may delete them). Prints one line per figure; the decision
+figure is followed by where its time goes (the decide call, the run reading the decision, the end).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import statistics
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,10 +38,12 @@ from django.db import connection  # noqa: E402
 from runs import services  # noqa: E402
 from runs.approvals import services as approvals  # noqa: E402
 from runs.config.registry import get_config  # noqa: E402
-from runs.models import Run, RunStatus  # noqa: E402
+from runs.models import LedgerRecord, Run, RunStatus  # noqa: E402
 from runs.seed import seed_demo_company  # noqa: E402
 
 RUNS = 50
+TAG = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+PARTS = ("sleep", "decision", "idle", "supervisor")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -101,21 +107,44 @@ def wait(condition, within: float = 120.0) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", choices=PARTS,
+                        help="measure only this part (repeatable; default: all)")
+    parser.add_argument("--decisions", type=int, default=20, help="how many decisions to time (default 20)")
+    options = parser.parse_args()
+    parts = set(options.only or PARTS)
     if connection.vendor != "postgresql":
         raise SystemExit("bench/wakeup_bench.py measures PostgreSQL: set DATABASE_URL=postgresql://...")
     call_command("migrate", verbosity=0)
-    Run.objects.all().delete()
     seed_demo_company()
     config = get_config()
 
     worker = spawn("worker")
-    wait(lambda: Run.objects.exists() or True)
-    time.sleep(4)  # the worker is up
+    worker_rss = 0
+    try:
+        time.sleep(4)  # the worker is up
+        if "sleep" in parts:
+            sleep_figure(config)
+        if "decision" in parts:
+            decision_figure(config, options.decisions)
+        if "idle" in parts or "supervisor" in parts:
+            # (c) idle worker: database load and memory
+            worker_qps = load(10)
+            worker_rss = rss_kb(worker.pid)
+            print(f"idle worker: {worker_qps:.1f} transactions/s; resident memory {worker_rss / 1024:.0f} MB "
+                  f"(its process group)", flush=True)
+    finally:
+        stop(worker)
+    if "supervisor" in parts:
+        supervisor_figure(config, worker_rss)
+
+
+def sleep_figure(config) -> None:
     # (a) sleep deadline -> resumed: runs sleeping 1-3 s, deadlines spread out
     ids = []
     for i in range(RUNS):
         run = services.start(workflow="follow-up", input={"order_id": "1001", "after_seconds": 1 + (i % 40) * 0.05},
-                             started_by="alice", run_id=f"bench-sleep-{i}", config=config)
+                             started_by="alice", run_id=f"bench-sleep-{TAG}-{i}", config=config)
         ids.append(run.id)
     wait(lambda: Run.objects.filter(pk__in=ids, status=RunStatus.WAITING).count()
          + Run.objects.filter(pk__in=ids, ended_at__isnull=False).count() == RUNS)
@@ -129,34 +158,39 @@ def main() -> None:
     print(f"sleep deadline -> run resumed and ended ({len(sleep_ms)} runs): p50 {statistics.median(sleep_ms):.0f} ms, "
           f"p95 {pct(sleep_ms, 0.95):.0f} ms")
 
+
+
+def decision_figure(config, count: int) -> None:
     # (b) decision -> resumed: refunds waiting for finance-lead
-    decided_ms = []
-    for i in range(20):
+    decided_ms, call_ms, read_ms = [], [], []
+    for i in range(count):
         run = services.start(workflow="refund", input={"order_id": "1002", "amount_cents": 100},
-                             started_by="alice", run_id=f"bench-decide-{i}", config=config)
+                             started_by="alice", run_id=f"bench-decide-{TAG}-{i}", config=config)
         wait(lambda run=run: Run.objects.get(pk=run.id).status == RunStatus.WAITING)
         at = datetime.now(UTC)
         approvals.decide(run_id=run.id, decision="approve", by="finance-lead", timeout=0)
-        wait(lambda run=run: Run.objects.get(pk=run.id).ended_at is not None)
+        returned = datetime.now(UTC)
+        wait(lambda run=run: Run.objects.get(pk=run.id).ended_at is not None, within=120.0)
         ended = Run.objects.get(pk=run.id).ended_at
         assert ended is not None
+        read = LedgerRecord.objects.get(run_id=run.id, kind="approval.decided").at
         decided_ms.append((ended - at).total_seconds() * 1000)
-    print(f"decision -> run resumed and ended (20 runs): p50 {statistics.median(decided_ms):.0f} ms, "
+        call_ms.append((returned - at).total_seconds() * 1000)
+        read_ms.append(read - returned.timestamp() * 1000)
+    print(f"decision -> run resumed and ended ({count} runs): p50 {statistics.median(decided_ms):.0f} ms, "
           f"p95 {pct(decided_ms, 0.95):.0f} ms")
+    print(f"  of which: the decide call p50 {statistics.median(call_ms):.0f} ms, p95 {pct(call_ms, 0.95):.0f} ms; "
+          f"call returned -> the run read the decision p50 {statistics.median(read_ms):.0f} ms, "
+          f"p95 {pct(read_ms, 0.95):.0f} ms")
 
-    # (c) idle worker: database load and memory
-    worker_qps = load(10)
-    worker_rss = rss_kb(worker.pid)
-    stop(worker)
-    print(f"idle worker: {worker_qps:.1f} transactions/s; resident memory {worker_rss / 1024:.0f} MB "
-          f"(its process group)")
 
+def supervisor_figure(config, worker_rss: int) -> None:
     # (d) supervisor: cold start, idle load, memory
     fast = {"SANOMA_IDLE_CHECK_SECONDS": "0.5", "SANOMA_IDLE_HORIZON_SECONDS": "2"}
     supervisor = spawn("supervise", env=fast)
     time.sleep(15)  # its first worker catches up and stops itself
     run = services.start(workflow="follow-up", input={"order_id": "1001", "after_seconds": 12},
-                         started_by="alice", run_id="bench-cold", config=config)
+                         started_by="alice", run_id=f"bench-cold-{TAG}", config=config)
     wait(lambda: Run.objects.get(pk=run.id).status == RunStatus.WAITING)
     deadline = Run.objects.get(pk=run.id).wake_at
     time.sleep(8)  # the worker registered the deadline and stopped
@@ -171,7 +205,6 @@ def main() -> None:
     stop(supervisor)
     print(f"idle supervisor (no worker up): {supervisor_qps:.1f} transactions/s; resident memory "
           f"{supervisor_rss / 1024:.0f} MB ({supervisor_rss / max(worker_rss, 1):.0%} of a worker's)")
-    _ = timedelta
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ class FireReport:
         return bool(self.started or self.skipped or self.missed)
 
 
-def _initial_cursor(now: datetime) -> datetime:
+def initial_cursor(now: datetime) -> datetime:
     """Where a schedule seen for the first time starts: the time the worker last stopped itself
     (its fires since then are back-filled), or now."""
     stopped = WakeupRow.objects.filter(pk=1).values_list("stopped_at", flat=True).first()
@@ -118,7 +118,7 @@ def fire_one(config: ResolvedConfig, wf: WorkflowDefinition, *, now: datetime, r
     schedule = schedule_of(wf)
     state = ScheduleState.objects.filter(pk=wf.name).first()
     if state is None:
-        ScheduleState.objects.get_or_create(pk=wf.name, defaults={"last_fire_at": _initial_cursor(now)})
+        ScheduleState.objects.get_or_create(pk=wf.name, defaults={"last_fire_at": initial_cursor(now)})
         state = ScheduleState.objects.get(pk=wf.name)
     cursor = state.last_fire_at or now
     due = fires_between(schedule, cursor, now)

@@ -2,7 +2,9 @@
 schedules' fires and, with `--stop-when-idle` and one declared wakeup, the stop rule.
 
 On PostgreSQL the sweep waits until the next deadline (a timer, re-armed by a NOTIFY when a run
-suspends with an earlier one) instead of polling; on SQLite it polls every SANOMA_SWEEP_SECONDS.
+suspends with an earlier one) instead of polling, and the cluster's broker takes a task as soon as
+its enqueue's NOTIFY arrives (wakeups/broker.py); on SQLite the sweep polls every
+SANOMA_SWEEP_SECONDS and the broker every Q_CLUSTER["poll"] seconds.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from connectors.errors import ConfigError
 from runs.config.registry import get_config
 from runs.engine import clock
 from runs.versions import startup_report, sync_workflow_entries
+from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
 from wakeups.idle import StopRule, next_sleeper
 from wakeups.listen import DEADLINE, Listener, listens
@@ -73,7 +76,9 @@ class Command(BaseCommand):
                     "this worker never stops itself"))
         stop: list[int] = []  # the signals received; a handler only appends (no lock it could deadlock on)
         connections.close_all()  # the cluster forks: children must not share this process's sockets
-        cluster = Cluster()  # installs its own SIGTERM/SIGINT handlers: ours replace them
+        # The ORM broker, woken by the NOTIFY every enqueue sends (PostgreSQL) instead of polling.
+        # Cluster() installs its own SIGTERM/SIGINT handlers: ours replace them.
+        cluster = Cluster(broker=ListeningORM(list_key=str(settings.Q_CLUSTER["name"])))
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, lambda signum, _frame: stop.append(signum))
         cluster.start()

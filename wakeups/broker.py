@@ -1,0 +1,89 @@
+"""The worker's broker: django-q2's ORM broker, woken by the `sanoma_runnable` NOTIFY.
+
+django-q2's pusher asks the broker for a task in a loop; the ORM broker, finding the queue empty,
+sleeps `Q_CLUSTER["poll"]` seconds, so a run made runnable (a start, a decision, a message) waited
+up to that long before a worker process took it. Every enqueue (`runs.engine.dispatch.enqueue`)
+also sends `pg_notify('sanoma_runnable', run_id)` in its transaction, delivered when it commits: on
+PostgreSQL this broker waits on that NOTIFY instead of sleeping, for at most the same `poll`
+seconds, so the task is taken as soon as it is committed and the idle pusher queries the database
+no more often than before. On SQLite (or when listening fails) it sleeps as the ORM broker does.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from time import monotonic, sleep
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django_q.brokers.orm import ORM
+from django_q.conf import Conf
+
+from wakeups.listen import RUNNABLE, Listener, listens
+
+log = logging.getLogger("sanoma.worker")
+
+RETRY_LISTEN = 30  # seconds of polling after LISTEN failed, before listening again
+
+
+class ListeningORM(ORM):
+    """The ORM broker; an empty dequeue waits for a `sanoma_runnable` NOTIFY (at most `poll` s)."""
+
+    def __init__(self, list_key: str | None = None) -> None:
+        super().__init__(list_key=list_key)
+        self._listener: Listener | None = None
+        self._listener_pid = 0  # the broker is made in the sentinel and used in the forked pusher
+        self._retry_at = 0.0  # after a failed LISTEN, poll until then
+
+    def dequeue(self) -> list[tuple[Any, Any]] | None:
+        connection = self.get_connection()
+        tasks = connection.filter(key=self.list_key, lock__lt=timezone.now())[0:Conf.BULK]
+        if tasks:
+            taken = []
+            for task in tasks:
+                # a conditional update: another cluster may have been faster to this task
+                if connection.filter(id=task.id, lock=task.lock).update(lock=self.timeout(task)):
+                    taken.append((task.pk, task.payload))
+            return taken
+        self.wait(float(Conf.POLL))
+        return None
+
+    def wait(self, seconds: float) -> None:
+        """Until a run becomes runnable (a NOTIFY) or `seconds` pass."""
+        listener = self._listening()
+        if listener is None:
+            sleep(seconds)
+            return
+        try:
+            listener.wait(seconds)
+        except Exception:
+            log.warning("the broker's LISTEN connection failed; polling until it is opened again", exc_info=True)
+            self.close_listener()
+            self._retry_at = monotonic() + RETRY_LISTEN
+            sleep(seconds)
+
+    def _listening(self) -> Listener | None:
+        if self._listener is not None and self._listener_pid == os.getpid():
+            return self._listener
+        self._listener = None  # one inherited through a fork belongs to the parent: never used here
+        if monotonic() < self._retry_at or not listens(str(Conf.ORM)) \
+                or not transaction.get_autocommit(using=Conf.ORM):
+            return None
+        try:
+            self._listener = Listener([RUNNABLE], alias=str(Conf.ORM))
+        except Exception:
+            log.warning("the broker could not LISTEN for runnable runs; polling for %d s", RETRY_LISTEN,
+                        exc_info=True)
+            self._retry_at = monotonic() + RETRY_LISTEN
+            return None
+        self._listener_pid = os.getpid()
+        return self._listener
+
+    def close_listener(self) -> None:
+        if self._listener is not None and self._listener_pid == os.getpid():
+            try:
+                self._listener.close()
+            except Exception:
+                pass
+        self._listener = None
