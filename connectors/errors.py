@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     WORKFLOW_NOT_FOUND = "workflow_not_found"  # no workflow of that name (in this version)
     REPLAY_DIVERGED = "replay_diverged"  # the workflow no longer makes the calls it made before
     BAD_RETURN_VALUE = "bad_return_value"  # the workflow returned something that is not JSON
+    WAIT_TIMED_OUT = "wait_timed_out"  # ctx.wait_message's deadline passed before a message came
     # calls
     POLICY_DENIED = "policy_denied"  # the policy denied the call
     POLICY_FAILED = "policy_failed"  # the policy raised or answered something that is not a decision

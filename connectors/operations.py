@@ -18,7 +18,7 @@ Effect = Literal["read", "write", "publish", "send", "money", "access"]
 
 # `ctx.<vendor>` reaches a connector, so a vendor may not be named like a member of `ctx` itself:
 # `ctx.all` would be the built-in, never the vendor. A test keeps this list in step with `ctx`.
-RESERVED_VENDOR_NAMES = ("all", "approval", "now", "run_id", "sleep")
+RESERVED_VENDOR_NAMES = ("all", "approval", "now", "run_id", "sleep", "wait_message")
 _ID_PART = re.compile(r"^[a-z][a-z0-9_-]*$")
 # `{field}`; a backslash-escaped `\{` is literal text, as in the scenarios' step expressions.
 _PLACEHOLDER = re.compile(r"(?<!\\)\{([^{}\\]+)\}")

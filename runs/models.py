@@ -56,6 +56,7 @@ class Run(models.Model):
         permissions = [
             ("view_any_run", "Can view every run (operator)"),
             ("operate_runs", "Can cancel runs and withdraw approvals (operator)"),
+            ("send_message", "Can send messages to a run"),
         ]
 
     def __str__(self) -> str:
@@ -70,6 +71,8 @@ class StepKind(models.TextChoices):
     CALL = "call"
     SLEEP = "sleep"
     NOW = "now"
+    WAIT = "wait"  # a wait for a message began: its topic and deadline
+    MESSAGE = "message"  # the message a wait read (or its `wait_timed_out`)
 
 
 class Step(models.Model):
@@ -184,6 +187,31 @@ class DecisionMessage(models.Model):
         return f"{self.decision} by {self.by} ({self.message_id})"
 
 
+class RunMessage(models.Model):
+    """A message sent to a run on a topic; the run reads each topic's messages in arrival order.
+
+    `read_seq` is the seq of the `ctx.wait_message` step that read it (None: not read yet). The
+    message id dedupes: the same id sent twice is kept once.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="run_messages")
+    topic = models.CharField(max_length=200)
+    payload = models.JSONField()
+    message_id = models.CharField(max_length=200)
+    sent_by = models.CharField(max_length=150)
+    sent_at = models.DateTimeField()
+    read_seq = models.IntegerField(null=True, blank=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["run", "topic", "read_seq"], name="run_message_unread")]
+        constraints = [models.UniqueConstraint(fields=["run", "message_id"], name="run_message_id")]
+
+    def __str__(self) -> str:
+        return f"{self.topic} to {self.run_id} by {self.sent_by} ({self.message_id})"
+
+
 class AppendOnlyQuerySet(models.QuerySet):
     def update(self, **kwargs: Any) -> int:
         raise PermissionError("The ledger is append-only: records are never updated")
@@ -205,6 +233,7 @@ class LedgerKind(models.TextChoices):
     APPROVAL_DECIDED = "approval.decided"
     APPROVAL_REFUSED = "approval.refused"  # a decision from someone who may not decide it
     APPROVAL_WITHDRAWN = "approval.withdrawn"
+    MESSAGE_RECEIVED = "message.received"  # the run read a message (topic, payload, by, message id)
 
 
 class LedgerRecord(models.Model):

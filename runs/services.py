@@ -15,6 +15,7 @@ from runs import ledger
 from runs.approvals.permissions import (
     Principal,
     check_can_operate,
+    check_can_send_message,
     check_can_start,
     principal_of,
 )
@@ -22,9 +23,9 @@ from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import WorkflowDefinition
 from runs.engine import clock, transitions
-from runs.models import ENDED_STATUSES, LedgerKind, LedgerRecord, Run, RunStatus
+from runs.models import ENDED_STATUSES, LedgerKind, LedgerRecord, Run, RunMessage, RunStatus
 from runs.selectors import visible_run
-from runs.validation import check_run_id, validate_input
+from runs.validation import check_message_id, check_payload, check_run_id, check_topic, validate_input
 
 
 def _workflow_or_error(config: ResolvedConfig, name: Any) -> WorkflowDefinition:
@@ -149,3 +150,41 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
     return run
 
 
+
+
+def send_message(*, run_id: str, topic: str, payload: Any, message_id: str | None = None,
+                 by: str | Principal) -> RunMessage:
+    """Send a message to a run on `topic`; the run reads it with `ctx.wait_message(topic)`.
+
+    Refused, with nothing kept: a run `by` may not see (`run_not_found`, first), a sender who may
+    not send to it (`permission_denied`), a bad topic, payload or id (`invalid_input`), a run that
+    ended (`run_ended`). The message id (generated when absent) makes a retried send count once:
+    sending an id again returns the message first sent with it. A run waiting for messages is
+    woken in the same transaction; one that waits for something else reads it when it waits.
+    """
+    principal = principal_of(by)
+    with transaction.atomic():
+        run = visible_run(run_id=run_id, viewer=principal, for_update=True)
+        check_can_send_message(principal, run)
+        check_topic(topic)
+        check_payload(payload)
+        check_message_id(message_id)
+        if message_id is not None:
+            first = RunMessage.objects.filter(run=run, message_id=message_id).first()
+            if first is not None:
+                return first
+        if run.status in ENDED_STATUSES:
+            raise SanomaError(f"Run {run_id} has {run.status}; it takes no more messages", code=ErrorCode.RUN_ENDED,
+                              data={"status": run.status, "run_id": run_id})
+        message = RunMessage(run=run, topic=topic, payload=payload, message_id=message_id or uuid.uuid4().hex,
+                             sent_by=principal.id, sent_at=clock.now())
+        try:
+            with transaction.atomic():
+                message.save(force_insert=True)
+        except IntegrityError:  # the same id, sent at the same moment: the first stands
+            return RunMessage.objects.get(run=run, message_id=message.message_id)
+        if not (run.status == RunStatus.WAITING and run.waiting_for != "message"):
+            # A sleeper or an approval waiter reads it when it reaches its wait; a running run is
+            # told to look again before it suspends.
+            transitions.wake(run_id=run.pk, now=clock.now())
+    return message

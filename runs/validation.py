@@ -257,3 +257,41 @@ def _bounded(schema: dict[str, Any], where: Path, number: int) -> bool:
                  for resolved in schema_branches(child, schema)]
     keys = ("maximum", "exclusiveMaximum") if number > 0 else ("minimum", "exclusiveMinimum")
     return any(key in node for node in nodes for key in keys)
+
+
+# ---- messages ------------------------------------------------------------------------------------
+
+MAX_TOPIC_LENGTH = 200
+MAX_MESSAGE_ID_LENGTH = 200
+
+
+def check_topic(value: Any, *, path: Sequence[Any] = ("topic",)) -> str:
+    """A message topic: non-blank text of at most 200 characters, with no NUL or lone surrogate."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("A message topic must be non-blank text",
+                           data={"issues": [issue(path, "must be non-blank text", "required")]})
+    if len(value) > MAX_TOPIC_LENGTH:
+        raise InvalidInput(f"A message topic is at most {MAX_TOPIC_LENGTH} characters; got {len(value)}",
+                           data={"issues": [issue(path, f"longer than {MAX_TOPIC_LENGTH} characters", "too_long")]})
+    check_json(value, path=path, what="The topic")
+    return value
+
+
+def check_payload(value: Any, *, path: Sequence[Any] = ("payload",)) -> dict[str, Any]:
+    """A message payload: a JSON object, held to the strict JSON rules."""
+    if not isinstance(value, dict):
+        raise InvalidInput("A message payload must be a JSON object",
+                           data={"issues": [issue(path, "must be a JSON object", "invalid_type")]})
+    check_json(value, path=path, what="The payload")
+    return value
+
+
+def check_message_id(value: Any, *, path: Sequence[Any] = ("id",)) -> str | None:
+    """An optional message id: None, or non-blank text of at most 200 characters."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_MESSAGE_ID_LENGTH:
+        raise InvalidInput(f"A message id must be non-blank text of at most {MAX_MESSAGE_ID_LENGTH} characters",
+                           data={"issues": [issue(path, "must be non-blank text of at most 200 characters")]})
+    check_json(value, path=path, what="The message id")
+    return value

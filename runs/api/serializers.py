@@ -57,6 +57,27 @@ class DecisionInput(StrictSerializer):
                                help_text="The message id: resending one id decides once.")
 
 
+class MessageInput(StrictSerializer):
+    topic = serializers.CharField(max_length=200, trim_whitespace=False,
+                                  help_text="The topic the run waits on with `ctx.wait_message(topic)`.")
+    payload = serializers.JSONField(help_text="The message: a JSON object, returned by `ctx.wait_message`.")
+    id = serializers.CharField(required=False, allow_null=True, max_length=200, trim_whitespace=False,
+                               help_text="The message id: resending one id sends once.")
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.CharField(source="message_id")
+    run_id = serializers.CharField()
+    topic = serializers.CharField()
+    payload = serializers.JSONField()
+    sent_by = serializers.CharField()
+    sent_at = serializers.DateTimeField()
+    read = serializers.SerializerMethodField(help_text="Whether the run has read it.")
+
+    def get_read(self, message: Any) -> bool:
+        return message.read_seq is not None
+
+
 class WithdrawInput(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 

@@ -17,6 +17,7 @@ urlpatterns = [
     re_path(rf"^runs/{ID}/ledger(?:/)?$", views.RunLedgerView.as_view(), name="run-ledger"),
     re_path(rf"^runs/{ID}/result(?:/)?$", views.RunResultView.as_view(), name="run-result"),
     re_path(rf"^runs/{ID}/cancel(?:/)?$", views.RunCancelView.as_view(), name="run-cancel"),
+    re_path(rf"^runs/{ID}/messages(?:/)?$", views.RunMessagesView.as_view(), name="run-messages"),
     re_path(rf"^runs/{ID}/approvals(?:/)?$", views.RunApprovalsView.as_view(), name="run-approvals"),
     re_path(rf"^runs/{ID}/approvals/{APPROVAL}(?:/)?$", views.ApprovalView.as_view(), name="run-approval"),
     re_path(rf"^runs/{ID}/approvals/{APPROVAL}/withdraw(?:/)?$", views.ApprovalWithdrawView.as_view(),

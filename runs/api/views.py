@@ -257,6 +257,22 @@ class RunCancelView(SanomaAPIView):
         return Response(run_data(run))
 
 
+class RunMessagesView(SanomaAPIView):
+    @extend_schema(
+        operation_id="run_send_message",
+        summary="Send a message to a run (its starter, an operator, or a holder of runs.send_message on it)",
+        description="The run reads it with `ctx.wait_message(topic)`, in arrival order per topic; resending an "
+                    "`id` returns the message first sent with it.",
+        request=s.MessageInput,
+        responses={200: s.MessageSerializer, **errors(400, 403, 404, 409, 415)},
+    )
+    def post(self, request: Request, run_id: str) -> Response:
+        body = self.checked(s.MessageInput, self.body(request))
+        message = services.send_message(run_id=run_id, topic=body["topic"], payload=body["payload"],
+                                        message_id=body.get("id"), by=me(request))
+        return Response(s.MessageSerializer(message).data)
+
+
 # ---- approvals ----------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@
 - `runs.view_run` on a run: its approvers (users or groups); a starter sees their own runs.
 - `runs.decide_approval` on an approval: its approver, a user or every member of a group.
 - `runs.view_any_run` / `runs.operate_runs` (global): operators.
+- `runs.send_message` on a run (or global): who besides its starter and operators may send it messages.
 Superusers hold every permission.
 """
 from __future__ import annotations
@@ -162,6 +163,26 @@ def check_can_operate(principal: Principal, run: Run) -> None:
         return
     raise permission_denied(f"{principal.id} may not cancel run {run.id}: only its starter or an operator may",
                             user=principal.id)
+
+
+def can_send_message(principal: Principal, run: Run) -> bool:
+    """May send messages to the run: its starter, an operator (`runs.operate_runs`), or a holder of
+    `runs.send_message` on the run (or globally), directly or through a group."""
+    return (
+        run.started_by == principal.id
+        or principal.has_global("runs.operate_runs")
+        or principal.has_global("runs.send_message")
+        or (principal.user is not None and principal.user.is_active
+            and principal.user.has_perm("runs.send_message", run))
+    )
+
+
+def check_can_send_message(principal: Principal, run: Run) -> None:
+    if can_send_message(principal, run):
+        return
+    raise permission_denied(
+        f"{principal.id} may not send messages to run {run.id}: only its starter, an operator, or a holder of "
+        "runs.send_message on it may", user=principal.id)
 
 
 def visible_runs(principal: Principal) -> QuerySet[Run]:

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from connectors.operations import Operation
 
-BUILTIN_USES = ("approval", "sleep", "all")
+BUILTIN_USES = ("approval", "sleep", "all", "wait_message")
 BUILTIN_WORKFLOWS = ("drift", "apply", "call", "change")
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 _TRIGGER_KEYS = {"schedule", "every", "timezone", "overlap", "catchup"}

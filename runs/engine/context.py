@@ -39,7 +39,7 @@ from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Approved, WorkflowDefinition
 from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
 from runs.engine.faults import FaultPoint
-from runs.engine.requests import check_approval_request, check_sleep, parse_op_input
+from runs.engine.requests import check_approval_request, check_sleep, check_wait_message, parse_op_input
 from runs.engine.transitions import LeaseCheck
 from runs.models import (
     Approval,
@@ -51,6 +51,7 @@ from runs.models import (
     LedgerRecord,
     MessageOutcome,
     Run,
+    RunMessage,
     Step,
     StepKind,
 )
@@ -202,6 +203,36 @@ class RunContext:
         until_ms = step.output["until"]
         if clock.now_ms() < until_ms:
             raise Suspend("sleep", wake_at=clock.from_ms(until_ms))
+
+    def wait_message(self, topic: str, timeout: Any = None) -> dict[str, Any]:
+        """Wait for the next message sent to this run on `topic` and return its payload (a JSON
+        object). Messages are read in the order they arrived; one sent before the wait is kept
+        for it. With `timeout` (seconds, or a timedelta) the wait raises `wait_timed_out` once
+        that deadline passes without a message. No process is held while it waits.
+
+        Two steps: the wait's start (its topic and deadline, so a replay keeps the same deadline)
+        and the message it read (its payload, so a replay returns the same one)."""
+        self._require("wait_message")
+        self._check_open()
+        topic, timeout_ms = check_wait_message(topic, timeout)
+        wait_seq = self._take_seq()
+        began = self._replayed(wait_seq, StepKind.WAIT, topic)
+        if began is None:
+            self._check_segment()
+            until = None if timeout_ms is None else clock.now_ms() + timeout_ms
+            began = Step(run=self._run, seq=wait_seq, kind=StepKind.WAIT, name=topic,
+                         output={"topic": topic, "until": until}, next_seq=self._next_seq)
+            self._commit(began)
+        assert began.output is not None  # a recorded wait always has its topic and deadline
+        read_seq = self._take_seq()
+        step = self._replayed(read_seq, StepKind.MESSAGE, topic)
+        if step is None:
+            step = self._read_message(topic, read_seq, began.output.get("until"))
+        if step.error is not None:
+            raise error_from_dict(step.error)
+        assert step.output is not None  # a message read always has its payload
+        payload: dict[str, Any] = step.output["payload"]
+        return payload
 
     def all(self, members: Any) -> list[Any]:
         """Run zero-argument functions one after another; their records carry the group."""
@@ -519,6 +550,34 @@ class RunContext:
             for record in records:
                 ledger.append(record)
 
+    # ---- messages -------------------------------------------------------------------------
+
+    def _read_message(self, topic: str, seq: int, until: int | None) -> Step:
+        """Read the oldest unread message on `topic` (its step, its `message.received` record and
+        its read mark in one transaction); time out past the deadline; else suspend."""
+        message = (RunMessage.objects.filter(run_id=self._run.pk, topic=topic, read_seq__isnull=True)
+                   .order_by("id").first())
+        if message is not None:
+            self._check_segment()
+            body = {"topic": topic, "payload": message.payload, "by": message.sent_by,
+                    "message": message.message_id}
+            record = self._record(LedgerKind.MESSAGE_RECEIVED, seq, body, actor=message.sent_by)
+            step = Step(run=self._run, seq=seq, kind=StepKind.MESSAGE, name=topic,
+                        output={"payload": message.payload, "message": message.message_id, "by": message.sent_by},
+                        next_seq=self._next_seq)
+            self._commit(step, [record], read=message)
+            return step
+        if until is not None and clock.now_ms() >= until:
+            error = SanomaError(
+                f"No message on {topic!r} came before the wait's deadline ({clock.from_ms(until).isoformat()})",
+                code=ErrorCode.WAIT_TIMED_OUT, data={"topic": topic, "until": until}, name="WaitTimedOutError",
+            )
+            step = Step(run=self._run, seq=seq, kind=StepKind.MESSAGE, name=topic, error=error_to_dict(error),
+                        next_seq=self._next_seq)
+            self._commit(step)
+            return step
+        raise Suspend("message", wake_at=None if until is None else clock.from_ms(until))
+
     # ---- durability -----------------------------------------------------------------------
 
     def _take_seq(self) -> int:
@@ -583,8 +642,9 @@ class RunContext:
             heartbeat.end(token)
 
     def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *,
-                approval: Approval | None = None) -> None:
-        one_record = step is not None and approval is None and len(records) == 1 and records[0].kind in FAST_KINDS
+                approval: Approval | None = None, read: RunMessage | None = None) -> None:
+        one_record = (step is not None and approval is None and read is None and len(records) == 1
+                      and records[0].kind in FAST_KINDS)
         if one_record and step is not None and fastpath.available():
             if self._commit_fast(step, records[0]):
                 return
@@ -600,6 +660,11 @@ class RunContext:
                     if not self._run.has_approvals:
                         transitions.mark_has_approvals(run_id=self._run.pk)
                         self._run.has_approvals = True
+                if read is not None and step is not None:
+                    marked = RunMessage.objects.filter(pk=read.pk, read_seq__isnull=True).update(
+                        read_seq=step.seq, read_at=clock.now())
+                    if not marked:  # only the lease holder reads messages: another worker has the run
+                        raise LeaseLost(f"{self._run.id}: message {read.message_id} was read by another advance")
                 for record in records:
                     if record.kind in FAST_KINDS:
                         record.save(force_insert=True)  # its step's unique (run, seq) already guards it

@@ -2,7 +2,7 @@
 the run with `invalid_input` and write nothing."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -11,6 +11,7 @@ from pydantic_core import to_jsonable_python
 from connectors.errors import InvalidInput, describe_issues, issues_of
 from connectors.operations import Operation
 from runs.engine import clock
+from runs.validation import check_topic
 
 SLEEP_UNITS_MS = {"ms": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000, "days": 86_400_000}
 
@@ -102,3 +103,22 @@ def check_approval_request(
         except Exception:
             raise InvalidInput(f'ctx.approval "{title}": details must be JSON', data=data) from None
     return approver, cover_ids, list(links)
+
+
+def check_wait_message(topic: Any, timeout: Any) -> tuple[str, int | None]:
+    """The topic, and the timeout in milliseconds (None: wait as long as it takes)."""
+    try:
+        check_topic(topic)
+    except InvalidInput as err:
+        raise InvalidInput(f"ctx.wait_message: {err.message}", data=err.data) from None
+    if timeout is None:
+        return topic, None
+    if isinstance(timeout, timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise InvalidInput(f"ctx.wait_message({topic!r}): timeout must be seconds (a number) or a timedelta")
+    if not seconds >= 0 or seconds == float("inf"):
+        raise InvalidInput(f"ctx.wait_message({topic!r}): timeout must be a finite number of seconds, not negative")
+    return topic, int(seconds * 1000)

@@ -9,8 +9,8 @@ rules, and, after every refusal, checks that nothing in the database changed.
 
 The rules: a run is seen by its starter, its approvers and operators, and by no one else, who is
 told only that there is no such run; an approver who is not the starter decides; the starter and
-operators cancel and withdraw; a start reusing a run id the caller cannot see learns only that it
-is taken; no one changes a ledger record.
+operators cancel, withdraw and send messages (`send`); a start reusing a run id the caller cannot
+see learns only that it is taken; no one changes a ledger record.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs.authoring import define_workflow
-from runs.models import Approval, DecisionMessage, LedgerRecord, Run
+from runs.models import Approval, DecisionMessage, LedgerRecord, Run, RunMessage
 from runs.testing import make_user
 
 STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF, NOBODY, ANONYMOUS = (
@@ -73,7 +73,7 @@ def expected(action: str, actor: str, run: str) -> str:
     if action == "decide":
         is_approver = (run == "named" and actor == APPROVER) or (run == "group" and actor == GROUP_MEMBER)
         return OK if is_approver else NOT_APPROVER  # the starter, though in finance, may not approve
-    if action in ("cancel", "withdraw"):
+    if action in ("cancel", "withdraw", "send"):
         return OK if actor in (STARTER, OPERATOR) else DENIED
     return OK  # see, list, ledger, result
 
@@ -102,6 +102,7 @@ def snapshot() -> dict[str, Any]:
         "records": sorted(LedgerRecord.objects.values_list("record_id", "actor", "body")),
         "approvals": sorted(Approval.objects.values_list("approval_id", "run_id", "status", "decided_by")),
         "messages": DecisionMessage.objects.count(),
+        "run_messages": RunMessage.objects.count(),
         "tasks": OrmQ.objects.count(),
     }
 
@@ -141,6 +142,8 @@ def api_answer(action: str, actor: str, run: str) -> str:
         response = client.post(f"{base}/approvals/approval-1/withdraw", {}, format="json")
     elif action == "cancel":
         response = client.post(f"{base}/cancel", {}, format="json")
+    elif action == "send":
+        response = client.post(f"{base}/messages", {"topic": "note", "payload": {"from": actor}}, format="json")
     elif action == "start":
         response = client.post("/api/runs", {"workflow": "matrix", "input": {"approver": APPROVERS[run]},
                                              "run_id": run_id}, format="json")
@@ -243,7 +246,7 @@ def admin_expected(action: str, actor: str, run: str) -> str:
 
 # ---- the commands -------------------------------------------------------------------------------
 
-COMMAND_ACTIONS = ("see", "list", "decide", "cancel", "start")
+COMMAND_ACTIONS = ("see", "list", "decide", "cancel", "start", "send")
 
 
 def command_answer(action: str, actor: str, run: str) -> str:
@@ -258,6 +261,8 @@ def command_answer(action: str, actor: str, run: str) -> str:
             call_command("decide", run_id, "approve", "--as", actor, "--timeout", "0", stdout=out)
         elif action == "cancel":
             call_command("cancel", run_id, "--as", actor, stdout=out)
+        elif action == "send":
+            call_command("send", run_id, "note", "--json", "{}", "--as", actor, stdout=out)
         elif action == "start":
             call_command("start", "matrix", "--as", actor, "--run-id", run_id, "--set",
                          f"approver={APPROVERS[run]}", stdout=out)
@@ -267,7 +272,8 @@ def command_answer(action: str, actor: str, run: str) -> str:
         text = str(err)
         for needle, answer in (("or you may not see it", NOT_FOUND), ("cannot approve", NOT_APPROVER),
                                ("not the approver", NOT_APPROVER), ("not in group", NOT_APPROVER),
-                               ("may not cancel", DENIED), ("already exists; use another run id", EXISTS),
+                               ("may not cancel", DENIED), ("may not send messages", DENIED),
+                               ("already exists; use another run id", EXISTS),
                                ("already exists with a different", DIFFERS)):
             if needle in text:
                 return answer
@@ -281,7 +287,7 @@ def command_expected(action: str, actor: str, run: str) -> str:
 
 # ---- the matrix ---------------------------------------------------------------------------------
 
-API_ACTIONS = ("see", "list", "ledger", "result", "decide", "withdraw", "cancel", "start", "change_ledger")
+API_ACTIONS = ("see", "list", "ledger", "result", "decide", "withdraw", "cancel", "send", "start", "change_ledger")
 CASES = (
     [pytest.param("api", a, who, run, id=f"api-{a}-{who}-{run}")
      for a in API_ACTIONS for who in ACTORS for run in RUNS]
@@ -293,7 +299,7 @@ CASES = (
 ANSWER = {"api": api_answer, "admin": admin_answer, "command": command_answer}
 EXPECTED = {"api": expected, "admin": admin_expected, "command": command_expected}
 # Actions that change the database when they are allowed: everything else must leave it as it was.
-WRITES = {"decide", "withdraw", "cancel"}
+WRITES = {"decide", "withdraw", "cancel", "send"}
 
 
 @pytest.mark.parametrize("surface, action, actor, run", CASES)
