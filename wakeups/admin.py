@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
 from connectors.errors import SanomaError
+from runs.admin.common import ReadOnlyMixin
 from runs.config.registry import get_config
 from wakeups.models import ScheduleState, WakeupRow
 from wakeups.selectors import schedules
@@ -16,32 +17,14 @@ from wakeups.services import run_now
 
 
 @admin.register(WakeupRow)
-class WakeupRowAdmin(admin.ModelAdmin):
+class WakeupRowAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("id", "at", "stopped_at", "last_error")
     readonly_fields = ("id", "at", "stopped_at", "last_error")
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 @admin.register(ScheduleState)
-class ScheduleAdmin(admin.ModelAdmin):
+class ScheduleAdmin(ReadOnlyMixin, admin.ModelAdmin):
     """One page: every scheduled workflow of the config, with a "run now" button each."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if not self.has_view_permission(request):
