@@ -36,10 +36,6 @@ def get_run(*, run_id: str, viewer: str | Principal | None = None) -> Run | None
         return None
 
 
-def get_run_or_error(run_id: str, viewer: str | Principal | None) -> Run:
-    return visible_run(run_id=run_id, viewer=viewer)
-
-
 @dataclass(frozen=True)
 class RunPage:
     runs: list[Run]

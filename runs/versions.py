@@ -27,8 +27,19 @@ def register_version(*, version: str, promote: bool) -> tuple[bool, str | None]:
         if promote:
             AppVersion.objects.filter(version=version).update(promoted_at=now)
             return True, None
-    latest = AppVersion.objects.order_by("-promoted_at").values_list("version", flat=True).first()
+    latest = latest_version()
     return latest == version, latest
+
+
+def latest_version() -> str | None:
+    """The version started (or promoted) last; None before any worker started."""
+    return AppVersion.objects.order_by("-promoted_at").values_list("version", flat=True).first()
+
+
+def is_latest(version: str) -> bool:
+    """Whether `version` is the latest (or no version is recorded yet)."""
+    latest = latest_version()
+    return latest is None or latest == version
 
 
 def sync_workflow_entries(config: ResolvedConfig) -> None:

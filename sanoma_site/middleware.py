@@ -21,7 +21,7 @@ class BodyLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        limit = int(getattr(settings, "SANOMA_MAX_BODY_BYTES", 1024 * 1024))
+        limit = settings.SANOMA_MAX_BODY_BYTES
         declared = request.META.get("CONTENT_LENGTH") or ""
         try:
             length = int(declared) if declared else 0

@@ -25,9 +25,10 @@ from connectors.drivers import CallContext
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
 from runs.models import Run, RunStatus
+from runs.versions import is_latest
 from wakeups.declare import REGISTER_OP, WAKEUP_AGENT, RegisterInput, WakeupDeclaration
 from wakeups.models import WakeupRow
-from wakeups.schedules import Firer, is_latest
+from wakeups.schedules import Firer
 
 log = logging.getLogger("sanoma.wakeup")
 
@@ -105,16 +106,14 @@ class StopRule:
                 self.register(first.deadline)
             except Exception as err:
                 message = f"{type(err).__name__}: {err}"
-                WakeupRow.get()
-                WakeupRow.objects.filter(pk=1).update(last_error=message)
+                WakeupRow.record(last_error=message)
                 if message not in self._logged:
                     self._logged.add(message)
                     log.error("registering the next deadline (%s) with wakeup %s failed; the worker keeps "
                               "running and tries again: %s", first.deadline.isoformat(), self.wakeups[0].id, message)
                 return Outcome(stop=False, at=first.deadline, error=message)
             registered = True
-        WakeupRow.get()
-        WakeupRow.objects.filter(pk=1).update(at=first.deadline, last_error="")
+        WakeupRow.record(at=first.deadline, last_error="")
         second = idleness(self.config, horizon=self.horizon)
         if closed() or not second.idle or second.deadline != first.deadline:
             return Outcome(stop=False, at=second.deadline, registered=registered)
@@ -123,8 +122,7 @@ class StopRule:
     def stopped(self, at: datetime | None, stop_worker: Callable[[], None]) -> None:
         """Record `stopped_at`, stop the worker (logging, not raising, if it cannot stop cleanly),
         then tell `on_stopped`."""
-        WakeupRow.get()
-        WakeupRow.objects.filter(pk=1).update(stopped_at=clock.now())
+        WakeupRow.record(stopped_at=clock.now())
         try:
             stop_worker()
         except Exception:

@@ -14,7 +14,9 @@ from typing import Any
 import psycopg
 from django.db import connections
 
-RUNNABLE = "sanoma_runnable"
+from runs.engine.dispatch import RUNNABLE_CHANNEL
+
+RUNNABLE = RUNNABLE_CHANNEL  # the channel every enqueue notifies
 DEADLINE = "sanoma_deadline"
 
 

@@ -31,6 +31,12 @@ class WakeupRow(models.Model):
         row, _ = cls.objects.get_or_create(pk=WAKEUP_ROW_ID)
         return row
 
+    @classmethod
+    def record(cls, **fields: object) -> None:
+        """Set fields of the one row, creating it first if need be."""
+        cls.get()
+        cls.objects.filter(pk=WAKEUP_ROW_ID).update(**fields)
+
 
 class ScheduleState(models.Model):
     """A scheduled workflow's progress: the last fire handled (the back-fill cursor), its run, and

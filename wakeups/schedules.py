@@ -21,15 +21,15 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.db import transaction
 
 from runs import services
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Schedule, WorkflowDefinition
 from runs.engine import clock
-from runs.models import ENDED_STATUSES, AppVersion, Run
-from runs.seed import seed_person
+from runs.models import ENDED_STATUSES, Run
+from runs.seed import permissions, seed_person
+from runs.versions import is_latest
 from wakeups.models import ScheduleState, WakeupRow
 
 log = logging.getLogger("sanoma.schedules")
@@ -92,7 +92,7 @@ def ensure_schedule_agent() -> None:
     if user is None:
         seed_person(username=SCHEDULE_AGENT, perms=("runs.start_workflow",))
     elif not user.has_perm("runs.start_workflow"):
-        user.user_permissions.add(Permission.objects.get(content_type__app_label="runs", codename="start_workflow"))
+        user.user_permissions.add(*permissions(("runs.start_workflow",)))
 
 
 @dataclass
@@ -163,11 +163,6 @@ def fire_one(config: ResolvedConfig, wf: WorkflowDefinition, *, now: datetime, r
                 log.info("schedule %s: started %s%s", wf.name, run_id, " (back-filled)" if late else "",
                          extra={"workflow": wf.name, "run_id": run_id})
         cursor = fire
-
-
-def is_latest(version: str) -> bool:
-    latest = AppVersion.objects.order_by("-promoted_at").values_list("version", flat=True).first()
-    return latest is None or latest == version
 
 
 class Firer:

@@ -13,7 +13,7 @@ from runs.validation import parse_json
 
 
 def body_limit() -> int:
-    return int(getattr(settings, "SANOMA_MAX_BODY_BYTES", 1024 * 1024))
+    return int(settings.SANOMA_MAX_BODY_BYTES)
 
 
 def too_large(limit: int) -> ApiError:

@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from runs.config.resolution import input_schema
 from runs.config.workflows import WorkflowDefinition
-from runs.models import Run, RunStatus
+from runs.models import Decision, Run, RunStatus
 from runs.validation import RUN_ID_RULE, is_valid_run_id
 
 # The largest `offset` a page may start at: a signed 64-bit integer, what every database can take.
@@ -51,7 +51,7 @@ class StartRunInput(StrictSerializer):
 
 
 class DecisionInput(StrictSerializer):
-    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    decision = serializers.ChoiceField(choices=Decision.values)
     note = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
     id = serializers.CharField(required=False, allow_null=True, max_length=200,
                                help_text="The message id: resending one id decides once.")

@@ -20,16 +20,25 @@ from runs.approvals.selectors import approval_state
 from runs.config.registry import get_config
 from runs.engine import clock
 from runs.engine.advance import wake
-from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, DecisionMessage, LedgerKind, Run
+from runs.models import (
+    ENDED_STATUSES,
+    Approval,
+    ApprovalStatus,
+    Decision,
+    DecisionMessage,
+    LedgerKind,
+    MessageOutcome,
+    Run,
+)
 from runs.selectors import visible_run
 
-DECISIONS = ("approve", "reject")
 WAIT_POLLS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 
-def _run_for_decision(run_id: str, by: Principal, *, for_update: bool = False) -> Run:
-    """The run, if `by` may see it (else `run_not_found`, first), and if it still takes decisions."""
-    run = visible_run(run_id=run_id, viewer=by, for_update=for_update)
+def _run_for_decision(run_id: str, by: Principal, *, for_update: bool = False, seen: Run | None = None) -> Run:
+    """The run, if `by` may see it (else `run_not_found`, first), and if it still takes decisions.
+    `seen`: the run as the caller already read it through `visible_run`."""
+    run = seen if seen is not None else visible_run(run_id=run_id, viewer=by, for_update=for_update)
     if run.status in ENDED_STATUSES:
         raise SanomaError(f"Run {run_id} has {run.status}; it takes no more decisions", code=ErrorCode.RUN_ENDED,
                           data={"status": run.status, "run_id": run_id})
@@ -57,10 +66,11 @@ def _already_decided(approval: Approval) -> SanomaError:
     )
 
 
-def check_decide(*, run_id: str, approval_id: str | None, decision: Any, by: Principal) -> Approval:
+def check_decide(*, run_id: str, approval_id: str | None, decision: Any, by: Principal,
+                 seen: Run | None = None) -> Approval:
     """Everything `decide` refuses, before anything is sent; first, a run `by` may not see."""
-    run = _run_for_decision(run_id, by)
-    if decision not in DECISIONS:
+    run = _run_for_decision(run_id, by, seen=seen)
+    if decision not in Decision.values:
         issue = {"path": ["decision"], "message": "must be approve or reject", "code": "invalid"}
         raise InvalidInput(f"decision must be approve or reject; got {decision!r}", data={"issues": [issue]})
     approval = _target(run, approval_id)
@@ -107,7 +117,7 @@ def decide(
     """Approve or reject; returns the approval as the run decided it, or still pending when the
     run did not read the decision within `timeout` (it applies once a worker runs)."""
     principal = principal_of(by)
-    visible_run(run_id=run_id, viewer=principal)  # first: a run `by` may not see is run_not_found
+    run = visible_run(run_id=run_id, viewer=principal)  # first: a run `by` may not see is run_not_found
     if note is not None and not isinstance(note, str):
         raise InvalidInput(
             "note must be text", data={"issues": [{"path": ["note"], "message": "must be text", "code": "invalid"}]}
@@ -115,7 +125,7 @@ def decide(
     if message_id is not None and (not isinstance(message_id, str) or not message_id.strip()):
         raise InvalidInput("message id must be a non-blank string",
                            data={"issues": [{"path": ["id"], "message": "must be non-blank", "code": "invalid"}]})
-    approval = check_decide(run_id=run_id, approval_id=approval_id, decision=decision, by=principal)
+    approval = check_decide(run_id=run_id, approval_id=approval_id, decision=decision, by=principal, seen=run)
     sent = send_decision(approval=approval, decision=decision, by=principal, note=note or "", message_id=message_id)
     return wait_for_decision(approval=approval, message_id=sent, timeout=timeout)
 
@@ -130,7 +140,7 @@ def wait_for_decision(*, approval: Approval, message_id: str, timeout: float) ->
                 return approval_state(approval)
             raise _already_decided(approval)
         message = DecisionMessage.objects.filter(approval=approval, message_id=message_id).first()
-        if message is not None and message.outcome == "refused":
+        if message is not None and message.outcome == MessageOutcome.REFUSED:
             reason = next((r["reason"] for r in reversed(approval.refused) if r.get("id") == message_id), "refused")
             raise SanomaError(f"{reason} ({approval.approval_id})", code=ErrorCode.NOT_APPROVER,
                               data={"run_id": approval.run_id, "approval_id": approval.approval_id,

@@ -177,7 +177,7 @@ def check_deployment(app_configs: Sequence[AppConfig] | None = None, **kwargs: A
                 id="sanoma.E010",
             )
         )
-    if getattr(settings, "SANOMA_PROFILE", "development") != "production":
+    if settings.SANOMA_PROFILE != "production":
         found.append(
             Warning(
                 "the production profile is off: HTTPS redirects, secure cookies and HSTS are not turned on",

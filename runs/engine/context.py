@@ -467,7 +467,7 @@ class RunContext:
         self, *, seq: int, title: str, approver: str, requested_by: str, covers: list[str],
         links: Sequence[str] = (), details: Any = None, op: str = "", op_input: Any = None, op_seq: int | None = None,
     ) -> Approval:
-        number = 1 + sum(1 for a in self._approvals.values())
+        number = len(self._approvals) + 1
         approval = Approval(
             run=self._run, approval_id=f"approval-{number}", seq=seq, title=title, approver=approver,
             requested_by=requested_by, covers=list(covers), links=list(links), details=details, op=op,
@@ -500,7 +500,7 @@ class RunContext:
             if approval.status != ApprovalStatus.PENDING:
                 self._apply_message(approval, message, outcome=MessageOutcome.IGNORED)
                 continue
-            why = None
+            why: str | None
             if message.decision not in Decision.values:
                 why = f"{message.decision!r} is not a decision: send approve or reject"
             else:
@@ -539,9 +539,7 @@ class RunContext:
                     note=approval.note, decided_with=approval.decided_with,
                 )
                 if not changed:  # withdrawn meanwhile: the withdrawal stands
-                    fresh = Approval.objects.get(pk=approval.pk)
-                    for name in ("status", "decided_by", "decided_at", "note", "decided_with"):
-                        setattr(approval, name, getattr(fresh, name))
+                    approval.refresh_from_db(fields=["status", "decided_by", "decided_at", "note", "decided_with"])
                     message.outcome = MessageOutcome.IGNORED
                     records = ()
             elif outcome == MessageOutcome.REFUSED:

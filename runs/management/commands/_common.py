@@ -68,8 +68,7 @@ def _field_types(schema: dict[str, Any] | None, key: str) -> tuple[set[str], boo
         kind = node.get("type")
         types.update([kind] if isinstance(kind, str) else kind if isinstance(kind, list) else [])
         for value in node.get("enum", []) + ([node["const"]] if "const" in node else []):
-            types.update(name for name, py in _JSON_TYPES.items()
-                         if isinstance(value, py) and not (isinstance(value, bool) and name != "boolean"))
+            types.update(name for name in _JSON_TYPES if _is(value, name))
         when = when or node.get("format") == "date-time"
     return types, when
 

@@ -24,11 +24,11 @@ from django.core.management.base import BaseCommand
 from django.db import connection, connections
 
 from runs.engine import clock
+from wakeups.declare import WAKEUP_CHANNEL
 from wakeups.listen import RUNNABLE, Listener, listens
 
 log = logging.getLogger("sanoma.supervise")
 
-WAKEUP = "sanoma_wakeup"
 # One query: is a run of the latest version queued, and what deadline is registered?
 STATE_SQL = """
 SELECT
@@ -38,21 +38,12 @@ SELECT
 """
 SQLITE_POLL = 1.0
 LONGEST_WAIT = 300.0  # with nothing registered and no NOTIFY, look again after this long anyway
-GRACE = 30.0
+GRACE = 30.0  # how long a worker has to stop after SIGTERM before its group is killed
 # A worker takes a few seconds to start: it is started this long before the registered deadline,
 # so it is up, sees the deadline within its horizon, and wakes the run on time.
-LEAD = timedelta(seconds=5)  # how long a worker has to stop after SIGTERM before its group is killed
+LEAD = timedelta(seconds=5)
 READY_LINE = "supervisor started"
 
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Command(BaseCommand):
@@ -74,7 +65,7 @@ class Command(BaseCommand):
         self.wake_fd = read_fd
         self.worker_args = ["--stop-when-idle", *options["worker_arg"]]
         self.worker: subprocess.Popen[bytes] | None = None
-        self.listener = Listener([RUNNABLE, WAKEUP], wake_fd=read_fd) if listens() else None
+        self.listener = Listener([RUNNABLE, WAKEUP_CHANNEL], wake_fd=read_fd) if listens() else None
         self.backoff = 1.0
         self.stdout.write(f"{READY_LINE}: waking workers through "
                           f"{'LISTEN/NOTIFY' if self.listener else f'a {SQLITE_POLL:g} s poll'}")
@@ -142,11 +133,10 @@ class Command(BaseCommand):
 
     def _reap_group(self, pgid: int) -> None:
         """Whatever the worker left in its process group is killed."""
-        if group_alive(pgid):
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the group is gone already
         if self.worker is not None:
             try:
                 self.worker.wait(timeout=10)
