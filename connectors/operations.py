@@ -4,6 +4,7 @@ Plain Python: importable without Django, so a company's files can be read withou
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ Effect = Literal["read", "write", "publish", "send", "money", "access"]
 
 # `ctx.<vendor>` reaches a connector, so a vendor may not be named like a member of `ctx` itself:
 # `ctx.all` would be the built-in, never the vendor. A test keeps this list in step with `ctx`.
-RESERVED_VENDOR_NAMES = ("all", "approval", "now", "run_id", "sleep", "wait_message")
+# Names `ctx` gives to its built-ins, and `data`, the built-in vendor of the company's collections.
+RESERVED_VENDOR_NAMES = ("all", "approval", "data", "now", "run_id", "sleep", "start_run", "wait_message", "wait_run")
 _ID_PART = re.compile(r"^[a-z][a-z0-9_-]*$")
 # `{field}`; a backslash-escaped `\{` is literal text, as in the scenarios' step expressions.
 _PLACEHOLDER = re.compile(r"(?<!\\)\{([^{}\\]+)\}")
@@ -97,6 +99,8 @@ class Connector:
     driver: Callable[[], Any] | None = None
     fake: Callable[[Path | None], Any] | None = None  # called with the fake's state file, or None
     steps: Any = None
+    # The environment its driver needs: a pydantic model whose fields are the variables' names.
+    environment: type[BaseModel] | None = None
 
     def op(self, op_id: str) -> Operation:
         try:
@@ -167,11 +171,15 @@ def define_connector(
     resources: Mapping[str, Mapping[str, OperationSpec]],
     *,
     info: VendorInfo | None = None,
+    environment: type[BaseModel] | None = None,
 ) -> Connector:
     """A connector: `resources` maps each resource to its operations by name.
 
-    An operation's id is `<vendor>.<resource>.<name>`.
+    An operation's id is `<vendor>.<resource>.<name>`. `environment` is a pydantic model naming
+    the variables its driver reads (each field a variable: its description, default, checks).
     """
+    if environment is not None and not (isinstance(environment, type) and issubclass(environment, BaseModel)):
+        raise TypeError(f"connector {vendor}: environment must be a pydantic model class")
     if not isinstance(vendor, str) or not _ID_PART.match(vendor):
         raise ValueError(f"vendor {vendor!r} must be lowercase letters, digits, dashes and underscores")
     if vendor in RESERVED_VENDOR_NAMES:
@@ -203,7 +211,7 @@ def define_connector(
                 opaque=spec.opaque,
                 phrases=spec.phrases,
             )
-    return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info))
+    return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info), environment=environment)
 
 
 def with_setup(
@@ -214,10 +222,8 @@ def with_setup(
     steps: Any = None,
 ) -> Connector:
     """The connector with its halves attached: makers of its driver and fake, and step sets."""
-    return Connector(
-        vendor=connector.vendor,
-        operations=connector.operations,
-        info=connector.info,
+    return dataclasses.replace(
+        connector,
         driver=driver or connector.driver,
         fake=fake or connector.fake,
         steps=steps if steps is not None else connector.steps,

@@ -40,6 +40,8 @@ class Run(models.Model):
     signal_gen = models.IntegerField(default=0)
     # Set when the run asks its first approval: a run that never did skips loading approvals.
     has_approvals = models.BooleanField(default=False)
+    # The run that started this one with `ctx.start_run` (None: started by a person or a schedule).
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     queued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
@@ -73,6 +75,8 @@ class StepKind(models.TextChoices):
     NOW = "now"
     WAIT = "wait"  # a wait for a message began: its topic and deadline
     MESSAGE = "message"  # the message a wait read (or its `wait_timed_out`)
+    RUN_WAIT = "run_wait"  # a wait for a child run began: the child and the deadline
+    RUN_END = "run_end"  # how the child ended, as the wait read it (or its `wait_timed_out`)
 
 
 class Step(models.Model):
@@ -234,6 +238,8 @@ class LedgerKind(models.TextChoices):
     APPROVAL_REFUSED = "approval.refused"  # a decision from someone who may not decide it
     APPROVAL_WITHDRAWN = "approval.withdrawn"
     MESSAGE_RECEIVED = "message.received"  # the run read a message (topic, payload, by, message id)
+    CHILD_STARTED = "run.child_started"  # ctx.start_run started a child run (its id, workflow, input, decision)
+    CHILD_ENDED = "run.child_ended"  # ctx.wait_run read how a child ended (its output or error)
 
 
 class LedgerRecord(models.Model):
@@ -292,6 +298,39 @@ class LedgerRecord(models.Model):
         if self.group is not None:
             record["group"] = self.group
         return record
+
+
+class CollectionRecord(models.Model):
+    """One record of a company's collection (`ctx.data.<name>`), by key. `version` counts its
+    puts: a put with `if_version` replaces it only while it is still that version."""
+
+    collection = models.CharField(max_length=200)
+    key = models.CharField(max_length=200)
+    record = models.JSONField()
+    version = models.IntegerField()
+    updated_at = models.DateTimeField()
+    updated_by_run = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["collection", "key"]
+        constraints = [models.UniqueConstraint(fields=["collection", "key"], name="collection_record_key")]
+
+    def __str__(self) -> str:
+        return f"{self.collection}/{self.key} (v{self.version})"
+
+
+class CollectionWrite(models.Model):
+    """The reply of each collection write, by its idempotency key: a write retried with the same
+    key returns the first reply and changes nothing."""
+
+    idempotency_key = models.CharField(max_length=300, unique=True)
+    collection = models.CharField(max_length=200)
+    key = models.CharField(max_length=200)
+    reply = models.JSONField()
+    written_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.idempotency_key
 
 
 class AppVersion(models.Model):

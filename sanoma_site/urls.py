@@ -11,5 +11,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("runs.api.urls")),
+    path("api/", include("changes.api.urls")),
     re_path(r"^api/", NotFoundView.as_view()),
 ]

@@ -37,7 +37,7 @@ from runs.approvals.permissions import grant_approver
 from runs.approvals.rules import may_decide, rejection_error, self_approval_allowed, self_approval_details
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Approved, WorkflowDefinition
-from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
+from runs.engine import clock, fastpath, faults, heartbeat, reconnect, secrets, transitions
 from runs.engine.faults import FaultPoint
 from runs.engine.requests import check_approval_request, check_sleep, check_wait_message, parse_op_input
 from runs.engine.transitions import LeaseCheck
@@ -285,12 +285,13 @@ class RunContext:
     # ---- operation calls ------------------------------------------------------------------
 
     def _resolve(self, path: tuple[str, ...]) -> Any:
-        if len(path) == 3:
+        # An app's collection has one more part: `ctx.data.<app>.<name>.<op>`.
+        if len(path) == 3 or (len(path) == 4 and path[0] == "data"):
             op_id = ".".join(path)
             if op_id in self._uses and op_id in self._config.ops:
                 return _OperationCall(self, self._config.ops[op_id])
             raise self._not_available(path)
-        if len(path) > 3:
+        if (len(path) > 3 and path[0] != "data") or len(path) > 4:
             raise self._not_available(path)
         return _Namespace(self, path)
 
@@ -349,7 +350,7 @@ class RunContext:
             attempt += 1
             context = CallContext(
                 idempotency_key=f"{self._run.id}:{seq}", run_id=self._run.id, op_id=op.id, attempt=attempt,
-                by=self._run.started_by,
+                by=self._run.started_by, secrets=secrets.for_connector(op.vendor),
             )
             try:
                 if driver is None:
