@@ -285,13 +285,12 @@ class RunContext:
     # ---- operation calls ------------------------------------------------------------------
 
     def _resolve(self, path: tuple[str, ...]) -> Any:
-        # An app's collection has one more part: `ctx.data.<app>.<name>.<op>`.
-        if len(path) == 3 or (len(path) == 4 and path[0] == "data"):
-            op_id = ".".join(path)
-            if op_id in self._uses and op_id in self._config.ops:
-                return _OperationCall(self, self._config.ops[op_id])
-            raise self._not_available(path)
-        if (len(path) > 3 and path[0] != "data") or len(path) > 4:
+        op_id = ".".join(path)
+        if op_id in self._uses and op_id in self._config.ops:
+            return _OperationCall(self, self._config.ops[op_id])
+        # An app's collection has one more part than a vendor's operation: `ctx.data.<app>.<name>.<op>`.
+        depth = 4 if path[0] == "data" else 3
+        if len(path) >= depth or (len(path) == 3 and not any(u.startswith(op_id + ".") for u in self._uses)):
             raise self._not_available(path)
         return _Namespace(self, path)
 
