@@ -8,7 +8,7 @@ from typing import Any
 from connectors.errors import InvalidInput, SanomaError, error_from_dict
 from runs import ledger
 from runs.approvals.permissions import Principal, check_can_view, principal_of, run_not_found, visible_runs
-from runs.models import ENDED_STATUSES, Run, RunStatus
+from runs.models import ENDED_STATUSES, ApprovalStatus, Run, RunStatus, Step, StepKind
 
 RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
@@ -101,3 +101,25 @@ def result(*, run_id: str, timeout: float = 30.0, viewer: str | Principal | None
 def runs_on_other_versions(*, version: str, limit: int = 5) -> tuple[list[Run], int]:
     others = Run.objects.exclude(status__in=ENDED_STATUSES).exclude(app_version=version).order_by("created_at")
     return list(others[:limit]), others.count()
+
+
+def waiting_on(run: Run) -> dict[str, Any] | None:
+    """What a waiting run waits for, in detail: the message topic or the child run (from the wait's
+    own step), the pending approvals, or the sleep's end; with the deadline when there is one."""
+    if run.status != RunStatus.WAITING:
+        return None
+    until = None if run.wake_at is None else run.wake_at.isoformat()
+    detail: dict[str, Any] = {"kind": run.waiting_for, "until": until}
+    if run.waiting_for in ("message", "run"):
+        kind = StepKind.WAIT if run.waiting_for == "message" else StepKind.RUN_WAIT
+        began = Step.objects.filter(run=run, kind=kind).order_by("-seq").values_list("name", flat=True).first()
+        detail["topic" if run.waiting_for == "message" else "run_id"] = began
+    elif run.waiting_for == "approval":
+        detail["approvals"] = list(run.approvals.filter(status=ApprovalStatus.PENDING).order_by("seq")
+                                   .values("approval_id", "title", "approver"))
+    return detail
+
+
+def children_of(run: Run) -> list[dict[str, Any]]:
+    """The runs this run started (`ctx.start_run`), oldest first: id, workflow, status."""
+    return [dict(row) for row in run.children.order_by("created_at", "id").values("id", "workflow", "status")]

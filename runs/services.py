@@ -132,7 +132,11 @@ def start_or_get(
 
 
 def cancel(*, run_id: str, by: str | Principal) -> Run:
-    """Cancel a run that has not ended: it makes no further calls; a run that ended is `run_ended`."""
+    """Cancel a run that has not ended: it makes no further calls; a run that ended is `run_ended`.
+
+    Its unfinished child runs (and theirs) are cancelled with it, each with its own
+    `run.cancelled` record naming the run whose cancel reached it; a parent waiting for a
+    cancelled child is woken to read it (`run_cancelled`)."""
     principal = principal_of(by)
     config = get_config()
     with transaction.atomic():
@@ -141,15 +145,29 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
         if run.status in ENDED_STATUSES:
             raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code=ErrorCode.RUN_ENDED,
                               data={"status": run.status})
-        transitions.cancel(run_id=run_id, now=clock.now())  # the row is locked: it has not ended meanwhile
-        last = LedgerRecord.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first()
-        seq = (last or 0) + 1
-        ledger.append(ledger.build(run, kind=LedgerKind.RUN_CANCELLED, seq=seq, key="run", body={"by": principal.id},
-                                   app=config.app_name))
+        _do_cancel(run, body={"by": principal.id}, config=config)
+        parents = [run.pk]
+        while parents:
+            descendants = list(Run.objects.select_for_update().filter(parent_id__in=parents)
+                               .exclude(status__in=ENDED_STATUSES).order_by("created_at"))
+            for child in descendants:
+                because = f"its parent run {child.parent_id} was cancelled"
+                _do_cancel(child, body={"by": principal.id, "because": because}, config=config)
+            parents = [child.pk for child in descendants]
     run.refresh_from_db()
     return run
 
 
+def _do_cancel(run: Run, *, body: dict[str, Any], config: ResolvedConfig) -> None:
+    """Cancel one run whose row the caller locked, with its `run.cancelled` record; wake its parent."""
+    now = clock.now()
+    if not transitions.cancel(run_id=run.pk, now=now):
+        return
+    last = LedgerRecord.objects.filter(run_id=run.pk).order_by("-seq").values_list("seq", flat=True).first()
+    ledger.append(ledger.build(run, kind=LedgerKind.RUN_CANCELLED, seq=(last or 0) + 1, key="run", body=body,
+                               app=config.app_name))
+    if run.parent_id is not None:
+        transitions.wake_parent(run_id=run.parent_id, now=now)
 
 
 def send_message(*, run_id: str, topic: str, payload: Any, message_id: str | None = None,

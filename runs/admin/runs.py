@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from connectors.errors import SanomaError
@@ -21,6 +21,11 @@ from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, check_can_view, visible_runs
 from runs.models import Approval, ApprovalStatus, Run, Step
+from runs.selectors import children_of, waiting_on
+
+
+def run_url(run_id: str) -> str:
+    return reverse("admin:runs_run_change", args=[quote(run_id)])
 
 
 class StepInline(ReadOnlyMixin, admin.TabularInline):
@@ -80,14 +85,16 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     actions = ("cancel_selected",)
     fieldsets = (
         (None, {"fields": (("id", "workflow", "status"), ("started_by", "groups"), ("waiting_for", "wake_at"),
-                           "app_version")}),
+                           "waiting_detail", "app_version")}),
+        ("Related runs", {"fields": ("parent_link", "children_links")}),
         ("When", {"fields": (("created_at", "updated_at", "ended_at"),)}),
         ("Input", {"fields": ("input_json",)}),
         ("Outcome", {"fields": ("result_json", "error_json")}),
         ("Ledger", {"fields": ("ledger_chain",)}),
         ("Lease", {"fields": ("lease_owner", "lease_until", "signal_gen"), "classes": ("collapse",)}),
     )
-    readonly_fields = ("input_json", "result_json", "error_json", "ledger_chain")
+    readonly_fields = ("input_json", "result_json", "error_json", "ledger_chain", "waiting_detail", "parent_link",
+                       "children_links")
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_staff(request)
@@ -114,6 +121,36 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         if not run.error:
             return ""
         return run.error.get("code") or run.error.get("name") or "error"
+
+    @admin.display(description="waits for")
+    def waiting_detail(self, run: Run) -> str:
+        waiting = waiting_on(run)
+        if waiting is None:
+            return "-"
+        if waiting["kind"] == "message":
+            what = f'a message on "{waiting["topic"]}"'
+        elif waiting["kind"] == "run":
+            return format_html('its child run <a href="{}">{}</a>{}', run_url(waiting["run_id"]), waiting["run_id"],
+                               f' until {waiting["until"]}' if waiting["until"] else "")
+        elif waiting["kind"] == "approval":
+            what = ", ".join(f'{a["title"]} ({a["approver"]})' for a in waiting["approvals"]) or "an approval"
+        else:
+            what = waiting["kind"]
+        return what + (f' until {waiting["until"]}' if waiting["until"] else "")
+
+    @admin.display(description="started by run")
+    def parent_link(self, run: Run) -> str:
+        if run.parent_id is None:
+            return "-"
+        return format_html('<a href="{}">{}</a>', run_url(run.parent_id), run.parent_id)
+
+    @admin.display(description="child runs")
+    def children_links(self, run: Run) -> str:
+        children = children_of(run)
+        if not children:
+            return "-"
+        return format_html_join(", ", '<a href="{}">{}</a> ({}, {})',
+                                ((run_url(c["id"]), c["id"], c["workflow"], c["status"]) for c in children))
 
     @admin.display(description="input")
     def input_json(self, run: Run) -> str:

@@ -13,6 +13,7 @@ from rest_framework import serializers
 from runs.config.resolution import input_schema
 from runs.config.workflows import WorkflowDefinition
 from runs.models import Decision, Run, RunStatus
+from runs.selectors import children_of, waiting_on
 from runs.validation import RUN_ID_RULE, is_valid_run_id
 
 # The largest `offset` a page may start at: a signed 64-bit integer, what every database can take.
@@ -106,12 +107,14 @@ class ResultQuery(serializers.Serializer):
 class RunSerializer(serializers.ModelSerializer):
     run_id = serializers.CharField(source="id")
     pending_approvals = serializers.SerializerMethodField()
+    parent_run = serializers.CharField(source="parent_id", allow_null=True,
+                                   help_text="The run that started this one with ctx.start_run, if any.")
 
     class Meta:
         model = Run
         fields = [
             "run_id", "workflow", "status", "started_by", "groups", "app_version", "input", "result", "error",
-            "waiting_for", "wake_at", "created_at", "updated_at", "ended_at", "pending_approvals",
+            "waiting_for", "wake_at", "created_at", "updated_at", "ended_at", "pending_approvals", "parent_run",
         ]
         read_only_fields = fields
 
@@ -121,6 +124,32 @@ class RunSerializer(serializers.ModelSerializer):
         if counts is not None:
             return int(counts.get(run.id, 0))
         return run.approvals.filter(status="pending").count()
+
+
+class ChildRunSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    workflow = serializers.CharField()
+    status = serializers.CharField()
+
+
+class RunInFullSerializer(RunSerializer):
+    """One run in full: what it waits for, in detail, and the runs it started."""
+
+    waiting = serializers.SerializerMethodField(
+        help_text="kind (message, run, approval, sleep), until, and the topic, the child's run_id or the approvals")
+    children = serializers.SerializerMethodField()
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "waiting", "children"]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_waiting(self, run: Run) -> dict[str, Any] | None:
+        return waiting_on(run)
+
+    @extend_schema_field(ChildRunSerializer(many=True))
+    def get_children(self, run: Run) -> list[dict[str, Any]]:
+        return children_of(run)
 
 
 class RunPageSerializer(serializers.Serializer):
@@ -183,7 +212,7 @@ class LedgerRecordSerializer(serializers.Serializer):
 
 
 class RunDetailSerializer(serializers.Serializer):
-    run = RunSerializer()
+    run = RunInFullSerializer()
     approvals = ApprovalSerializer(many=True)
     ledger = LedgerRecordSerializer(many=True)
 

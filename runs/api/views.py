@@ -203,7 +203,7 @@ class RunDetailView(SanomaAPIView):
         states = approval_selectors.approvals_of(run_id=run.id, viewer=me(request))
         records = selectors.ledger_of(run_id=run.id, viewer=me(request))
         return Response({
-            "run": run_data(run),
+            "run": s.RunInFullSerializer(run, context={"pending_counts": pending_counts([run.id])}).data,
             "approvals": s.ApprovalSerializer(states, many=True).data,
             "ledger": s.LedgerRecordSerializer(records, many=True).data,
         })

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from connectors.operations import Operation
 
-BUILTIN_USES = ("approval", "sleep", "all", "wait_message")
+BUILTIN_USES = ("approval", "sleep", "all", "wait_message", "start_run", "wait_run")
 BUILTIN_WORKFLOWS = ("drift", "apply", "call", "change")
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 _TRIGGER_KEYS = {"schedule", "every", "timezone", "overlap", "catchup"}
@@ -166,7 +166,8 @@ def define_workflow(
     """A workflow: `run(ctx, input)` may call exactly what `uses` lists, through `ctx`.
 
     `uses` holds operations (from a connector) or their ids, and the built-ins "approval",
-    "sleep" and "all". A file under `apps/<app>/workflows/` names it `<app>.<name>`.
+    "sleep", "all", "wait_message", "start_run" and "wait_run". A file under
+    `apps/<app>/workflows/` names it `<app>.<name>`.
     """
     local = check_name(name)
     if not callable(run):

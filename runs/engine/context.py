@@ -37,11 +37,18 @@ from runs.approvals.permissions import grant_approver
 from runs.approvals.rules import may_decide, rejection_error, self_approval_allowed, self_approval_details
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Approved, WorkflowDefinition
-from runs.engine import clock, fastpath, faults, heartbeat, reconnect, secrets, transitions
+from runs.engine import children, clock, fastpath, faults, heartbeat, reconnect, secrets, transitions
 from runs.engine.faults import FaultPoint
-from runs.engine.requests import check_approval_request, check_sleep, check_wait_message, parse_op_input
+from runs.engine.requests import (
+    check_approval_request,
+    check_sleep,
+    check_wait_message,
+    check_wait_run,
+    parse_op_input,
+)
 from runs.engine.transitions import LeaseCheck
 from runs.models import (
+    ENDED_STATUSES,
     Approval,
     ApprovalRequester,
     ApprovalStatus,
@@ -52,11 +59,13 @@ from runs.models import (
     MessageOutcome,
     Run,
     RunMessage,
+    RunStatus,
     Step,
     StepKind,
 )
 from runs.policies.calls import build_policy_call
 from runs.policies.decisions import DecisionKind
+from runs.validation import validate_input
 
 log = logging.getLogger("sanoma.engine")
 
@@ -233,6 +242,104 @@ class RunContext:
         assert step.output is not None  # a message read always has its payload
         payload: dict[str, Any] = step.output["payload"]
         return payload
+
+    def start_run(self, workflow: str, input: Any = None, run_id: str | None = None) -> str:
+        """Start a run of `workflow` as a child of this one and return its id (`<this run>.<seq>`
+        unless `run_id` is given). The child runs as this run's starter and records this run as
+        its parent. Starting it is a call the policy sees (`sanoma.run.start`, target the child's
+        id, input its workflow and input), recorded as `run.child_started`; the child's row is
+        written in the same transaction, so a replay returns the same child and never starts a
+        second one."""
+        self._require("start_run")
+        self._check_open()
+        definition = self._config.workflows.get(workflow) if isinstance(workflow, str) else None
+        if definition is None:
+            raise InvalidInput(
+                f"ctx.start_run: no workflow {workflow!r}; "
+                f"the workflows are {', '.join(sorted(self._config.workflows))}",
+                data={"issues": [{"path": ["workflow"], "message": "no such workflow", "code": "not_found"}]})
+        input = {} if input is None else input
+        validate_input(definition.input, input, name=definition.name)
+        seq = self._take_seq()
+        step = self._replayed(seq, StepKind.CALL, children.START_RUN.id)
+        if step is not None:
+            self._next_seq = step.next_seq
+            if step.error is not None:
+                raise error_from_dict(step.error)
+            assert step.output is not None  # a child started always has its id
+            started: str = step.output["run_id"]
+            return started
+        self._check_segment()
+        child_id = children.child_run_id(self._run.id, seq, run_id)
+        op = children.START_RUN
+        input_json = {"workflow": definition.name, "input": input, "run_id": child_id}
+        decision, approval = self._decide(op, seq, input_json, child_id)
+        error: SanomaError | None = None
+        if approval is not None:
+            error = rejection_error(approval)
+        elif decision["kind"] == DecisionKind.DENY:
+            reason = decision.get("reason") or "denied"
+            error = SanomaError(f"{op.id} was denied by policy: {reason}", code=ErrorCode.POLICY_DENIED,
+                                data={"op": op.id, "reason": reason, "workflow": definition.name},
+                                name="PolicyDeniedError")
+        elif Run.objects.filter(pk=child_id).exists():
+            error = SanomaError(f"Run {child_id} already exists; start the child with another run_id",
+                                code=ErrorCode.RUN_EXISTS, data={"run_id": child_id})
+        else:
+            try:
+                children.check_depth(self._run)
+            except SanomaError as err:
+                error = err
+        body: dict[str, Any] = {"op": op.id, "effect": op.effect, "child": child_id, "workflow": definition.name,
+                                "input": input, "decision": decision}
+        if approval is not None:
+            body["approval"] = approval.approval_id
+        if error is not None:
+            body["error"] = error_to_dict(error)
+            failed = Step(run=self._run, seq=seq, kind=StepKind.CALL, name=op.id, error=body["error"],
+                          decision=decision, next_seq=self._next_seq)
+            self._commit(failed, [self._record(LedgerKind.CHILD_STARTED, seq, body)])
+            raise error
+        now = clock.now()
+        child = Run(id=child_id, workflow=definition.name, app_version=self._run.app_version, input=input,
+                    started_by=self._run.started_by, groups=list(self._run.groups or ()), parent_id=self._run.id,
+                    status=RunStatus.QUEUED, created_at=now, updated_at=now, queued_at=now)
+        step = Step(run=self._run, seq=seq, kind=StepKind.CALL, name=op.id, output={"run_id": child_id},
+                    decision=decision, next_seq=self._next_seq)
+        self._commit(step, [self._record(LedgerKind.CHILD_STARTED, seq, body)], child=child)
+        return child_id
+
+    def wait_run(self, run_id: str, timeout: Any = None) -> Any:
+        """Wait for a child run (an id `ctx.start_run` returned) to end and return its output.
+        A child that failed raises a copy of its error, keeping its code (its data names the
+        child); a cancelled one raises `run_cancelled`. With `timeout` (seconds, or a timedelta)
+        the wait raises `wait_timed_out` once that deadline passes. No process is held meanwhile:
+        the child's end wakes this run."""
+        self._require("wait_run")
+        self._check_open()
+        run_id, timeout_ms = check_wait_run(run_id, timeout)
+        wait_seq = self._take_seq()
+        began = self._replayed(wait_seq, StepKind.RUN_WAIT, run_id)
+        if began is None:
+            if not Run.objects.filter(pk=run_id, parent_id=self._run.pk).exists():
+                raise InvalidInput(f"ctx.wait_run({run_id!r}): that is not a run this run started; "
+                                   "wait for an id ctx.start_run returned",
+                                   data={"issues": [{"path": ["run_id"], "message": "not a child of this run",
+                                                     "code": "not_child"}]})
+            self._check_segment()
+            until = None if timeout_ms is None else clock.now_ms() + timeout_ms
+            began = Step(run=self._run, seq=wait_seq, kind=StepKind.RUN_WAIT, name=run_id,
+                         output={"run": run_id, "until": until}, next_seq=self._next_seq)
+            self._commit(began)
+        assert began.output is not None  # a recorded wait always has its child and deadline
+        end_seq = self._take_seq()
+        step = self._replayed(end_seq, StepKind.RUN_END, run_id)
+        if step is None:
+            step = self._read_child_end(run_id, end_seq, began.output.get("until"))
+        if step.error is not None:
+            raise error_from_dict(step.error)
+        assert step.output is not None  # a child's end read always has its output
+        return step.output["output"]
 
     def all(self, members: Any) -> list[Any]:
         """Run zero-argument functions one after another; their records carry the group."""
@@ -576,6 +683,36 @@ class RunContext:
             return step
         raise Suspend("message", wake_at=None if until is None else clock.from_ms(until))
 
+    # ---- child runs -----------------------------------------------------------------------
+
+    def _read_child_end(self, run_id: str, seq: int, until: int | None) -> Step:
+        """Read how the child ended (its step and its `run.child_ended` record together); time
+        out past the deadline; else suspend until its end wakes this run."""
+        child = Run.objects.filter(pk=run_id).only("id", "status", "result", "error").first()
+        if child is not None and child.status in ENDED_STATUSES:
+            self._check_segment()
+            body: dict[str, Any] = {"child": run_id, "status": child.status}
+            if child.status == RunStatus.FINISHED:
+                body["output"] = child.result
+                step = Step(run=self._run, seq=seq, kind=StepKind.RUN_END, name=run_id,
+                            output={"status": child.status, "output": child.result}, next_seq=self._next_seq)
+            else:
+                body["error"] = error_to_dict(children.ended_error(child))
+                step = Step(run=self._run, seq=seq, kind=StepKind.RUN_END, name=run_id, error=body["error"],
+                            next_seq=self._next_seq)
+            self._commit(step, [self._record(LedgerKind.CHILD_ENDED, seq, body)])
+            return step
+        if until is not None and clock.now_ms() >= until:
+            error = SanomaError(
+                f"Child run {run_id} had not ended by the wait's deadline ({clock.from_ms(until).isoformat()})",
+                code=ErrorCode.WAIT_TIMED_OUT, data={"child": run_id, "until": until}, name="WaitTimedOutError",
+            )
+            step = Step(run=self._run, seq=seq, kind=StepKind.RUN_END, name=run_id, error=error_to_dict(error),
+                        next_seq=self._next_seq)
+            self._commit(step)
+            return step
+        raise Suspend("run", wake_at=None if until is None else clock.from_ms(until))
+
     # ---- durability -----------------------------------------------------------------------
 
     def _take_seq(self) -> int:
@@ -640,8 +777,8 @@ class RunContext:
             heartbeat.end(token)
 
     def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *,
-                approval: Approval | None = None, read: RunMessage | None = None) -> None:
-        one_record = (step is not None and approval is None and read is None and len(records) == 1
+                approval: Approval | None = None, read: RunMessage | None = None, child: Run | None = None) -> None:
+        one_record = (step is not None and approval is None and read is None and child is None and len(records) == 1
                       and records[0].kind in FAST_KINDS)
         if one_record and step is not None and fastpath.available():
             if self._commit_fast(step, records[0]):
@@ -663,6 +800,12 @@ class RunContext:
                         read_seq=step.seq, read_at=clock.now())
                     if not marked:  # only the lease holder reads messages: another worker has the run
                         raise LeaseLost(f"{self._run.id}: message {read.message_id} was read by another advance")
+                if child is not None:
+                    # The child's row and its first record commit with the step that started it.
+                    transitions.start(run=child)
+                    ledger.build(child, kind=LedgerKind.RUN_STARTED, seq=0,
+                                 body={"input": child.input, "parent": self._run.id},
+                                 app=self._config.app_name).save(force_insert=True)
                 for record in records:
                     if record.kind in FAST_KINDS:
                         record.save(force_insert=True)  # its step's unique (run, seq) already guards it

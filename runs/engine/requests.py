@@ -105,20 +105,33 @@ def check_approval_request(
     return approver, cover_ids, list(links)
 
 
+def check_timeout(call: str, timeout: Any) -> int | None:
+    """A wait's timeout in milliseconds (None: wait as long as it takes), or `InvalidInput`."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise InvalidInput(f"{call}: timeout must be seconds (a number) or a timedelta")
+    if not seconds >= 0 or seconds == float("inf"):
+        raise InvalidInput(f"{call}: timeout must be a finite number of seconds, not negative")
+    return int(seconds * 1000)
+
+
 def check_wait_message(topic: Any, timeout: Any) -> tuple[str, int | None]:
     """The topic, and the timeout in milliseconds (None: wait as long as it takes)."""
     try:
         check_topic(topic)
     except InvalidInput as err:
         raise InvalidInput(f"ctx.wait_message: {err.message}", data=err.data) from None
-    if timeout is None:
-        return topic, None
-    if isinstance(timeout, timedelta):
-        seconds = timeout.total_seconds()
-    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
-        seconds = float(timeout)
-    else:
-        raise InvalidInput(f"ctx.wait_message({topic!r}): timeout must be seconds (a number) or a timedelta")
-    if not seconds >= 0 or seconds == float("inf"):
-        raise InvalidInput(f"ctx.wait_message({topic!r}): timeout must be a finite number of seconds, not negative")
-    return topic, int(seconds * 1000)
+    return topic, check_timeout(f"ctx.wait_message({topic!r})", timeout)
+
+
+def check_wait_run(run_id: Any, timeout: Any) -> tuple[str, int | None]:
+    """The child's run id, and the timeout in milliseconds (None: wait as long as it takes)."""
+    if not isinstance(run_id, str) or not run_id:
+        raise InvalidInput(f"ctx.wait_run takes the id ctx.start_run returned; got {type(run_id).__name__}",
+                           data={"issues": [{"path": ["run_id"], "message": "must be a run id", "code": "type"}]})
+    return run_id, check_timeout(f"ctx.wait_run({run_id!r})", timeout)

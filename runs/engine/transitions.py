@@ -195,6 +195,22 @@ def wake(*, run_id: str, now: datetime) -> bool:
     return False
 
 
+def wake_parent(*, run_id: str, now: datetime) -> bool:
+    """A child of `run_id` ended: waiting for a child run -> queued now, enqueued. A parent that
+    waits for something else reads the child's end when it reaches its `ctx.wait_run`; a running
+    one gets its signal bumped, so an advance about to suspend it looks again."""
+    with transaction.atomic(savepoint=False):
+        woken = Run.objects.filter(pk=run_id, status=RunStatus.WAITING, waiting_for="run").update(
+            status=RunStatus.QUEUED, wake_at=None, waiting_for="", queued_at=now, updated_at=now,
+            signal_gen=F("signal_gen") + 1)
+        if woken:
+            enqueue(run_id)
+            return True
+        Run.objects.filter(pk=run_id, status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).update(
+            signal_gen=F("signal_gen") + 1, updated_at=now)
+    return False
+
+
 def wake_due(*, run_id: str, now: datetime) -> bool:
     """waiting with a deadline that has passed -> queued, enqueued."""
     with transaction.atomic(savepoint=False):
@@ -267,11 +283,25 @@ RETURNING id
 
 
 def end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any, now: datetime,
-        record: LedgerRecord) -> bool:
+        record: LedgerRecord, parent_id: str | None = None) -> bool:
     """running, held by `worker_id` -> finished or failed, with its closing record written in the
-    same transaction; False when this worker no longer holds a running run."""
+    same transaction; False when this worker no longer holds a running run. A child run's parent
+    is woken in that transaction too (`wake_parent`), so no end goes unnoticed."""
     if status not in (RunStatus.FINISHED, RunStatus.FAILED):
         raise ValueError(f"a run ends finished or failed, not {status}")
+    if parent_id is None:
+        return _end(run_id=run_id, worker_id=worker_id, status=status, result=result, error=error, now=now,
+                    record=record)
+    with transaction.atomic():
+        ended = _end(run_id=run_id, worker_id=worker_id, status=status, result=result, error=error, now=now,
+                     record=record)
+        if ended:
+            wake_parent(run_id=parent_id, now=now)
+    return ended
+
+
+def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any, now: datetime,
+         record: LedgerRecord) -> bool:
     if one_statement():
         return execute_returning(_END_SQL, [
             status, _json(result), _json(error), now, now, run_id, worker_id, RunStatus.RUNNING,

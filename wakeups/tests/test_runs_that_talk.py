@@ -1,0 +1,132 @@
+"""Child runs and message waits under a real `manage.py worker`.
+
+- A worker SIGKILLed while parents are mid-way (each has started its child and is posting) is
+  restarted: every parent replays from the top and finds its child in its recorded step, so no
+  second child is started, and every parent ends with its child's output.
+- A message wait with a timeout, and no message, fails the wait with `wait_timed_out` once its
+  deadline passes while the worker is up: the sweep wakes the run, no one else. How soon after the
+  deadline is a figure (printed here, measured by bench/engine.py), not asserted.
+
+Runs on the test's own database (`transaction=True`), as the other worker tests do.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from runs import services
+from runs.config.resolution import load_config
+from runs.engine import clock
+from runs.models import LedgerRecord, Run, RunStatus, Step, StepKind
+from runs.testing import make_user
+from wakeups.tests.worker_company.harness import ROOT, Worker, database_url, worker_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STARTER = "talk-tester"
+PARENTS = 8
+STALL_SECONDS = 60.0
+KILL_WINDOW_SECONDS = 5.0
+
+
+def _parents() -> dict[str, Run]:
+    return {run.id: run for run in Run.objects.filter(workflow="parent-posts")}
+
+
+def _children_started() -> int:
+    return Run.objects.filter(parent__isnull=False).count()
+
+
+def _unrecorded_parent_posts(fake) -> set[str]:
+    """Parents' own posts the fake took that have no checkpoint yet: a kill now catches a parent
+    between starting its child and recording its next call."""
+    keys = {e["key"] for e in fake.state["effects"] if e["key"].startswith("parent-")}
+    recorded = {f"{r}:{s}" for r, s in Step.objects.filter(run__workflow="parent-posts", kind=StepKind.CALL)
+                .values_list("run_id", "seq")}
+    return keys - recorded
+
+
+def test_a_sigkilled_parent_replays_without_starting_a_second_child(tmp_path: Path) -> None:
+    var = tmp_path / "var"
+    (var / "fakes").mkdir(parents=True)
+    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version="talk")
+    fake = config.fakes["tally"]
+    make_user(STARTER, perms=["runs.start_workflow"])
+    env = worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version="talk",
+                     TALLY_BEFORE_MS=5, TALLY_AFTER_MS=60)
+    worker = Worker(env, tmp_path / "worker.log")
+    caught: set[str] = set()
+    try:
+        for i in range(PARENTS):
+            services.start(workflow="parent-posts", input={"label": f"p{i}"}, started_by=STARTER,
+                           run_id=f"parent-{i}", config=config)
+        worker.start()
+        worker.wait_for(lambda: _children_started() >= PARENTS // 2, within=STALL_SECONDS,
+                        progress=_children_started, what="half the parents to start their child")
+        ends = time.monotonic() + KILL_WINDOW_SECONDS
+        while not _unrecorded_parent_posts(fake) and time.monotonic() < ends:
+            time.sleep(0.002)
+        worker.kill()
+        caught = _unrecorded_parent_posts(fake)
+        worker.start()
+
+        def finished() -> int:
+            return Run.objects.filter(status=RunStatus.FINISHED).count()
+
+        total = PARENTS * 2
+        worker.wait_for(lambda: finished() == total or Run.objects.filter(status=RunStatus.FAILED).exists(),
+                        within=STALL_SECONDS, progress=finished, what=f"all {total} runs to finish")
+        assert worker.terminate(within=STALL_SECONDS) == 0, worker.describe()
+    except BaseException:
+        print(worker.describe())
+        raise
+    finally:
+        worker.cleanup()
+
+    parents = _parents()
+    assert len(parents) == PARENTS
+    for run_id, parent in parents.items():
+        children = list(Run.objects.filter(parent_id=run_id))
+        assert len(children) == 1, (run_id, [c.id for c in children])
+        [child] = children
+        assert (parent.status, child.status) == (RunStatus.FINISHED, RunStatus.FINISHED), (run_id, worker.describe())
+        assert parent.result["child"] == child.id and parent.result["child_entries"] == child.result["entries"]
+        started = LedgerRecord.objects.filter(run_id=run_id, kind="run.child_started").count()
+        assert started == 1, run_id
+    # Every call took effect once at the fake, the interrupted ones included.
+    keys = Counter(e["key"] for e in fake.state["effects"])
+    assert max(keys.values()) == 1 and len(keys) == PARENTS * (1 + 5)
+    print(f"\nchild runs: {PARENTS} parents, 1 kill, {len(caught)} parent call(s) caught between effect and checkpoint")
+
+
+def test_a_message_wait_times_out_while_the_worker_is_up(tmp_path: Path) -> None:
+    var = tmp_path / "var"
+    (var / "fakes").mkdir(parents=True)
+    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version="word")
+    make_user(STARTER, perms=["runs.start_workflow"])
+    worker = Worker(worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version="word"),
+                    tmp_path / "worker.log")
+    try:
+        worker.start()
+        run = services.start(workflow="await-word", input={"timeout_ms": 1500}, started_by=STARTER,
+                             run_id="word-1", config=config)
+        worker.wait_for(lambda: Run.objects.get(pk=run.id).status == RunStatus.FINISHED, within=STALL_SECONDS,
+                        what="the wait to time out and the run to finish")
+        assert worker.terminate(within=STALL_SECONDS) == 0, worker.describe()
+    except BaseException:
+        print(worker.describe())
+        raise
+    finally:
+        worker.cleanup()
+    began = Step.objects.get(run_id="word-1", kind=StepKind.WAIT)
+    read = Step.objects.get(run_id="word-1", kind=StepKind.MESSAGE)
+    assert read.error is not None and read.error["code"] == "wait_timed_out"
+    until = began.output["until"]
+    resumed = clock.to_ms(datetime.fromisoformat(Run.objects.get(pk="word-1").result["timed_out_at"]))
+    assert resumed >= until  # never before its deadline
+    print(f"\nmessage wait: resumed {resumed - until} ms after its deadline")
