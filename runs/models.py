@@ -30,7 +30,8 @@ class Run(models.Model):
     started_by = models.CharField(max_length=150, db_index=True)
     groups = models.JSONField(default=list)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
-    waiting_for = models.CharField(max_length=16, blank=True, default="")
+    # What a waiting run waits for: sleep, approval, message, run, or "paused <target>".
+    waiting_for = models.CharField(max_length=250, blank=True, default="")
     wake_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
@@ -42,6 +43,8 @@ class Run(models.Model):
     has_approvals = models.BooleanField(default=False)
     # The run that started this one with `ctx.start_run` (None: started by a person or a schedule).
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    # The run this one reruns or forks (an operator's rerun or fork), "" for a fresh start.
+    source_run = models.CharField(max_length=200, blank=True, default="", db_index=True)
     queued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
@@ -59,6 +62,8 @@ class Run(models.Model):
             ("view_any_run", "Can view every run (operator)"),
             ("operate_runs", "Can cancel runs and withdraw approvals (operator)"),
             ("send_message", "Can send messages to a run"),
+            ("rerun_runs", "Can rerun and fork runs (operator)"),
+            ("pause", "Can pause and unpause connectors, operations and workflows (operator)"),
         ]
 
     def __str__(self) -> str:
@@ -77,6 +82,7 @@ class StepKind(models.TextChoices):
     MESSAGE = "message"  # the message a wait read (or its `wait_timed_out`)
     RUN_WAIT = "run_wait"  # a wait for a child run began: the child and the deadline
     RUN_END = "run_end"  # how the child ended, as the wait read it (or its `wait_timed_out`)
+    TAG = "tag"  # ctx.tag: the business keys the run was tagged with
 
 
 class Step(models.Model):
@@ -240,6 +246,8 @@ class LedgerKind(models.TextChoices):
     MESSAGE_RECEIVED = "message.received"  # the run read a message (topic, payload, by, message id)
     CHILD_STARTED = "run.child_started"  # ctx.start_run started a child run (its id, workflow, input, decision)
     CHILD_ENDED = "run.child_ended"  # ctx.wait_run read how a child ended (its output or error)
+    RUN_TAGGED = "run.tagged"  # ctx.tag: business keys to find the run by
+    RUN_FORKED = "run.forked"  # an operator forked a run: the source, the step it forks from, the steps reused
 
 
 class LedgerRecord(models.Model):
@@ -298,6 +306,55 @@ class LedgerRecord(models.Model):
         if self.group is not None:
             record["group"] = self.group
         return record
+
+
+class RunTag(models.Model):
+    """A business key a run tagged itself with (`ctx.tag(order="1001")`): what operators search by."""
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="tags")
+    key = models.CharField(max_length=100)
+    value = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["run", "key"]
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="run_tag_key")]
+        indexes = [models.Index(fields=["key", "value"], name="run_tag_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
+
+
+class PauseKind(models.TextChoices):
+    CONNECTOR = "connector"  # every operation of a vendor
+    OPERATION = "operation"  # one operation
+    WORKFLOW = "workflow"  # new starts of a workflow
+
+
+class Pause(models.Model):
+    """An operator's pause of a connector, an operation or a workflow, kept after it is lifted:
+    who paused and why, who unpaused and when. At most one active pause per target."""
+
+    kind = models.CharField(max_length=16, choices=PauseKind.choices)
+    target = models.CharField(max_length=200)
+    reason = models.TextField()
+    paused_by = models.CharField(max_length=150)
+    paused_at = models.DateTimeField()
+    unpaused_by = models.CharField(max_length=150, blank=True, default="")
+    unpaused_at = models.DateTimeField(null=True, blank=True)
+    unpause_reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-paused_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["kind", "target"], condition=models.Q(unpaused_at__isnull=True),
+                                               name="pause_one_active")]
+
+    def __str__(self) -> str:
+        state = "active" if self.unpaused_at is None else "lifted"
+        return f"{self.kind} {self.target} paused by {self.paused_by} ({state})"
+
+    @property
+    def active(self) -> bool:
+        return self.unpaused_at is None
 
 
 class CollectionRecord(models.Model):

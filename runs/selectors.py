@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
+
+from django.db.models import QuerySet
 
 from connectors.errors import InvalidInput, SanomaError, error_from_dict
 from runs import ledger
 from runs.approvals.permissions import Principal, check_can_view, principal_of, run_not_found, visible_runs
-from runs.models import ENDED_STATUSES, ApprovalStatus, Run, RunStatus, Step, StepKind
+from runs.engine.pauses import PAUSED
+from runs.models import ENDED_STATUSES, ApprovalStatus, Pause, PauseKind, Run, RunStatus, RunTag, Step, StepKind
 
 RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
@@ -44,34 +48,106 @@ class RunPage:
     limit: int
 
 
+@dataclass(frozen=True)
+class RunFilter:
+    """What a run list, a bulk rerun and a bulk cancel select runs by (every field optional)."""
+
+    status: str | None = None
+    workflow: str | None = None
+    started_by: str | None = None
+    error_code: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()  # each (key, value) must match
+    started_after: datetime | None = None
+    started_before: datetime | None = None
+
+    @classmethod
+    def parse(cls, *, status: Any = None, workflow: Any = None, started_by: Any = None, error_code: Any = None,
+              tags: Any = (), started_after: Any = None, started_before: Any = None) -> RunFilter:
+        """A filter from strings as the API and the commands get them; `invalid_input` naming the field."""
+        if status is not None and status not in RunStatus.values:
+            raise _bad("status", f"status must be one of {', '.join(RunStatus.values)}; got {status!r}")
+        pairs = []
+        for tag in tags or ():
+            key, sep, value = tag.partition("=") if isinstance(tag, str) else ("", "", "")
+            if not sep or not key or not value:
+                raise _bad("tag", f"a tag filter is key=value (e.g. order=1001); got {tag!r}")
+            pairs.append((key, value))
+        return cls(status=status or None, workflow=workflow or None, started_by=started_by or None,
+                   error_code=error_code or None, tags=tuple(pairs),
+                   started_after=_moment("started_after", started_after),
+                   started_before=_moment("started_before", started_before))
+
+    def apply(self, runs: QuerySet[Run]) -> QuerySet[Run]:
+        if self.status:
+            runs = runs.filter(status=self.status)
+        if self.workflow:
+            runs = runs.filter(workflow=self.workflow)
+        if self.started_by:
+            runs = runs.filter(started_by=self.started_by)
+        if self.error_code:
+            runs = runs.filter(error__code=self.error_code)
+        for key, value in self.tags:
+            runs = runs.filter(pk__in=RunTag.objects.filter(key=key, value=value).values("run_id"))
+        if self.started_after:
+            runs = runs.filter(created_at__gte=self.started_after)
+        if self.started_before:
+            runs = runs.filter(created_at__lt=self.started_before)
+        return runs
+
+
+def _bad(field: str, message: str) -> InvalidInput:
+    return InvalidInput(message, data={"issues": [{"path": [field], "message": message, "code": "invalid"}]})
+
+
+def _moment(field: str, value: Any) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise _bad(field, f"{field} must be an ISO 8601 date or date-time (e.g. 2026-12-01T09:00+02:00); "
+                              f"got {value!r}") from None
+    else:
+        raise _bad(field, f"{field} must be an ISO 8601 date-time")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)  # a bare date or time is read as UTC
+    return moment
+
+
+def matching_runs(*, viewer: str | Principal | None, where: RunFilter) -> QuerySet[Run]:
+    """The runs `viewer` may see that match, newest first."""
+    runs = Run.objects.all() if viewer is None else visible_runs(principal_of(viewer))
+    return where.apply(runs).order_by("-created_at", "-id")
+
+
 def list_runs(
     *,
     viewer: str | Principal | None = None,
     status: str | None = None,
     workflow: str | None = None,
     started_by: str | None = None,
+    where: RunFilter | None = None,
     limit: int = 20,
     offset: int = 0,
 ) -> RunPage:
     """Runs newest first, filtered; a viewer sees only the runs they may see."""
-    if status is not None and status not in RunStatus.values:
-        raise InvalidInput(f"status must be one of {', '.join(RunStatus.values)}; got {status!r}",
-                           data={"issues": [{"path": ["status"], "message": "unknown status", "code": "invalid"}]})
+    if where is None:
+        where = RunFilter.parse(status=status, workflow=workflow, started_by=started_by)
     if not isinstance(limit, int) or not 1 <= limit <= 500:
         raise InvalidInput("limit must be a whole number from 1 to 500",
                            data={"issues": [{"path": ["limit"], "message": "out of range", "code": "invalid"}]})
     if not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset must be a whole number from 0",
                            data={"issues": [{"path": ["offset"], "message": "out of range", "code": "invalid"}]})
-    runs = Run.objects.all() if viewer is None else visible_runs(principal_of(viewer))
-    if status:
-        runs = runs.filter(status=status)
-    if workflow:
-        runs = runs.filter(workflow=workflow)
-    if started_by:
-        runs = runs.filter(started_by=started_by)
-    runs = runs.order_by("-created_at", "-id")
+    runs = matching_runs(viewer=viewer, where=where)
     return RunPage(runs=list(runs[offset : offset + limit]), total=runs.count(), offset=offset, limit=limit)
+
+
+def tags_of(run: Run) -> dict[str, str]:
+    return dict(run.tags.values_list("key", "value"))
 
 
 def ledger_of(*, run_id: str, viewer: str | Principal | None = None) -> list[dict[str, Any]]:
@@ -114,6 +190,13 @@ def waiting_on(run: Run) -> dict[str, Any] | None:
         kind = StepKind.WAIT if run.waiting_for == "message" else StepKind.RUN_WAIT
         began = Step.objects.filter(run=run, kind=kind).order_by("-seq").values_list("name", flat=True).first()
         detail["topic" if run.waiting_for == "message" else "run_id"] = began
+    elif run.waiting_for.startswith(PAUSED + " "):
+        detail["kind"] = PAUSED
+        detail["target"] = run.waiting_for[len(PAUSED) + 1:]
+        pause = (Pause.objects.filter(target=detail["target"], unpaused_at__isnull=True)
+                 .exclude(kind=PauseKind.WORKFLOW).first())
+        if pause is not None:
+            detail["reason"], detail["by"] = pause.reason, pause.paused_by
     elif run.waiting_for == "approval":
         detail["approvals"] = list(run.approvals.filter(status=ApprovalStatus.PENDING).order_by("seq")
                                    .values("approval_id", "title", "approver"))

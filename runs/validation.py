@@ -25,8 +25,8 @@ from pydantic import BaseModel, ValidationError
 from connectors.errors import InvalidInput, describe_issues, issues_of
 
 MAX_RUN_ID_LENGTH = 200
-RUN_ID_RULE = "a run id is 1-200 characters: letters (a-z, A-Z), digits (0-9), '-', '_', '.', ':' and '@'"
-_RUN_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,200}")
+RUN_ID_RULE = "a run id is 1-200 characters: letters (a-z, A-Z), digits (0-9), '-', '_', '.', ':', '@' and '~'"
+_RUN_ID = re.compile(r"[A-Za-z0-9_.:@~-]{1,200}")
 
 MAX_DEPTH = 64
 SAFE_INTEGER = 2**53 - 1

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from connectors.drivers import CallContext
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
+from runs.engine.pauses import PAUSED
 from runs.models import Run, RunStatus
 from runs.versions import is_latest
 from wakeups.declare import REGISTER_OP, WAKEUP_AGENT, RegisterInput, WakeupDeclaration
@@ -56,7 +57,9 @@ class Idleness:
 def idleness(config: ResolvedConfig, *, horizon: timedelta = DEFAULT_HORIZON) -> Idleness:
     now = clock.now()
     deadline = next_deadline(config, now=now)
-    if Run.objects.filter(app_version=config.version, status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).exists():
+    busy = (Run.objects.filter(app_version=config.version, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
+            .exclude(status=RunStatus.QUEUED, waiting_for__startswith=PAUSED))  # parked by a paused workflow
+    if busy.exists():
         return Idleness(False, deadline, "runs are queued or running")
     if not is_latest(config.version):
         return Idleness(True, deadline, "this version is no longer the latest")

@@ -15,6 +15,7 @@ from datetime import timedelta
 from django_q.models import OrmQ
 
 from runs.engine import clock, transitions
+from runs.engine.pauses import PAUSED
 from runs.models import Run, RunStatus
 
 log = logging.getLogger("sanoma.sweep")
@@ -61,6 +62,7 @@ def resend_lost(version: str, cluster: str) -> int:
         return 0
     stale = list(
         Run.objects.filter(status=RunStatus.QUEUED, app_version=version, queued_at__lt=now - STALE_QUEUED)
+        .exclude(waiting_for__startswith=PAUSED)  # parked by a paused workflow: the unpause enqueues them
         .values_list("pk", "queued_at")[:BATCH]
     )
     return sum(transitions.resend(run_id=run_id, queued_at=queued_at, now=now)

@@ -245,3 +245,15 @@ __all__ = [
     "RunGroupObjectPermission",
     "RunUserObjectPermission",
 ]
+
+
+def can_rerun(principal: Principal) -> bool:
+    """May rerun and fork runs (and in bulk): operators with `runs.rerun_runs`."""
+    return principal.has_global("runs.rerun_runs")
+
+
+def check_can_rerun(principal: Principal) -> None:
+    if can_rerun(principal):
+        return
+    raise permission_denied(f"{principal.id} may not rerun or fork runs: that takes runs.rerun_runs (operators)",
+                            user=principal.id)

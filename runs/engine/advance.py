@@ -19,7 +19,7 @@ from connectors.errors import ErrorCode, InvalidInput, SanomaError, describe_iss
 from runs import ledger
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock, transitions
+from runs.engine import clock, pauses, transitions
 from runs.engine.context import Cancelled, LeaseLost, RunContext, Suspend
 from runs.models import Approval, DecisionMessage, LedgerKind, Run, RunStatus
 
@@ -55,6 +55,12 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
             log.warning("leaving run %s alone: it runs version %s; this worker runs %s", run_id, other,
                         config.version, extra={"run_id": run_id})
         return Advanced.SKIPPED
+    held = pauses.holding_start(run.workflow)
+    if held is not None and not run.steps.exists():
+        # A paused workflow starts nothing new: the run stays queued until the unpause.
+        return Advanced.QUEUED if transitions.park(run_id=run.pk, worker_id=worker_id,
+                                                   waiting_for=pauses.waiting_for(held), now=clock.now()) \
+            else Advanced.LOST
     definition = config.workflows.get(run.workflow)
     if definition is None:
         missing = SanomaError(f"Workflow {run.workflow} is not in {config.version}", code=ErrorCode.WORKFLOW_NOT_FOUND,

@@ -37,11 +37,12 @@ from runs.approvals.permissions import grant_approver
 from runs.approvals.rules import may_decide, rejection_error, self_approval_allowed, self_approval_details
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Approved, WorkflowDefinition
-from runs.engine import children, clock, fastpath, faults, heartbeat, reconnect, secrets, transitions
+from runs.engine import children, clock, fastpath, faults, heartbeat, pauses, reconnect, secrets, transitions
 from runs.engine.faults import FaultPoint
 from runs.engine.requests import (
     check_approval_request,
     check_sleep,
+    check_tags,
     check_wait_message,
     check_wait_run,
     parse_op_input,
@@ -60,6 +61,7 @@ from runs.models import (
     Run,
     RunMessage,
     RunStatus,
+    RunTag,
     Step,
     StepKind,
 )
@@ -93,6 +95,14 @@ class LeaseLost(BaseException):
 
 class Cancelled(BaseException):
     """The run was cancelled while this advance ran."""
+
+
+class ReachedStep(BaseException):
+    """A replay that stops at a step (`replay_until`) reached it: everything before it replayed."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(seq)
+        self.seq = seq
 
 
 class _Namespace:
@@ -145,8 +155,11 @@ class RunContext:
         approvals: list[Approval],
         messages: list[DecisionMessage],
         segment_seconds: float,
+        replay_until: int | None = None,
     ) -> None:
         self._run = run
+        # A dry replay (checking a fork) stops as the body reaches this step: nothing is written.
+        self._replay_until = replay_until
         self._definition = definition
         self._config = config
         self._worker_id = worker_id
@@ -191,6 +204,19 @@ class RunContext:
         self._commit(Step(run=self._run, seq=seq, kind=StepKind.NOW, name="now", output={"at": at},
                           next_seq=self._next_seq))
         return clock.from_ms(at)
+
+    def tag(self, **keys: Any) -> None:
+        """Tag the run with business keys to find it by (`ctx.tag(order="1001", customer="ada@...")`):
+        recorded (`run.tagged`), searchable in the run list. Tagging a key again replaces its value."""
+        self._check_open()
+        tags = check_tags(keys)
+        seq = self._take_seq()
+        if self._replayed(seq, StepKind.TAG, "tag") is not None:
+            return
+        self._check_segment()
+        step = Step(run=self._run, seq=seq, kind=StepKind.TAG, name="tag", output={"tags": tags},
+                    next_seq=self._next_seq)
+        self._commit(step, [self._record(LedgerKind.RUN_TAGGED, seq, {"tags": tags})], tags=tags)
 
     def sleep(self, until: Any = None, **duration: Any) -> None:
         """Wait until a moment (`until`: ISO 8601 with an offset, epoch ms, or an aware datetime)
@@ -422,6 +448,9 @@ class RunContext:
                 raise error_from_dict(step.error)
             return op.output.model_validate(step.output)
         self._check_segment()
+        held = pauses.holding_call(op)
+        if held is not None:  # the run waits for the unpause instead of failing
+            raise Suspend(pauses.waiting_for(held))
         input_json = parsed.model_dump(mode="json")
         target = None
         if op.target is not None:
@@ -717,6 +746,8 @@ class RunContext:
 
     def _take_seq(self) -> int:
         seq = self._next_seq
+        if self._replay_until is not None and seq >= self._replay_until:
+            raise ReachedStep(seq)
         self._next_seq += 1
         return seq
 
@@ -777,8 +808,10 @@ class RunContext:
             heartbeat.end(token)
 
     def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *,
-                approval: Approval | None = None, read: RunMessage | None = None, child: Run | None = None) -> None:
-        one_record = (step is not None and approval is None and read is None and child is None and len(records) == 1
+                approval: Approval | None = None, read: RunMessage | None = None, child: Run | None = None,
+                tags: dict[str, str] | None = None) -> None:
+        one_record = (step is not None and approval is None and read is None and child is None and tags is None
+                      and len(records) == 1
                       and records[0].kind in FAST_KINDS)
         if one_record and step is not None and fastpath.available():
             if self._commit_fast(step, records[0]):
@@ -800,6 +833,8 @@ class RunContext:
                         read_seq=step.seq, read_at=clock.now())
                     if not marked:  # only the lease holder reads messages: another worker has the run
                         raise LeaseLost(f"{self._run.id}: message {read.message_id} was read by another advance")
+                for key, value in (tags or {}).items():
+                    RunTag.objects.update_or_create(run_id=self._run.pk, key=key, defaults={"value": value})
                 if child is not None:
                     # The child's row and its first record commit with the step that started it.
                     transitions.start(run=child)

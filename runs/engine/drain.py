@@ -10,6 +10,7 @@ from __future__ import annotations
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, transitions
 from runs.engine.advance import advance
+from runs.engine.pauses import PAUSED
 from runs.models import Run, RunStatus
 
 WAKE_BATCH = 1000
@@ -23,7 +24,7 @@ def drain(config: ResolvedConfig, *, worker_id: str = "in-process", rounds: int 
         transitions.wake_due_sleepers(version=config.version, now=clock.now(), limit=WAKE_BATCH)
         runnable = list(
             Run.objects.filter(status=RunStatus.QUEUED, app_version=config.version)
-            .order_by("created_at").values_list("pk", flat=True)
+            .exclude(waiting_for__startswith=PAUSED).order_by("created_at").values_list("pk", flat=True)
         )
         if not runnable:
             return advanced

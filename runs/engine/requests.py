@@ -2,6 +2,7 @@
 the run with `invalid_input` and write nothing."""
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -135,3 +136,30 @@ def check_wait_run(run_id: Any, timeout: Any) -> tuple[str, int | None]:
         raise InvalidInput(f"ctx.wait_run takes the id ctx.start_run returned; got {type(run_id).__name__}",
                            data={"issues": [{"path": ["run_id"], "message": "must be a run id", "code": "type"}]})
     return run_id, check_timeout(f"ctx.wait_run({run_id!r})", timeout)
+
+
+TAG_KEY = re.compile(r"^[a-z][a-z0-9_]{0,99}$")
+MAX_TAG_VALUE = 200
+MAX_TAGS = 20
+
+
+def check_tags(keys: dict[str, Any]) -> dict[str, str]:
+    """Tags as stored: lowercase keys, values text (a number is written as text), at most 200 characters."""
+    if not keys:
+        raise InvalidInput("ctx.tag takes keys and values, e.g. ctx.tag(order=\"1001\")")
+    if len(keys) > MAX_TAGS:
+        raise InvalidInput(f"ctx.tag takes at most {MAX_TAGS} keys at once; got {len(keys)}")
+    tags: dict[str, str] = {}
+    for key, value in keys.items():
+        if not TAG_KEY.match(key):
+            raise InvalidInput(f"ctx.tag: the key {key!r} must be lowercase letters, digits and underscores",
+                               data={"issues": [{"path": [key], "message": "bad key", "code": "invalid"}]})
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise InvalidInput(f"ctx.tag: {key} must be text or a whole number, not {type(value).__name__}",
+                               data={"issues": [{"path": [key], "message": "not text", "code": "type"}]})
+        text = str(value)
+        if not text.strip() or len(text) > MAX_TAG_VALUE or "\x00" in text:
+            raise InvalidInput(f"ctx.tag: {key} must be 1-{MAX_TAG_VALUE} characters of text",
+                               data={"issues": [{"path": [key], "message": "bad value", "code": "invalid"}]})
+        tags[key] = text
+    return tags

@@ -179,6 +179,34 @@ def hand_back(*, run_id: str, worker_id: str, now: datetime) -> bool:
     return bool(requeued)
 
 
+# ---- park (a paused workflow) ---------------------------------------------------------------
+
+def park(*, run_id: str, worker_id: str, waiting_for: str, now: datetime) -> bool:
+    """running (just claimed, nothing done yet) -> queued with no task: its workflow is paused.
+    `waiting_for` names the pause; the sweep does not resend it, and an unpause enqueues it."""
+    return bool(
+        Run.objects.filter(pk=run_id, lease_owner=worker_id, status=RunStatus.RUNNING).update(
+            status=RunStatus.QUEUED, lease_owner="", lease_until=None, waiting_for=waiting_for, updated_at=now)
+    )
+
+
+def unpark(*, waiting_for: str, now: datetime) -> int:
+    """Every run parked under `waiting_for` -> queued now, enqueued; how many."""
+    with transaction.atomic(savepoint=False):
+        parked = list(Run.objects.select_for_update().filter(status=RunStatus.QUEUED, waiting_for=waiting_for)
+                      .values_list("pk", flat=True))
+        Run.objects.filter(pk__in=parked).update(waiting_for="", queued_at=now, updated_at=now)
+        for run_id in parked:
+            enqueue(run_id)
+    return len(parked)
+
+
+def wake_held(*, waiting_for: str, now: datetime) -> int:
+    """Every run waiting under `waiting_for` (held by a pause just lifted) -> queued, enqueued."""
+    held = list(Run.objects.filter(status=RunStatus.WAITING, waiting_for=waiting_for).values_list("pk", flat=True))
+    return sum(wake(run_id=run_id, now=now) for run_id in held)
+
+
 # ---- wake -----------------------------------------------------------------------------------
 
 def wake(*, run_id: str, now: datetime) -> bool:

@@ -100,9 +100,9 @@ def test_arming_a_fault_point_the_engine_does_not_have_is_refused():
         faults.point(FaultPoint.STEP_COMMIT)
 
 
-def test_the_reserved_vendor_names_are_exactly_ctx_members():
+def test_the_reserved_vendor_names_are_exactly_ctx_members_and_the_collections_vendor():
     public = {name for name in dir(RunContext) if not name.startswith("_")}
-    assert public == set(RESERVED_VENDOR_NAMES)
+    assert public | {"data"} == set(RESERVED_VENDOR_NAMES)
 
 
 def test_ctx_exposes_nothing_engine_only():

@@ -1,0 +1,54 @@
+"""Which pauses hold the engine now: read from the pause table, cached briefly per process.
+
+A call checks this before it is decided, on the hot path, so the active pauses are read at most
+once a second per process (there are few, and most of the time none); a pause or an unpause made
+in this process is seen at once (`forget`), one made elsewhere within a second.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from connectors.operations import Operation
+from runs.models import Pause, PauseKind
+
+REFRESH_SECONDS = 1.0
+PAUSED = "paused"  # the prefix of `waiting_for` for a run a pause holds: "paused <target>"
+
+_lock = threading.Lock()
+_active: dict[tuple[str, str], Pause] = {}
+_read_at = float("-inf")
+
+
+def _current() -> dict[tuple[str, str], Pause]:
+    global _active, _read_at
+    with _lock:
+        if time.monotonic() - _read_at >= REFRESH_SECONDS:
+            _active = {(p.kind, p.target): p for p in Pause.objects.filter(unpaused_at__isnull=True)}
+            _read_at = time.monotonic()
+        return _active
+
+
+def forget() -> None:
+    """Read the pauses afresh on the next look (after a pause or unpause in this process)."""
+    global _read_at
+    with _lock:
+        _read_at = float("-inf")
+
+
+def holding_call(op: Operation) -> Pause | None:
+    """The pause that holds a call of `op`: its operation's, else its connector's; None."""
+    active = _current()
+    if not active:
+        return None
+    return active.get((PauseKind.OPERATION, op.id)) or active.get((PauseKind.CONNECTOR, op.vendor))
+
+
+def holding_start(workflow: str) -> Pause | None:
+    """The pause that keeps new runs of `workflow` from starting; None."""
+    active = _current()
+    return active.get((PauseKind.WORKFLOW, workflow)) if active else None
+
+
+def waiting_for(pause: Pause) -> str:
+    return f"{PAUSED} {pause.target}"

@@ -1,0 +1,168 @@
+"""Getting failed work going again: rerun a run, fork it from a step, and rerun or cancel in bulk.
+
+Each is an operator's act (`runs.rerun_runs`; a bulk cancel takes `runs.operate_runs`) on runs
+the operator may see. The new run's id is `<source>~<n>` (the n-th rerun or fork of that run);
+its `run.started` record names the run it reruns or forks, so the audit links them.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from runs import ledger, services
+from runs.approvals.permissions import Principal, check_can_operate, check_can_rerun, principal_of
+from runs.config.registry import get_config
+from runs.config.resolution import ResolvedConfig
+from runs.engine import clock, transitions
+from runs.engine.fork import check_fork
+from runs.models import ENDED_STATUSES, Approval, LedgerKind, Run, RunStatus, Step
+from runs.selectors import RunFilter, matching_runs, visible_run
+from runs.validation import MAX_RUN_ID_LENGTH
+
+RERUNNABLE = (RunStatus.FAILED,)
+FORKABLE = ENDED_STATUSES
+# A bulk act touches at most this many runs at once: narrow the filter for more.
+MAX_BULK = 1000
+
+
+def _next_id(source: Run) -> str:
+    n = Run.objects.filter(source_run=source.id).count() + 1
+    run_id = f"{source.id}~{n}"
+    if len(run_id) > MAX_RUN_ID_LENGTH:
+        raise InvalidInput(f"Run {source.id[:40]}...'s id is too long to make a rerun's id ({run_id[-12:]}) from",
+                           data={"run_id": source.id})
+    return run_id
+
+
+def _copy(source: Run, *, config: ResolvedConfig, body: dict[str, Any]) -> Run:
+    """A new queued run of the source's workflow, input and starter, on the current code."""
+    now = clock.now()
+    for _ in range(5):  # two operators rerunning one run at once: the later takes the next number
+        run = Run(id=_next_id(source), workflow=source.workflow, app_version=config.version, input=source.input,
+                  started_by=source.started_by, groups=list(source.groups or ()), source_run=source.id,
+                  status=RunStatus.QUEUED, created_at=now, updated_at=now, queued_at=now)
+        try:
+            with transaction.atomic():
+                transitions.start(run=run)
+                ledger.build(run, kind=LedgerKind.RUN_STARTED, seq=0, body={"input": source.input, **body},
+                             app=config.app_name).save(force_insert=True)
+            return run
+        except IntegrityError:
+            continue
+    raise SanomaError(f"Could not number a new run of {source.id}: try again", code=ErrorCode.RUN_EXISTS,
+                      data={"run_id": source.id})
+
+
+def _source(run_id: str, principal: Principal, allowed: Sequence[str], act: str) -> Run:
+    source = visible_run(run_id=run_id, viewer=principal)
+    check_can_rerun(principal)
+    if source.status not in allowed:
+        raise SanomaError(f"Run {run_id} is {source.status}; only a {' or '.join(allowed)} run can be {act}",
+                          code=ErrorCode.INVALID_INPUT, data={"status": source.status, "run_id": run_id})
+    return source
+
+
+def rerun(*, run_id: str, by: str | Principal, config: ResolvedConfig | None = None) -> Run:
+    """A new run of a failed run's workflow with the same input and starter, from the top."""
+    config = config or get_config()
+    principal = principal_of(by)
+    source = _source(run_id, principal, RERUNNABLE, "rerun")
+    if source.workflow not in config.workflows:
+        raise SanomaError(f"Workflow {source.workflow} is not in the current code ({config.version})",
+                          code=ErrorCode.WORKFLOW_NOT_FOUND, data={"workflow": source.workflow})
+    return _copy(source, config=config, body={"rerun_of": source.id, "by": principal.id})
+
+
+def fork(*, run_id: str, from_step: Any, by: str | Principal, config: ResolvedConfig | None = None) -> Run:
+    """A new run that reuses the source's steps before `from_step` (their calls are not made
+    again) and goes on live from there on the current code. Refused, with nothing written, when
+    the current code replays differently over those steps, naming the first step that differs."""
+    config = config or get_config()
+    principal = principal_of(by)
+    source = _source(run_id, principal, FORKABLE, "forked")
+    reused = check_fork(source=source, from_step=from_step, config=config)
+    with transaction.atomic():
+        run = _copy(source, config=config, body={"fork_of": source.id, "from_step": from_step, "by": principal.id})
+        # Not runnable until its reused steps are in: the enqueued task finds them (same transaction).
+        for step in Step.objects.filter(run=source, seq__lt=from_step).order_by("seq"):
+            Step.objects.create(run=run, seq=step.seq, kind=step.kind, name=step.name, output=step.output,
+                                error=step.error, decision=step.decision, attempt=step.attempt,
+                                next_seq=step.next_seq, created_at=step.created_at)
+        approvals = list(Approval.objects.filter(run=source, seq__lt=from_step).order_by("seq"))
+        for approval in approvals:
+            Approval.objects.create(
+                run=run, approval_id=approval.approval_id, seq=approval.seq, title=approval.title,
+                approver=approval.approver, requested_by=approval.requested_by, covers=approval.covers,
+                links=approval.links, details=approval.details, op=approval.op, op_input=approval.op_input,
+                op_seq=approval.op_seq, status=approval.status, requested_at=approval.requested_at,
+                decided_by=approval.decided_by, decided_at=approval.decided_at, note=approval.note,
+                decided_with=approval.decided_with, refused=approval.refused)
+        if approvals:
+            Run.objects.filter(pk=run.pk).update(has_approvals=True)
+        ledger.append(ledger.build(run, kind=LedgerKind.RUN_FORKED, seq=0, actor=principal.id, body={
+            "source": source.id, "from_step": from_step, "reused": reused, "by": principal.id}, app=config.app_name))
+    run.refresh_from_db()
+    return run
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    matched: int
+    done: list[str]  # the new runs (rerun) or the cancelled runs (cancel)
+    refused: list[tuple[str, str]]  # (run id, why)
+
+
+def count_matching(*, where: RunFilter, by: str | Principal) -> int:
+    """How many runs a bulk act on `where` would touch: what the operator confirms."""
+    return matching_runs(viewer=principal_of(by), where=where).count()
+
+
+def _check_expected(where: RunFilter, principal: Principal, expect: int) -> list[Run]:
+    runs = list(matching_runs(viewer=principal, where=where)[: MAX_BULK + 1])
+    if len(runs) > MAX_BULK:
+        raise InvalidInput(f"The filter matches more than {MAX_BULK} runs; narrow it",
+                           data={"issues": [{"path": ["filter"], "message": "too many runs", "code": "too_many"}]})
+    if isinstance(expect, bool) or not isinstance(expect, int) or len(runs) != expect:
+        raise InvalidInput(f"The filter matches {len(runs)} run(s) now, not the {expect} confirmed: look again",
+                           data={"matched": len(runs), "issues": [
+                               {"path": ["expect"], "message": "count changed", "code": "count_changed"}]})
+    return runs
+
+
+def rerun_matching(*, where: RunFilter, expect: int, by: str | Principal,
+                   config: ResolvedConfig | None = None) -> BulkResult:
+    """Rerun every failed run matching `where`, once the operator confirmed `expect` (the count
+    they were shown); a different count now refuses, with nothing done."""
+    principal = principal_of(by)
+    check_can_rerun(principal)
+    if where.status not in (None, RunStatus.FAILED):
+        raise InvalidInput("Only failed runs are rerun: filter by status failed, or leave status out",
+                           data={"issues": [{"path": ["status"], "message": "not failed", "code": "invalid"}]})
+    where = RunFilter(**{**where.__dict__, "status": RunStatus.FAILED})
+    runs = _check_expected(where, principal, expect)
+    done, refused = [], []
+    for source in runs:
+        try:
+            done.append(rerun(run_id=source.id, by=principal, config=config).id)
+        except SanomaError as err:
+            refused.append((source.id, err.message))
+    return BulkResult(matched=len(runs), done=done, refused=refused)
+
+
+def cancel_matching(*, where: RunFilter, expect: int, by: str | Principal) -> BulkResult:
+    """Cancel every unended run matching `where`, once `expect` is confirmed (see `rerun_matching`)."""
+    principal = principal_of(by)
+    runs = [r for r in _check_expected(where, principal, expect) if r.status not in ENDED_STATUSES]
+    done, refused = [], []
+    for run in runs:
+        try:
+            check_can_operate(principal, run)
+            services.cancel(run_id=run.id, by=principal)
+            done.append(run.id)
+        except SanomaError as err:
+            refused.append((run.id, err.message))
+    return BulkResult(matched=len(runs), done=done, refused=refused)
