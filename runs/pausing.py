@@ -65,7 +65,7 @@ def pause(*, kind: Any, target: Any, reason: Any, by: str | Principal, config: R
     kind, target = check_target(kind=kind, target=target, config=config or get_config())
     if not isinstance(reason, str) or not reason.strip():
         raise _bad("reason", "a pause needs a reason (what is wrong, for whoever looks at the held runs)")
-    active = Pause.objects.filter(kind=kind, target=target, unpaused_at__isnull=True).first()
+    active = active_pause(kind=kind, target=target)
     if active is not None:
         raise SanomaError(f"{kind} {target} is already paused, by {active.paused_by} since "
                           f"{active.paused_at.isoformat()}: {active.reason}", code=ErrorCode.INVALID_INPUT,
@@ -113,3 +113,11 @@ def held_runs(pause: Pause) -> list[Run]:
     """The runs an active pause holds now: waiting at a call, or queued before their start."""
     status = RunStatus.QUEUED if pause.kind == PauseKind.WORKFLOW else RunStatus.WAITING
     return list(Run.objects.filter(status=status, waiting_for=pauses.waiting_for(pause)).order_by("created_at"))
+
+
+def active_pauses() -> list[Pause]:
+    return list(Pause.objects.filter(unpaused_at__isnull=True).order_by("paused_at"))
+
+
+def active_pause(*, kind: str, target: str) -> Pause | None:
+    return Pause.objects.filter(kind=kind, target=target, unpaused_at__isnull=True).first()

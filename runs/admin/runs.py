@@ -6,26 +6,24 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import quote, unquote
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from connectors.errors import SanomaError
-from runs import ledger, selectors, services
-from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal
+from runs import ledger, recovery, selectors, services
+from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
 from runs.admin.start import StartRunMixin
-from runs.approvals.permissions import can_operate, check_can_view, visible_runs
-from runs.models import Approval, ApprovalStatus, Run, Step
+from runs.approvals.permissions import can_operate, can_rerun, check_can_view, visible_runs
+from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
 from runs.selectors import children_of, waiting_on
-
-
-def run_url(run_id: str) -> str:
-    return reverse("admin:runs_run_change", args=[quote(run_id)])
 
 
 class StepInline(ReadOnlyMixin, admin.TabularInline):
@@ -82,7 +80,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     ordering = ("-created_at", "-id")
     list_per_page = 50
     inlines = (ApprovalInline, StepInline)
-    actions = ("cancel_selected",)
+    actions = ("cancel_selected", "rerun_selected")
     fieldsets = (
         (None, {"fields": (("id", "workflow", "status"), ("started_by", "groups"), ("waiting_for", "wake_at"),
                            "waiting_detail", "app_version")}),
@@ -130,8 +128,11 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         if waiting["kind"] == "message":
             what = f'a message on "{waiting["topic"]}"'
         elif waiting["kind"] == "run":
-            return format_html('its child run <a href="{}">{}</a>{}', run_url(waiting["run_id"]), waiting["run_id"],
+            return format_html("its child run {}{}", run_link(waiting["run_id"]),
                                f' until {waiting["until"]}' if waiting["until"] else "")
+        elif waiting["kind"] == "paused":
+            why = f' ({waiting["reason"]}, paused by {waiting["by"]})' if waiting.get("reason") else ""
+            what = f'the unpause of {waiting["target"]}{why}'
         elif waiting["kind"] == "approval":
             what = ", ".join(f'{a["title"]} ({a["approver"]})' for a in waiting["approvals"]) or "an approval"
         else:
@@ -142,15 +143,15 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     def parent_link(self, run: Run) -> str:
         if run.parent_id is None:
             return "-"
-        return format_html('<a href="{}">{}</a>', run_url(run.parent_id), run.parent_id)
+        return run_link(run.parent_id)
 
     @admin.display(description="child runs")
     def children_links(self, run: Run) -> str:
         children = children_of(run)
         if not children:
             return "-"
-        return format_html_join(", ", '<a href="{}">{}</a> ({}, {})',
-                                ((run_url(c["id"]), c["id"], c["workflow"], c["status"]) for c in children))
+        return format_html_join(", ", "{} ({}, {})",
+                                ((run_link(c["id"]), c["workflow"], c["status"]) for c in children))
 
     @admin.display(description="input")
     def input_json(self, run: Run) -> str:
@@ -187,6 +188,27 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         if cancelled:
             self.message_user(request, f"Cancelled {len(cancelled)} run(s): {', '.join(cancelled)}", messages.SUCCESS)
 
+    @admin.action(description="Rerun selected failed runs")
+    def rerun_selected(self, request: HttpRequest, queryset) -> TemplateResponse | None:
+        """Asks first, on a page listing what would be rerun (and what would not, and why)."""
+        runs = list(queryset.order_by("-created_at"))
+        failed = [run for run in runs if run.status == RunStatus.FAILED]
+        if request.POST.get("confirmed") != "yes":
+            return TemplateResponse(request, "admin/runs/run/rerun_confirm.html", {
+                **self.admin_site.each_context(request), "opts": self.opts, "title": "Rerun failed runs?",
+                "failed": failed, "skipped": [run for run in runs if run.status != RunStatus.FAILED],
+                "selected": [run.pk for run in runs], "action_checkbox_name": ACTION_CHECKBOX_NAME,
+            })
+        done = []
+        for run in failed:
+            try:
+                done.append(recovery.rerun(run_id=run.id, by=me(request)).id)
+            except SanomaError as err:
+                self.message_user(request, f"{run.id} was not rerun: {refusal(err)}", messages.ERROR)
+        if done:
+            self.message_user(request, f"Rerun {len(done)} run(s): {', '.join(done)}", messages.SUCCESS)
+        return None
+
     # -- pages
 
     def get_urls(self):
@@ -194,6 +216,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         return [
             path("start/", wrap(self.start_view), name="runs_run_start"),
             path("<path:object_id>/cancel/", wrap(self.cancel_view), name="runs_run_cancel"),
+            path("<path:object_id>/rerun/", wrap(self.rerun_view), name="runs_run_rerun"),
+            path("<path:object_id>/fork/", wrap(self.fork_view), name="runs_run_fork"),
             *super().get_urls(),
         ]
 
@@ -209,6 +233,10 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
                 ledger_rows=[timeline_row(r) for r in records],
                 run_ended=run.ended,
                 may_cancel=not run.ended and can_operate(me(request), run),
+                may_rerun=run.status == RunStatus.FAILED and can_rerun(me(request)),
+                may_fork=run.ended and can_rerun(me(request)),
+                rerun_url=reverse("admin:runs_run_rerun", args=[quote(run.pk)]),
+                fork_url=reverse("admin:runs_run_fork", args=[quote(run.pk)]),
                 cancel_url=reverse("admin:runs_run_cancel", args=[quote(run.pk)]),
                 ledger_list_url=reverse("admin:runs_ledgerrecord_changelist") + "?" + urlencode({"run_id": run.id}),
             )
@@ -227,6 +255,45 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             else:
                 self.message_user(request, f"Cancelled {run.id}: it makes no further calls", messages.SUCCESS)
         return redirect("admin:runs_run_change", quote(run.pk))
+
+
+    def rerun_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+        if request.method != "POST":
+            return redirect("admin:runs_run_change", quote(run.pk))
+        try:
+            again = recovery.rerun(run_id=run.id, by=me(request))
+        except SanomaError as err:
+            self.message_user(request, f"{run.id} was not rerun: {refusal(err)}", messages.ERROR)
+            return redirect("admin:runs_run_change", quote(run.pk))
+        self.message_user(request, f"Rerunning {run.id} as {again.id}", messages.SUCCESS)
+        return redirect("admin:runs_run_change", quote(again.pk))
+
+    def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """A page listing the run's steps; forking from one reuses those before it."""
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+        if request.method == "POST":
+            try:
+                from_step = int(request.POST.get("from_step", ""))
+            except ValueError:
+                self.message_user(request, "Choose the step to fork from", messages.ERROR)
+                return redirect("admin:runs_run_fork", quote(run.pk))
+            try:
+                fork = recovery.fork(run_id=run.id, from_step=from_step, by=me(request))
+            except SanomaError as err:
+                self.message_user(request, f"{run.id} was not forked: {refusal(err)}", messages.ERROR)
+                return redirect("admin:runs_run_fork", quote(run.pk))
+            self.message_user(request, f"Forked {run.id} from step {from_step} as {fork.id}", messages.SUCCESS)
+            return redirect("admin:runs_run_change", quote(fork.pk))
+        return TemplateResponse(request, "admin/runs/run/fork.html", {
+            **self.admin_site.each_context(request), "opts": self.opts, "original": run,
+            "title": f"Fork {run.id} from a step", "steps": list(run.steps.order_by("seq")),
+            "may_fork": run.ended and can_rerun(me(request)),
+        })
 
 
 def timeline_row(record: dict[str, Any]) -> dict[str, Any]:

@@ -87,8 +87,58 @@ class RunListQuery(serializers.Serializer):
     status = serializers.ChoiceField(choices=RunStatus.values, required=False)
     workflow = serializers.CharField(required=False)
     started_by = serializers.CharField(required=False)
+    error_code = serializers.CharField(required=False, help_text="runs that failed with this code")
+    tag = serializers.ListField(child=serializers.CharField(), required=False,
+                                help_text="key=value (ctx.tag); repeat the parameter to narrow")
+    since = serializers.CharField(required=False, help_text="started at or after (ISO 8601)")
+    until = serializers.CharField(required=False, help_text="started before (ISO 8601)")
     limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=500)
     offset = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_OFFSET)
+
+
+class RunFilterInput(serializers.Serializer):
+    """Which runs a bulk rerun or cancel acts on; `expect` is the count the caller was shown."""
+
+    workflow = serializers.CharField(required=False)
+    status = serializers.ChoiceField(choices=RunStatus.values, required=False)
+    error_code = serializers.CharField(required=False)
+    tag = serializers.ListField(child=serializers.CharField(), required=False)
+    since = serializers.CharField(required=False)
+    until = serializers.CharField(required=False)
+    expect = serializers.IntegerField(required=False, min_value=0, help_text=(
+        "The count you confirm. Without it nothing is done: the answer says how many runs match."))
+
+
+class ForkInput(serializers.Serializer):
+    from_step = serializers.IntegerField(min_value=1, help_text="The step to go on live from.")
+
+
+class PauseInput(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["connector", "operation", "workflow"])
+    target = serializers.CharField(help_text="A vendor, an operation id or a workflow name.")
+    reason = serializers.CharField()
+
+
+class UnpauseInput(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class PauseSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    target = serializers.CharField()
+    reason = serializers.CharField()
+    paused_by = serializers.CharField()
+    paused_at = serializers.DateTimeField()
+    unpaused_by = serializers.CharField()
+    unpaused_at = serializers.DateTimeField(allow_null=True)
+    active = serializers.BooleanField()
+
+
+class BulkResultSerializer(serializers.Serializer):
+    matched = serializers.IntegerField()
+    done = serializers.ListField(child=serializers.CharField(), help_text="The new runs, or the cancelled runs.")
+    refused = serializers.ListField(child=serializers.DictField(), help_text="{run_id, why} for each not done.")
+    acted = serializers.BooleanField(help_text="false: only counted (no expect given)")
 
 
 class ResultQuery(serializers.Serializer):

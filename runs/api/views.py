@@ -164,8 +164,15 @@ class RunListView(SanomaAPIView):
         responses={200: s.RunPageSerializer, **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        query = self.checked(s.RunListQuery, request.query_params.dict())
-        page = selectors.list_runs(viewer=me(request), **query)
+        params: dict[str, Any] = request.query_params.dict()
+        if "tag" in request.query_params:
+            params["tag"] = request.query_params.getlist("tag")
+        query = self.checked(s.RunListQuery, params)
+        where = selectors.RunFilter.parse(
+            status=query.get("status"), workflow=query.get("workflow"), started_by=query.get("started_by"),
+            error_code=query.get("error_code"), tags=query.get("tag") or (), started_after=query.get("since"),
+            started_before=query.get("until"))
+        page = selectors.list_runs(viewer=me(request), where=where, limit=query["limit"], offset=query["offset"])
         counts = pending_counts([run.id for run in page.runs])
         runs = s.RunSerializer(page.runs, many=True, context={"pending_counts": counts}).data
         return Response({"runs": runs, "total": page.total, "limit": page.limit, "offset": page.offset})

@@ -26,16 +26,22 @@ class Command(BaseCommand):
         parser.add_argument("--status")
         parser.add_argument("--workflow")
         parser.add_argument("--started-by")
+        parser.add_argument("--error-code", help="runs that failed with this code")
+        parser.add_argument("--tag", action="append", default=[], help="key=value (ctx.tag); repeat to narrow")
+        parser.add_argument("--since", help="started at or after (ISO 8601)")
+        parser.add_argument("--until", help="started before (ISO 8601)")
         parser.add_argument("--limit", type=_within(1, 500), default=20, help="1 to 500")
         parser.add_argument("--offset", type=_within(0, 2**63 - 1), default=0)
         parser.add_argument("--as", dest="user", help="list only what this user may see")
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
-        page = selectors.list_runs(
-            viewer=options["user"], status=options["status"], workflow=options["workflow"],
-            started_by=options["started_by"], limit=options["limit"], offset=options["offset"],
-        )
+        where = selectors.RunFilter.parse(
+            status=options["status"], workflow=options["workflow"], started_by=options["started_by"],
+            error_code=options["error_code"], tags=options["tag"], started_after=options["since"],
+            started_before=options["until"])
+        page = selectors.list_runs(viewer=options["user"], where=where, limit=options["limit"],
+                                   offset=options["offset"])
         for run in page.runs:
             error = f"  {run.error.get('code') or ''} {run.error.get('message', '')}" if run.error else ""
             self.stdout.write(
