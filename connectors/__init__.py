@@ -10,7 +10,15 @@ from connectors.operations import (
     VendorInfo,
     define_connector,
     op,
+    resource_types,
     with_setup,
+)
+from connectors.resources import (
+    Observed,
+    Ref,
+    ResourceType,
+    Secret,
+    define_resource,
 )
 
 if TYPE_CHECKING:  # loaded lazily at run time: see __getattr__
@@ -25,15 +33,21 @@ __all__ = [
     "DriverFn",
     "ErrorCode",
     "Fake",
+    "Observed",
     "OpFn",
     "Operation",
+    "Ref",
+    "ResourceType",
     "SanomaError",
+    "Secret",
     "VendorInfo",
     "define_connector",
     "define_driver",
     "define_fake",
+    "define_resource",
     "error_code",
     "op",
+    "resource_types",
     "retryable_status",
     "with_setup",
 ]

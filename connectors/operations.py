@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
 from pydantic import BaseModel
+
+from connectors.resources import ResourceType
 
 EFFECTS = ("read", "write", "publish", "send", "money", "access")
 Effect = Literal["read", "write", "publish", "send", "money", "access"]
@@ -101,12 +103,30 @@ class Connector:
     steps: Any = None
     # The environment its driver needs: a pydantic model whose fields are the variables' names.
     environment: type[BaseModel] | None = None
+    # Its resource types by name (`define_connector(..., types=[...])`), each bound to this vendor.
+    types: Mapping[str, ResourceType] = field(default_factory=dict)
 
     def op(self, op_id: str) -> Operation:
         try:
             return self.operations[op_id]
         except KeyError:
             raise KeyError(f"{self.vendor} has no operation {op_id}") from None
+
+    def resource_type(self, name: str) -> ResourceType:
+        try:
+            return self.types[name]
+        except KeyError:
+            known = ", ".join(sorted(self.types)) or "none"
+            raise KeyError(f"{self.vendor} has no resource type {name} (its types: {known})") from None
+
+    def __getattr__(self, name: str) -> ResourceType:
+        # `shop.product`: a resource type, as a data file writes it. Only for names that are not
+        # attributes of the connector itself (define_connector refuses a type named like one).
+        types = self.__dict__.get("types")
+        if name.startswith("_") or not types or name not in types:
+            raise AttributeError(f"{type(self).__name__} {self.__dict__.get('vendor')!r} has no attribute or "
+                                 f"resource type {name!r}")
+        return types[name]
 
 
 def op(
@@ -172,11 +192,14 @@ def define_connector(
     *,
     info: VendorInfo | None = None,
     environment: type[BaseModel] | None = None,
+    types: Sequence[ResourceType] = (),
 ) -> Connector:
     """A connector: `resources` maps each resource to its operations by name.
 
     An operation's id is `<vendor>.<resource>.<name>`. `environment` is a pydantic model naming
     the variables its driver reads (each field a variable: its description, default, checks).
+    `types` are its resource types (`define_resource`): each adds the operations
+    `<vendor>.<type>.import|read|create|update|delete` (see `connectors.resources`).
     """
     if environment is not None and not (isinstance(environment, type) and issubclass(environment, BaseModel)):
         raise TypeError(f"connector {vendor}: environment must be a pydantic model class")
@@ -211,7 +234,80 @@ def define_connector(
                 opaque=spec.opaque,
                 phrases=spec.phrases,
             )
-    return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info), environment=environment)
+    bound = _bind_types(vendor, types, operations)
+    return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info), environment=environment,
+                     types=bound)
+
+
+# Names a resource type may not take: `shop.<name>` would be the connector's own attribute.
+_CONNECTOR_ATTRIBUTES = frozenset(
+    {f.name for f in dataclasses.fields(Connector)} | {name for name in dir(Connector) if not name.startswith("_")}
+)
+
+
+def _bind_types(
+    vendor: str, types: Sequence[ResourceType], operations: dict[str, Operation]
+) -> dict[str, ResourceType]:
+    """Each type bound to `vendor`, its derived operations added to `operations`."""
+    if isinstance(types, (str, ResourceType)) or not isinstance(types, (list, tuple)):
+        raise TypeError(f"connector {vendor}: types is a list of define_resource(...) types")
+    bound: dict[str, ResourceType] = {}
+    for rt in types:
+        if not isinstance(rt, ResourceType):
+            raise TypeError(f"connector {vendor}: types lists {rt!r}, which is not a define_resource(...) type")
+        if rt.name in bound:
+            raise ValueError(f"connector {vendor}: two resource types are named {rt.name}")
+        if rt.name in _CONNECTOR_ATTRIBUTES:
+            raise ValueError(f"connector {vendor}: a resource type may not be named {rt.name!r}: {vendor}.{rt.name} "
+                             f"is the connector's own attribute")
+        typed = rt.bound(vendor)
+        bound[rt.name] = typed
+        for operation in _derived_operations(typed):
+            if operation.id in operations:
+                raise ValueError(f"connector {vendor}: {operation.id} is declared in resources and derived from the "
+                                 f"resource type {rt.name}: rename the declared operation")
+            operations[operation.id] = operation
+    return bound
+
+
+def _derived_operations(rt: ResourceType) -> list[Operation]:
+    vendor = rt.vendor or ""
+    models = rt.models
+
+    def by_id(i: Any) -> str:
+        return f"{rt.name}/{i.id}"
+
+    def by_desired(i: Any) -> str:
+        return f"{rt.name}/{rt.import_id(i.desired)}"
+
+    made = [
+        ("import", "read", True, by_id, f"Find a {rt.title} by its import id"),
+        ("read", "read", True, by_id, f"Read a {rt.title} as the vendor holds it"),
+        ("create", rt.effects["create"], False, by_desired, f"Create a {rt.title}"),
+        ("update", rt.effects["update"], True, by_id, f"Change a {rt.title}"),
+        ("delete", rt.effects["delete"], True, by_id, f"Delete a {rt.title}"),
+    ]
+    return [
+        Operation(
+            id=f"{vendor}.{rt.name}.{verb}",
+            vendor=vendor,
+            resource=rt.name,
+            name=verb,
+            effect=effect,
+            input=models[verb],
+            output=models["output"],
+            idempotent=idempotent,
+            description=description,
+            target=target,
+            opaque=("handle",),
+        )
+        for verb, effect, idempotent, target, description in made
+    ]
+
+
+def resource_types(connectors: Sequence[Connector]) -> dict[str, ResourceType]:
+    """Every connector's resource types by key, `<vendor>.<type>`."""
+    return {rt.key: rt for connector in connectors for rt in connector.types.values()}
 
 
 def with_setup(

@@ -1,4 +1,8 @@
-"""Routes: filled in as the API grows."""
-from django.urls import URLPattern
+"""The declared state's routes, mounted at /api/."""
+from django.urls import re_path
 
-urlpatterns: list[URLPattern] = []
+from changes.api.resources import ResourceListView
+
+urlpatterns = [
+    re_path(r"^resources(?:/)?$", ResourceListView.as_view(), name="resources"),
+]

@@ -1,12 +1,20 @@
-"""The shop the example company sells through: orders, refunds, customers and staff access."""
+"""The shop the example company sells through: orders, refunds, customers and staff access.
+
+Its resource types, declared in the company's `resources/` files: `shop.product` (the catalog:
+title, price, tags), `shop.staff_role` (a person's role in the shop admin) and `shop.webhook`
+(where the shop posts its events, signed with a secret it never shows back).
+"""
 from __future__ import annotations
 
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -16,6 +24,7 @@ from connectors import (
     VendorInfo,
     define_connector,
     define_driver,
+    define_resource,
     op,
     retryable_status,
     with_setup,
@@ -95,6 +104,78 @@ class Deleted(BaseModel):
     deleted: bool
 
 
+# --- resource types ----------------------------------------------------------------------------
+
+
+class ProductFields(BaseModel):
+    sku: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str = Field(min_length=1)
+    price_cents: int = Field(gt=0)
+    currency: Literal["EUR", "USD"] = "EUR"
+    tags: list[str] = Field(default_factory=list)
+    created_at: str | None = None
+
+
+def _product_values(vendor: Mapping[str, Any]) -> dict[str, Any]:
+    """The shop's product (`name`, `price: {amount, currency}`) in the declared shape."""
+    price = vendor.get("price") or {}
+    return {"sku": vendor.get("sku"), "title": vendor.get("name"), "price_cents": price.get("amount"),
+            "currency": price.get("currency"), "tags": list(vendor.get("tags") or []),
+            "created_at": vendor.get("created_at")}
+
+
+product = define_resource(
+    type="product",
+    title="Product",
+    identity="sku",
+    schema=ProductFields,
+    fields={
+        "currency": {"immutable": True},
+        "tags": {"unordered": True},
+        "created_at": {"vendor_owned": True},
+    },
+    find=lambda desired: desired["sku"],
+    normalize=_product_values,
+    effects={"create": "publish", "update": "publish", "delete": "publish"},
+    description="A product in the shop's catalog; changing its price publishes it",
+)
+
+
+class StaffRoleFields(BaseModel):
+    user: str = Field(min_length=1)
+    role: Literal["support", "finance", "admin", "viewer"]
+
+
+staff_role = define_resource(
+    type="staff_role",
+    title="Staff role",
+    identity=("user", "role"),
+    schema=StaffRoleFields,
+    fields={"user": {"references": "sanoma.person", "by": "username"}},
+    find=lambda desired: f"{desired['user']}:{desired['role']}",
+    effects={"create": "access", "update": "access", "delete": "access"},
+    description="A person's role in the shop admin",
+)
+
+WebhookEvent = Literal["order.paid", "order.refunded", "product.updated"]
+
+
+class WebhookFields(BaseModel):
+    url: str = Field(pattern=r"^https://[^\s/]+(/\S*)?$")
+    events: list[WebhookEvent] = Field(min_length=1)
+    signing_secret: str = Field(min_length=16)
+
+
+webhook = define_resource(
+    type="webhook",
+    title="Webhook",
+    identity="url",
+    schema=WebhookFields,
+    fields={"events": {"unordered": True}, "signing_secret": {"write_only": True}},
+    find=lambda desired: desired["url"],
+    description="Where the shop posts its events, signed with a secret it never shows back",
+)
+
 LOGO = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
         '<rect width="16" height="16" rx="3" fill="#2b6"/></svg>')
 
@@ -128,6 +209,7 @@ shop = define_connector(
         },
     },
     info=VendorInfo(title="Shop", logo=LOGO, homepage="https://shop.example.com"),
+    types=[product, staff_role, webhook],
 )
 
 
@@ -154,6 +236,75 @@ def _http(method: str, path: str, payload: dict[str, Any], context: CallContext)
         raise DriverError(f"shop could not be reached: {err}", retryable=True) from None
 
 
+def _gone(id: str) -> dict[str, Any]:
+    return {"id": id, "gone": True}
+
+
+def _found(method: str, path: str, id: str, context: CallContext, *, handle_key: str = "id") -> dict[str, Any]:
+    """A lookup: the instance, or `gone` when the shop answers 404."""
+    try:
+        vendor = _http(method, path, {}, context)
+    except DriverError as err:
+        if err.status == 404:
+            return _gone(id)
+        raise
+    return {"id": id, "handle": str(vendor[handle_key]), "values": vendor}
+
+
+def _deleted(path: str, id: str, context: CallContext) -> dict[str, Any]:
+    try:
+        _http("DELETE", path, {}, context)
+    except DriverError as err:
+        if err.status != 404:
+            raise
+    return _gone(id)
+
+
+def _vendor_product(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Declared product fields in the shop's shape (the reverse of `_product_values`)."""
+    out: dict[str, Any] = {}
+    if "sku" in values:
+        out["sku"] = values["sku"]
+    if "title" in values:
+        out["name"] = values["title"]
+    if "price_cents" in values or "currency" in values:
+        out["price"] = {k: v for k, v in (("amount", values.get("price_cents")), ("currency", values.get("currency")))
+                        if v is not None}
+    if "tags" in values:
+        out["tags"] = list(values["tags"])
+    return out
+
+
+def _role_path(id: str) -> str:
+    user, _, role = id.rpartition(":")
+    return f"/staff/roles/{user}/{role}"
+
+
+def _webhook_handle(i: Any, c: CallContext) -> str | None:
+    if i.handle:
+        return str(i.handle)
+    found = _found("GET", f"/webhooks/by-url?url={urllib.parse.quote(i.id, safe='')}", i.id, c)
+    return None if found.get("gone") else str(found["handle"])
+
+
+def _webhook_update(i: Any, c: CallContext) -> dict[str, Any]:
+    handle = _webhook_handle(i, c)
+    if handle is None:
+        raise DriverError(f"no webhook {i.id}", retryable=False, status=404, vendor_code="not_found")
+    vendor = _http("PATCH", f"/webhooks/{handle}", {"events": i.desired["events"],
+                                                   "secret": i.desired.get("signing_secret")}, c)
+    return {"id": i.id, "handle": handle, "values": vendor}
+
+
+def _webhook_delete(i: Any, c: CallContext) -> dict[str, Any]:
+    handle = _webhook_handle(i, c)
+    return _gone(i.id) if handle is None else _deleted(f"/webhooks/{handle}", i.id, c)
+
+
+def _created(vendor: dict[str, Any], id: str, handle_key: str = "id") -> dict[str, Any]:
+    return {"id": id, "handle": str(vendor[handle_key]), "values": vendor}
+
+
 def make_driver():
     return define_driver(
         shop,
@@ -167,8 +318,38 @@ def make_driver():
                 "notify": lambda i, c: _http("POST", "/messages", i.model_dump(), c),
                 "delete": lambda i, c: _http("DELETE", f"/customers/{i.customer}", {}, c),
             },
-            "product": {"price": lambda i, c: _http("PUT", f"/products/{i.sku}/price", i.model_dump(), c)},
+            "product": {
+                "price": lambda i, c: _http("PUT", f"/products/{i.sku}/price", i.model_dump(), c),
+                "import": lambda i, c: _found("GET", f"/products/{i.id}", i.id, c),
+                "read": lambda i, c: _found("GET", f"/products/{i.id}", i.id, c),
+                "create": lambda i, c: _created(_http("POST", "/products", _vendor_product(i.desired), c),
+                                                product.import_id(i.desired)),
+                "update": lambda i, c: _created(_http("PATCH", f"/products/{i.id}", _vendor_product(i.changes), c),
+                                                i.id),
+                "delete": lambda i, c: _deleted(f"/products/{i.id}", i.id, c),
+            },
             "staff": {"grant": lambda i, c: _http("POST", "/staff/roles", i.model_dump(), c)},
+            "staff_role": {
+                "import": lambda i, c: _found("GET", _role_path(i.id), i.id, c),
+                "read": lambda i, c: _found("GET", _role_path(i.id), i.id, c),
+                "create": lambda i, c: _created(
+                    _http("POST", "/staff/roles", {"username": i.desired["user"], "role": i.desired["role"]}, c),
+                    staff_role.import_id(i.desired)),
+                "update": lambda i, c: _found("GET", _role_path(i.id), i.id, c),  # every field is its identity
+                "delete": lambda i, c: _deleted(_role_path(i.id), i.id, c),
+            },
+            "webhook": {
+                "import": lambda i, c: _found("GET", f"/webhooks/by-url?url={urllib.parse.quote(i.id, safe='')}",
+                                              i.id, c),
+                "read": lambda i, c: _found("GET", f"/webhooks/{i.handle}", i.id, c) if i.handle else _found(
+                    "GET", f"/webhooks/by-url?url={urllib.parse.quote(i.id, safe='')}", i.id, c),
+                "create": lambda i, c: _created(
+                    _http("POST", "/webhooks", {"url": i.desired["url"], "events": i.desired["events"],
+                                                "secret": i.desired["signing_secret"]}, c),
+                    webhook.import_id(i.desired)),
+                "update": _webhook_update,
+                "delete": _webhook_delete,
+            },
         },
         env={"SHOP_API_URL": "The shop API's base URL", "SHOP_API_KEY": "An API key with order and staff scopes"},
     )
@@ -224,6 +405,149 @@ def _grant(state: dict, i: Grant, c: CallContext) -> dict:
     return i.model_dump()
 
 
+def _not_found(what: str) -> DriverError:
+    return DriverError(f"no {what}", retryable=False, status=404, vendor_code="not_found")
+
+
+def _exists(what: str) -> DriverError:
+    return DriverError(f"{what} already exists", retryable=False, status=409, vendor_code="exists")
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _next_id(state: dict, prefix: str) -> str:
+    state["next_id"] = state.get("next_id", 1) + 1
+    return f"{prefix}_{state['next_id'] - 1}"
+
+
+def _product_view(state: dict, sku: str) -> dict | None:
+    """The shop's product: its catalog entry with the price `shop.product.price` publishes."""
+    entry = state["catalog"].get(sku)
+    if entry is None or sku not in state["products"]:
+        return None
+    return {**entry, "price": {"amount": state["products"][sku], "currency": entry["currency"]}}
+
+
+def _product_observed(state: dict, sku: str) -> dict:
+    view = _product_view(state, sku)
+    return _gone(sku) if view is None else {"id": sku, "handle": view["id"], "values": view}
+
+
+def _product_look(state: dict, i: Any, c: CallContext) -> dict:
+    return _product_observed(state, i.id)
+
+
+def _product_create(state: dict, i: Any, c: CallContext) -> dict:
+    sku = product.import_id(i.desired)
+    if sku in state["catalog"]:
+        raise _exists(f"product {sku}")
+    d = i.desired
+    state["catalog"][sku] = {"id": _next_id(state, "prod"), "sku": sku, "name": d["title"],
+                             "currency": d.get("currency", "EUR"), "tags": list(d.get("tags", [])),
+                             "created_at": _stamp()}
+    state["products"][sku] = d["price_cents"]
+    return _product_observed(state, sku)
+
+
+def _product_update(state: dict, i: Any, c: CallContext) -> dict:
+    entry = state["catalog"].get(i.id)
+    if entry is None:
+        raise _not_found(f"product {i.id}")
+    if "title" in i.changes:
+        entry["name"] = i.changes["title"]
+    if "tags" in i.changes:
+        entry["tags"] = list(i.changes["tags"])
+    if "price_cents" in i.changes:
+        state["products"][i.id] = i.changes["price_cents"]
+    return _product_observed(state, i.id)
+
+
+def _product_delete(state: dict, i: Any, c: CallContext) -> dict:
+    state["catalog"].pop(i.id, None)
+    state["products"].pop(i.id, None)
+    return _gone(i.id)
+
+
+def _role_observed(state: dict, id: str) -> dict:
+    user, _, role = id.rpartition(":")
+    held = {"username": user, "role": role}
+    return {"id": id, "handle": id, "values": held} if held in state["staff"] else _gone(id)
+
+
+def _role_look(state: dict, i: Any, c: CallContext) -> dict:
+    return _role_observed(state, i.id)
+
+
+def _role_create(state: dict, i: Any, c: CallContext) -> dict:
+    id = staff_role.import_id(i.desired)
+    if _role_observed(state, id).get("handle"):
+        raise _exists(f"the role {i.desired['role']} of {i.desired['user']}")
+    state["staff"].append({"username": i.desired["user"], "role": i.desired["role"]})
+    return _role_observed(state, id)
+
+
+def _role_update(state: dict, i: Any, c: CallContext) -> dict:
+    found = _role_observed(state, i.id)  # every field is its identity: nothing changes in place
+    if found.get("gone"):
+        raise _not_found(f"staff role {i.id}")
+    return found
+
+
+def _role_delete(state: dict, i: Any, c: CallContext) -> dict:
+    user, _, role = i.id.rpartition(":")
+    state["staff"] = [s for s in state["staff"] if s != {"username": user, "role": role}]
+    return _gone(i.id)
+
+
+def _hook_entry(state: dict, i: Any) -> dict | None:
+    hooks = state["webhooks"]
+    if getattr(i, "handle", None):
+        entry = hooks.get(i.handle)
+        return entry if entry is not None and entry["url"] == i.id else None
+    return next((h for h in hooks.values() if h["url"] == i.id), None)
+
+
+def _hook_observed(i: Any, entry: dict | None) -> dict:
+    if entry is None:
+        return _gone(i.id)
+    return {"id": entry["url"], "handle": entry["id"],
+            "values": {k: v for k, v in entry.items() if k != "secret"}}  # the secret is never shown
+
+
+def _hook_look(state: dict, i: Any, c: CallContext) -> dict:
+    return _hook_observed(i, _hook_entry(state, i))
+
+
+def _hook_create(state: dict, i: Any, c: CallContext) -> dict:
+    url = webhook.import_id(i.desired)
+    if any(h["url"] == url for h in state["webhooks"].values()):
+        raise _exists(f"a webhook to {url}")
+    handle = _next_id(state, "wh")
+    state["webhooks"][handle] = {"id": handle, "url": url, "events": list(i.desired["events"]),
+                                 "secret": i.desired["signing_secret"], "created_at": _stamp()}
+    return _hook_observed(i, state["webhooks"][handle])
+
+
+def _hook_update(state: dict, i: Any, c: CallContext) -> dict:
+    entry = _hook_entry(state, i)
+    if entry is None:
+        raise _not_found(f"webhook {i.id}")
+    if "events" in i.changes:
+        entry["events"] = list(i.changes["events"])
+    if "signing_secret" in i.changes:
+        entry["secret"] = i.changes["signing_secret"]
+    return _hook_observed(i, entry)
+
+
+def _hook_delete(state: dict, i: Any, c: CallContext) -> dict:
+    entry = _hook_entry(state, i)
+    if entry is not None:
+        del state["webhooks"][entry["id"]]
+    return _gone(i.id)
+
+
 def initial_state() -> dict:
     return {
         "orders": {
@@ -236,7 +560,16 @@ def initial_state() -> dict:
         "messages": [],
         "customers": ["ada@example.com", "grace@example.com"],
         "products": {"mug": 1500, "tee": 2500, "cap": 1800},
+        # The catalog behind the prices: what `shop.product` reads, beside `products` (sku -> price).
+        "catalog": {
+            sku: {"id": f"prod_{n}", "sku": sku, "name": name, "currency": "EUR", "tags": tags,
+                  "created_at": "2026-01-05T09:00:00Z"}
+            for n, (sku, name, tags) in enumerate([("mug", "Mug", ["kitchen"]), ("tee", "T-shirt", ["apparel"]),
+                                                   ("cap", "Cap", ["apparel"])], start=1)
+        },
         "staff": [],
+        "webhooks": {},
+        "next_id": 4,
     }
 
 
@@ -248,8 +581,13 @@ def make_fake(file: Path | None = None):
             "order": {"get": _get, "refund": _refund},
             "refund": {"list": _list_refunds},
             "customer": {"notify": _notify, "delete": _delete},
-            "product": {"price": _price},
+            "product": {"price": _price, "import": _product_look, "read": _product_look, "create": _product_create,
+                        "update": _product_update, "delete": _product_delete},
             "staff": {"grant": _grant},
+            "staff_role": {"import": _role_look, "read": _role_look, "create": _role_create, "update": _role_update,
+                           "delete": _role_delete},
+            "webhook": {"import": _hook_look, "read": _hook_look, "create": _hook_create, "update": _hook_update,
+                        "delete": _hook_delete},
         },
         file=file,
     )

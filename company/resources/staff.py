@@ -1,0 +1,16 @@
+"""The company's people and groups (they become Django users and groups): who runs the shop, who
+signs off refunds (finance-lead, as policies/shop.cedar names), who approves access (security)."""
+from changes.datafiles import sanoma
+
+staff = sanoma.group(name="staff")
+finance = sanoma.group(name="finance")
+security = sanoma.group(name="security")
+"""Approves staff access in the shop (policies/shop.cedar: access-needs-security)."""
+support = sanoma.group(name="support")
+
+alice = sanoma.person(username="alice", email="alice@acme.example", name="Alice Lind", groups=[staff])
+finance_lead = sanoma.person(username="finance-lead", email="finance-lead@acme.example", name="Fiona Berg",
+                             groups=[staff, finance])
+sam = sanoma.person(username="sam", email="sam@acme.example", name="Sam Aalto", groups=[staff, security])
+support_lead = sanoma.person(username="support-lead", email="support-lead@acme.example", name="Sanna Koski",
+                             groups=[staff, support])
