@@ -1,6 +1,7 @@
 """Drivers: the functions that carry an operation to its vendor."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
@@ -16,7 +17,10 @@ class CallContext:
     """What a driver is told about the call besides its input.
 
     `idempotency_key` is the same on every retry and replay of one call (`<run>:<seq>`): a driver
-    passes it to the vendor so a repeated call takes effect once.
+    passes it to the vendor so a repeated call takes effect once. `timeout` is the seconds this
+    attempt may take and `deadline` the moment (epoch seconds) it is abandoned at: a driver passes
+    the time left to its HTTP client (`context.time_left()`), so a hung vendor fails the attempt
+    rather than the engine giving up on a call still running.
     """
 
     idempotency_key: str
@@ -25,6 +29,14 @@ class CallContext:
     attempt: int = 1
     by: str | None = None
     secrets: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    deadline: float | None = None
+
+    def time_left(self, *, at_least: float = 0.1) -> float | None:
+        """Seconds until the deadline (at least `at_least`), or None without one."""
+        if self.deadline is None:
+            return None
+        return max(at_least, self.deadline - time.time())
 
 
 # The parsed input of one operation: each driver function takes its own operation's input model.

@@ -22,7 +22,8 @@ class ErrorCode(StrEnum):
     NOT_AUTHENTICATED = "not_authenticated"  # the API caller did not say who they are
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"  # the API body is not JSON
     TOO_LARGE = "too_large"  # the request body is over the limit (SANOMA_MAX_BODY_BYTES)
-    NOT_FOUND = "not_found"  # no such API endpoint
+    NOT_FOUND = "not_found"  # no such API endpoint, collection, or record in a collection
+    CONFLICT = "conflict"  # a compare-and-set write found another version: nothing was changed
     CONFIG_INVALID = "config_invalid"  # the company's config cannot be resolved
     # runs
     RUN_NOT_FOUND = "run_not_found"  # no such run, or the caller may not see it
@@ -38,6 +39,7 @@ class ErrorCode(StrEnum):
     POLICY_DENIED = "policy_denied"  # the policy denied the call
     POLICY_FAILED = "policy_failed"  # the policy raised or answered something that is not a decision
     DRIVER_FAILED = "driver_failed"  # the vendor said no, or the driver failed
+    DRIVER_TIMEOUT = "driver_timeout"  # the vendor did not answer within the call's timeout
     NO_DRIVER = "no_driver"  # the operation has no driver in this config
     LEDGER_WRITE_FAILED = "ledger_write_failed"  # the vendor acted but the ledger could not record it
     # approvals
@@ -144,13 +146,25 @@ class DriverError(SanomaError):
         status: int | None = None,
         vendor_code: str | None = None,
         cause: BaseException | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = bool(retryable)
         self.status = status
         self.vendor_code = vendor_code
+        # Seconds the vendor asked to wait before trying again (its `Retry-After`): honoured by the retry.
+        if retry_after is not None and (isinstance(retry_after, bool) or not isinstance(retry_after, (int, float))
+                                        or retry_after < 0):
+            raise ValueError(f"retry_after must be a number of seconds, not negative; got {retry_after!r}")
+        self.retry_after = None if retry_after is None else float(retry_after)
         if cause is not None:
             self.__cause__ = cause
+
+
+class DriverTimeout(DriverError):
+    """The vendor did not answer within the call's timeout: the call was abandoned."""
+
+    code = ErrorCode.DRIVER_TIMEOUT
 
 
 def retryable_status(status: int) -> bool:

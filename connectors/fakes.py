@@ -404,8 +404,13 @@ class Fake:
     def lose_reply(self, op_id: str) -> None:
         self._queue_fault(op_id, {"kind": "lose"})
 
-    def rate_limit(self, op_id: str) -> None:
-        self._queue_fault(op_id, {"kind": "rate_limit"})
+    def rate_limit(self, op_id: str, *, retry_after: float | None = None) -> None:
+        """The next call of `op_id` is refused as a vendor refuses too many requests: a retryable
+        429, with `retry_after` seconds (its `Retry-After`) when given."""
+        fault: dict[str, Any] = {"kind": "rate_limit"}
+        if retry_after is not None:
+            fault["retry_after"] = float(retry_after)
+        self._queue_fault(op_id, fault)
 
     def hold(self, op_id: str) -> Callable[[], None]:
         """The next call of `op_id` (in this process) waits before taking effect until the
@@ -453,6 +458,7 @@ class Fake:
                 retryable=True,
                 status=429,
                 vendor_code="rate_limited",
+                retry_after=fault.get("retry_after"),
             )
         if kind == "lose":
             return DriverError(f"fake {self.vendor}: the reply to {op_id} was lost", retryable=True)

@@ -22,7 +22,8 @@ Effect = Literal["read", "write", "publish", "send", "money", "access"]
 # `ctx.<vendor>` reaches a connector, so a vendor may not be named like a member of `ctx` itself:
 # `ctx.all` would be the built-in, never the vendor. A test keeps this list in step with `ctx`.
 # Names `ctx` gives to its built-ins, and `data`, the built-in vendor of the company's collections.
-RESERVED_VENDOR_NAMES = ("all", "approval", "data", "now", "run_id", "sleep", "start_run", "wait_message", "wait_run")
+RESERVED_VENDOR_NAMES = ("all", "approval", "data", "now", "run_id", "sleep", "start_run", "tag", "wait_message",
+                         "wait_run")
 _ID_PART = re.compile(r"^[a-z][a-z0-9_-]*$")
 # `{field}`; a backslash-escaped `\{` is literal text, as in the scenarios' step expressions.
 _PLACEHOLDER = re.compile(r"(?<!\\)\{([^{}\\]+)\}")
@@ -38,6 +39,55 @@ class Phrases:
 
 
 @dataclass(frozen=True)
+class Retry:
+    """How an idempotent operation is tried again after a retryable failure.
+
+    `attempts` tries in all; the n-th wait is `initial * factor**(n-1)` seconds, at most
+    `max_delay`, with up to a quarter of it added at random when `jitter` (so many runs failing
+    together do not come back together). A vendor's `Retry-After` (`DriverError(retry_after=)`)
+    is honoured when longer. A wait longer than a few seconds is a durable sleep: the run waits
+    with its wake time and no thread sleeps.
+    """
+
+    attempts: int = 3
+    initial: float = 1.0
+    factor: float = 2.0
+    max_delay: float = 300.0
+    jitter: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("attempts", "initial", "factor", "max_delay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise TypeError(f"Retry({name}=...) must be a number; got {value!r}")
+        if not isinstance(self.attempts, int) or not 1 <= self.attempts <= 100:
+            raise ValueError(f"Retry(attempts=...) must be a whole number from 1 to 100; got {self.attempts!r}")
+        if self.initial < 0 or self.factor < 1 or self.max_delay < 0:
+            raise ValueError("Retry needs initial >= 0, factor >= 1 and max_delay >= 0")
+
+    def delay(self, attempt: int, *, retry_after: float | None = None, spread: float = 0.0) -> float:
+        """Seconds to wait after failed attempt `attempt` (1-based); `spread` in [0, 1) is the jitter's draw."""
+        wait = min(self.max_delay, self.initial * self.factor ** (attempt - 1))
+        if self.jitter:
+            wait += wait * 0.25 * spread
+        if retry_after is not None:
+            wait = max(wait, min(float(retry_after), self.max_delay))
+        return wait
+
+
+MAX_TIMEOUT_SECONDS = 24 * 3600.0
+
+
+def check_timeout(value: Any, *, what: str) -> float | None:
+    """A call's time limit in seconds (None: the site's default), or a clear error."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT_SECONDS:
+        raise ValueError(f"{what}: timeout must be a number of seconds above 0 and at most a day; got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
 class OperationSpec:
     """What `op(...)` returns: an operation before it knows its vendor and resource."""
 
@@ -49,6 +99,8 @@ class OperationSpec:
     target: Callable[[Any], str] | None = None
     opaque: tuple[str, ...] = ()
     phrases: Phrases = field(default_factory=Phrases)
+    timeout: float | None = None
+    retry: Retry | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +119,10 @@ class Operation:
     target: Callable[[Any], str] | None = None
     opaque: tuple[str, ...] = ()
     phrases: Phrases = field(default_factory=Phrases)
+    # Seconds a call may take before it is abandoned as `driver_timeout` (None: the site's default).
+    timeout: float | None = None
+    # How an idempotent call is tried again (None: the site's default, three tries at about 1 s and 2 s).
+    retry: Retry | None = None
 
     def plain(self) -> dict[str, str]:
         """What a policy sees of the operation: no schemas, no functions."""
@@ -140,8 +196,13 @@ def op(
     opaque: tuple[str, ...] | list[str] = (),
     given: str | None = None,
     expect: str | None = None,
+    timeout: float | None = None,
+    retry: Retry | None = None,
 ) -> OperationSpec:
-    """Declare an operation; `define_connector` gives it its vendor and resource."""
+    """Declare an operation; `define_connector` gives it its vendor and resource.
+
+    `timeout` (seconds) caps each call (default: the site's `SANOMA_CALL_TIMEOUT_SECONDS`, 60);
+    `retry` says how an idempotent one is tried again (a non-idempotent one never is)."""
     if effect not in EFFECTS:
         raise ValueError(f"effect must be one of {', '.join(EFFECTS)}; got {effect!r}")
     for name, schema in (("input", input), ("output", output)):
@@ -149,6 +210,12 @@ def op(
             raise TypeError(f"{name} must be a pydantic model class; got {schema!r}")
     if target is not None and not callable(target):
         raise TypeError("target must be a function of the parsed input returning a string")
+    timeout = check_timeout(timeout, what="op")
+    if retry is not None and not isinstance(retry, Retry):
+        raise TypeError(f"retry must be a Retry(...); got {type(retry).__name__}")
+    if retry is not None and not idempotent and retry.attempts > 1:
+        raise ValueError("retry is for idempotent operations: a non-idempotent call is tried once, since trying "
+                         "it again could repeat its effect")
     opaque = tuple(opaque)
     for name in opaque:
         if name not in input.model_fields and name not in output.model_fields:
@@ -162,6 +229,8 @@ def op(
         target=target,
         opaque=opaque,
         phrases=Phrases(given=given, expect=expect),
+        timeout=timeout,
+        retry=retry,
     )
 
 
@@ -233,6 +302,8 @@ def define_connector(
                 target=spec.target,
                 opaque=spec.opaque,
                 phrases=spec.phrases,
+                timeout=spec.timeout,
+                retry=spec.retry,
             )
     bound = _bind_types(vendor, types, operations)
     return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info), environment=environment,

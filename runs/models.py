@@ -41,6 +41,8 @@ class Run(models.Model):
     signal_gen = models.IntegerField(default=0)
     # Set when the run asks its first approval: a run that never did skips loading approvals.
     has_approvals = models.BooleanField(default=False)
+    # Set when a call's attempt failed and was recorded (op.attempt_failed): later advances load them.
+    has_retries = models.BooleanField(default=False)
     # The run that started this one with `ctx.start_run` (None: started by a person or a schedule).
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     # The run this one reruns or forks (an operator's rerun or fork), "" for a fresh start.
@@ -247,6 +249,7 @@ class LedgerKind(models.TextChoices):
     CHILD_STARTED = "run.child_started"  # ctx.start_run started a child run (its id, workflow, input, decision)
     CHILD_ENDED = "run.child_ended"  # ctx.wait_run read how a child ended (its output or error)
     RUN_TAGGED = "run.tagged"  # ctx.tag: business keys to find the run by
+    OP_ATTEMPT_FAILED = "op.attempt_failed"  # an attempt of a call failed; it is tried again at next_at
     RUN_FORKED = "run.forked"  # an operator forked a run: the source, the step it forks from, the steps reused
 
 

@@ -21,7 +21,7 @@ from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, pauses, transitions
 from runs.engine.context import Cancelled, LeaseLost, RunContext, Suspend
-from runs.models import Approval, DecisionMessage, LedgerKind, Run, RunStatus
+from runs.models import Approval, DecisionMessage, LedgerKind, LedgerRecord, Run, RunStatus
 
 log = logging.getLogger("sanoma.engine")
 
@@ -76,6 +76,8 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
         messages=(list(DecisionMessage.objects.filter(approval__run=run, applied=False).order_by("id"))
                   if run.has_approvals else []),
         segment_seconds=settings.SANOMA_SEGMENT_SECONDS,
+        attempts=(list(LedgerRecord.objects.filter(run_id=run.pk, kind=LedgerKind.OP_ATTEMPT_FAILED))
+                  if run.has_retries else []),
     )
     try:
         try:

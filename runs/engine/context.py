@@ -9,6 +9,7 @@ replays to the same point and finds the wait satisfied.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,10 +38,24 @@ from runs.approvals.permissions import grant_approver
 from runs.approvals.rules import may_decide, rejection_error, self_approval_allowed, self_approval_details
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Approved, WorkflowDefinition
-from runs.engine import children, clock, fastpath, faults, heartbeat, pauses, reconnect, secrets, transitions
+from runs.engine import (
+    calling,
+    children,
+    clock,
+    fastpath,
+    faults,
+    heartbeat,
+    pauses,
+    reconnect,
+    secrets,
+    transitions,
+)
 from runs.engine.faults import FaultPoint
 from runs.engine.requests import (
+    NO_OPTIONS,
+    CallOptions,
     check_approval_request,
+    check_call_options,
     check_sleep,
     check_tags,
     check_wait_message,
@@ -128,17 +143,18 @@ class _OperationCall:
         self._ctx = ctx
         self._op = op
 
-    def __call__(self, payload: Any = None, **options: Any) -> Any:
+    def __call__(self, payload: Any = None, *, timeout: Any = None, retry: Any = None, **options: Any) -> Any:
         if options:
             # A keyword the engine does not know would otherwise be dropped without a word.
             names = ", ".join(sorted(options))
             raise InvalidInput(
-                f"ctx.{self._op.id} got an unknown keyword argument: {names}; pass the input as one object",
+                f"ctx.{self._op.id} got an unknown keyword argument: {names}; pass the input as one object "
+                "(the call takes only timeout= and retry= besides)",
                 data={"op": self._op.id, "issues": [
                     {"path": [name], "message": "unknown keyword argument", "code": "unknown_keyword"}
                     for name in sorted(options)]},
             )
-        return self._ctx._call(self._op, payload)
+        return self._ctx._call(self._op, payload, check_call_options(self._op, timeout, retry))
 
 
 class RunContext:
@@ -156,6 +172,7 @@ class RunContext:
         messages: list[DecisionMessage],
         segment_seconds: float,
         replay_until: int | None = None,
+        attempts: Sequence[LedgerRecord] = (),
     ) -> None:
         self._run = run
         # A dry replay (checking a fork) stops as the body reaches this step: nothing is written.
@@ -179,6 +196,12 @@ class RunContext:
         # The claim just set the lease; step writes only check it until a third of it has passed.
         self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
         self._uses = set(definition.ops)
+        # Earlier failed attempts of calls not yet recorded (seq -> attempts made, next try at, epoch ms).
+        self._attempts: dict[int, tuple[int, int | None]] = {}
+        for failed in attempts:
+            made, _ = self._attempts.get(failed.seq, (0, None))
+            if failed.body.get("attempt", 0) >= made:
+                self._attempts[failed.seq] = (failed.body["attempt"], failed.body.get("next_at"))
 
     # ---- public surface -------------------------------------------------------------------
 
@@ -437,7 +460,7 @@ class RunContext:
         if builtin not in self._definition.builtins:
             raise self._not_available((builtin,))
 
-    def _call(self, op: Operation, payload: Any) -> Any:
+    def _call(self, op: Operation, payload: Any, options: CallOptions = NO_OPTIONS) -> Any:
         self._check_open()
         parsed = parse_op_input(op, payload)
         seq = self._take_seq()
@@ -473,25 +496,36 @@ class RunContext:
             )
             self._settle_call(op, seq, input_json, decision, error=error)
             raise error
-        return self._call_driver(op, seq, parsed, input_json, decision)
+        return self._call_driver(op, seq, parsed, input_json, decision, options)
 
-    def _call_driver(self, op: Operation, seq: int, parsed: BaseModel, input_json: dict, decision: dict) -> Any:
+    def _call_driver(self, op: Operation, seq: int, parsed: BaseModel, input_json: dict, decision: dict,
+                     options: CallOptions) -> Any:
+        """Attempt the call until it succeeds, fails for good, or waits durably for its next try.
+
+        Each failed attempt is recorded (`op.attempt_failed`: the error and when the next try is);
+        an idempotent operation is tried again while its retry policy allows and the error is
+        retryable. A wait up to a few seconds is slept here; a longer one suspends the run until
+        the next try's time, and the attempt count survives in those records."""
         driver = self._config.drivers.get(op.id)
-        tries = 3 if op.idempotent else 1
-        delays = getattr(settings, "SANOMA_RETRY_DELAYS", (1.0, 2.0))
+        policy = calling.retry_policy(op, options.retry)
+        tries = policy.attempts if op.idempotent else 1
+        timeout = options.timeout or op.timeout or calling.default_timeout()
+        attempt, next_at = self._attempts.get(seq, (0, None))
+        if next_at is not None and clock.now_ms() < next_at:
+            raise Suspend("retry", wake_at=clock.from_ms(next_at))
         started = time.monotonic()
-        attempt = 0
         while True:
             attempt += 1
             context = CallContext(
                 idempotency_key=f"{self._run.id}:{seq}", run_id=self._run.id, op_id=op.id, attempt=attempt,
-                by=self._run.started_by, secrets=secrets.for_connector(op.vendor),
+                by=self._run.started_by, secrets=secrets.for_connector(op.vendor), timeout=timeout,
+                deadline=time.time() + timeout,
             )
             try:
                 if driver is None:
                     raise SanomaError(f"{op.id} has no driver", code=ErrorCode.NO_DRIVER, data={"op": op.id})
                 with self._heartbeat():
-                    reply = driver.call(op.id, parsed, context)
+                    reply = calling.invoke(driver, op, parsed, context, timeout)
                 try:
                     output = op.output.model_validate(reply)
                 except ValidationError as err:
@@ -500,9 +534,13 @@ class RunContext:
                         retryable=False,
                     ) from None
             except Exception as err:
-                retry = op.idempotent and attempt < tries and getattr(err, "retryable", None) is True
-                if retry:
-                    clock.sleep(delays[min(attempt - 1, len(delays) - 1)])
+                if op.idempotent and attempt < tries and getattr(err, "retryable", None) is True:
+                    wait = policy.delay(attempt, retry_after=getattr(err, "retry_after", None),
+                                        spread=random.random())
+                    self._attempt_failed(op, seq, attempt, err, wait)
+                    if wait > calling.DURABLE_RETRY_SECONDS:
+                        raise Suspend("retry", wake_at=clock.from_ms(self._attempts[seq][1] or 0)) from None
+                    clock.sleep(wait)
                     continue
                 duration = int((time.monotonic() - started) * 1000)
                 self._settle_call(op, seq, input_json, decision, error=err, attempt=attempt, duration_ms=duration)
@@ -511,6 +549,15 @@ class RunContext:
             duration = int((time.monotonic() - started) * 1000)
             self._settle_call(op, seq, input_json, decision, output=output, attempt=attempt, duration_ms=duration)
             return output
+
+    def _attempt_failed(self, op: Operation, seq: int, attempt: int, err: BaseException, wait: float) -> None:
+        """Record a failed attempt and when the next one is (with the run's flag that it has such records)."""
+        next_at = clock.now_ms() + int(wait * 1000)
+        body = {"op": op.id, "attempt": attempt, "error": error_to_dict(err), "next_at": next_at,
+                "wait_ms": int(wait * 1000)}
+        record = self._record(LedgerKind.OP_ATTEMPT_FAILED, seq, body, key=f"{seq}:{attempt}")
+        self._commit(None, [record], retries=True)
+        self._attempts[seq] = (attempt, next_at)
 
     def _settle_call(
         self,
@@ -809,9 +856,9 @@ class RunContext:
 
     def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *,
                 approval: Approval | None = None, read: RunMessage | None = None, child: Run | None = None,
-                tags: dict[str, str] | None = None) -> None:
+                tags: dict[str, str] | None = None, retries: bool = False) -> None:
         one_record = (step is not None and approval is None and read is None and child is None and tags is None
-                      and len(records) == 1
+                      and not retries and len(records) == 1
                       and records[0].kind in FAST_KINDS)
         if one_record and step is not None and fastpath.available():
             if self._commit_fast(step, records[0]):
@@ -835,6 +882,9 @@ class RunContext:
                         raise LeaseLost(f"{self._run.id}: message {read.message_id} was read by another advance")
                 for key, value in (tags or {}).items():
                     RunTag.objects.update_or_create(run_id=self._run.pk, key=key, defaults={"value": value})
+                if retries and not self._run.has_retries:
+                    transitions.mark_has_retries(run_id=self._run.pk)
+                    self._run.has_retries = True
                 if child is not None:
                     # The child's row and its first record commit with the step that started it.
                     transitions.start(run=child)

@@ -3,6 +3,7 @@ the run with `invalid_input` and write nothing."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -10,7 +11,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from connectors.errors import InvalidInput, describe_issues, issues_of
-from connectors.operations import Operation
+from connectors.operations import Operation, Retry
+from connectors.operations import check_timeout as check_op_timeout
 from runs.engine import clock
 from runs.validation import check_topic
 
@@ -104,6 +106,35 @@ def check_approval_request(
         except Exception:
             raise InvalidInput(f'ctx.approval "{title}": details must be JSON', data=data) from None
     return approver, cover_ids, list(links)
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """What one call may change of its operation's declaration."""
+
+    timeout: float | None = None
+    retry: Retry | None = None
+
+
+NO_OPTIONS = CallOptions()
+
+
+def check_call_options(op: Operation, timeout: Any, retry: Any) -> CallOptions:
+    if timeout is None and retry is None:
+        return NO_OPTIONS
+    try:
+        seconds = check_op_timeout(timeout, what=f"ctx.{op.id}")
+    except ValueError as err:
+        raise InvalidInput(str(err), data={"issues": [{"path": ["timeout"], "message": str(err), "code": "invalid"}]}
+                           ) from None
+    if retry is not None and not isinstance(retry, Retry):
+        raise InvalidInput(f"ctx.{op.id}: retry must be a Retry(...); got {type(retry).__name__}",
+                           data={"issues": [{"path": ["retry"], "message": "not a Retry", "code": "type"}]})
+    if retry is not None and not op.idempotent and retry.attempts > 1:
+        raise InvalidInput(f"ctx.{op.id}: {op.id} is not idempotent, so it is tried once; a retry could repeat "
+                           "its effect", data={"issues": [{"path": ["retry"], "message": "not idempotent",
+                                                           "code": "invalid"}]})
+    return CallOptions(timeout=seconds, retry=retry)
 
 
 def check_timeout(call: str, timeout: Any) -> int | None:

@@ -156,6 +156,11 @@ def mark_has_approvals(*, run_id: str) -> None:
     Run.objects.filter(pk=run_id).update(has_approvals=True)
 
 
+def mark_has_retries(*, run_id: str) -> None:
+    """Not a status change: the run recorded its first failed attempt, so later advances load them."""
+    Run.objects.filter(pk=run_id).update(has_retries=True)
+
+
 # ---- suspend, hand back ---------------------------------------------------------------------
 
 def suspend(*, run_id: str, worker_id: str, signal_gen: int, waiting_for: str, wake_at: datetime | None,

@@ -1,0 +1,76 @@
+"""Carrying one attempt of a call to its driver, within its time limit, and the retry rules.
+
+A vendor call runs on a thread of a shared pool while the worker's thread waits for it at most
+the call's timeout. A call past its deadline is abandoned: the worker goes on (the attempt
+failed with `driver_timeout`), the heartbeat stops renewing the lease for it, and whatever the
+abandoned thread gets back later is dropped. The runtime's own operations (collections, people)
+work on the database on the worker's own thread and connection, so they run inline.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from django.conf import settings
+from pydantic import BaseModel
+
+from connectors.drivers import CallContext, Driver
+from connectors.errors import DriverTimeout
+from connectors.operations import Operation, Retry
+
+# Vendors whose drivers are the runtime's own and use the worker's database connection.
+INLINE_VENDORS = ("data", "sanoma")
+# A retry wait longer than this is a durable sleep (the run waits with its wake time, no thread asleep).
+DURABLE_RETRY_SECONDS = 3.0
+POOL_THREADS = 64
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="sanoma-call")
+        return _pool
+
+
+def default_timeout() -> float:
+    return float(getattr(settings, "SANOMA_CALL_TIMEOUT_SECONDS", 60.0))
+
+
+def invoke(driver: Driver, op: Operation, parsed: BaseModel, context: CallContext, timeout: float) -> Any:
+    """The driver's reply to one attempt, or `DriverTimeout` once `timeout` seconds have passed."""
+    if op.vendor in INLINE_VENDORS:
+        return driver.call(op.id, parsed, context)
+    future = _executor().submit(driver.call, op.id, parsed, context)
+    try:
+        return future.result(timeout=timeout)
+    except FutureTimeout:
+        future.cancel()
+        hint = ("it is tried again" if op.idempotent else
+                "it may have taken effect at the vendor: check there before running it again")
+        raise DriverTimeout(f"{op.id} did not answer within {timeout:g} s; {hint}", retryable=op.idempotent,
+                            ) from None
+
+
+class SiteRetry(Retry):
+    """The site's default for an idempotent operation: three tries, waiting SANOMA_RETRY_DELAYS
+    between them (about 1 s, then 2 s)."""
+
+    def delay(self, attempt: int, *, retry_after: float | None = None, spread: float = 0.0) -> float:
+        delays = tuple(getattr(settings, "SANOMA_RETRY_DELAYS", (1.0, 2.0)))
+        wait = float(delays[min(attempt - 1, len(delays) - 1)])
+        return wait if retry_after is None else max(wait, min(float(retry_after), self.max_delay))
+
+
+def retry_policy(op: Operation, override: Retry | None) -> Retry:
+    """What decides the retries of this call: the call's own, the operation's, or the site's."""
+    if override is not None:
+        return override
+    if op.retry is not None:
+        return op.retry
+    return SiteRetry(attempts=3)
