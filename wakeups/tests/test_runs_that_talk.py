@@ -130,3 +130,40 @@ def test_a_message_wait_times_out_while_the_worker_is_up(tmp_path: Path) -> None
     resumed = clock.to_ms(datetime.fromisoformat(Run.objects.get(pk="word-1").result["timed_out_at"]))
     assert resumed >= until  # never before its deadline
     print(f"\nmessage wait: resumed {resumed - until} ms after its deadline")
+
+
+def test_a_worker_killed_during_a_durable_retry_wait_loses_nothing_and_retries_once(tmp_path: Path) -> None:
+    """The vendor refuses with a 429 and Retry-After: 5 s. The run waits durably (no thread sleeps);
+    the worker is SIGKILLed during the wait and a new one started; the retry happens once, after
+    the wait, on the new worker."""
+    var = tmp_path / "var"
+    (var / "fakes").mkdir(parents=True)
+    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version="retry")
+    fake = config.fakes["tally"]
+    fake.rate_limit("tally.entry.count", retry_after=5)
+    make_user(STARTER, perms=["runs.start_workflow"])
+    env = worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version="retry")
+    first = Worker(env, tmp_path / "first.log")
+    second = Worker(env, tmp_path / "second.log")
+    try:
+        first.start()
+        services.start(workflow="count-later", input={}, started_by=STARTER, run_id="retry-1", config=config)
+        first.wait_for(lambda: Run.objects.get(pk="retry-1").waiting_for == "retry", within=STALL_SECONDS,
+                       what="the run to wait for its retry")
+        first.kill()
+        second.start()
+        second.wait_for(lambda: Run.objects.get(pk="retry-1").status == RunStatus.FINISHED, within=STALL_SECONDS,
+                        what="the retry to succeed on the second worker")
+        assert second.terminate(within=STALL_SECONDS) == 0, second.describe()
+    except BaseException:
+        print(first.describe(), second.describe())
+        raise
+    finally:
+        first.cleanup()
+        second.cleanup()
+    calls = [c for c in fake.calls if c["op"] == "tally.entry.count"]
+    assert [c["outcome"] for c in calls] == ["error", "ok"]
+    [failed] = LedgerRecord.objects.filter(run_id="retry-1", kind="op.attempt_failed")
+    [called] = LedgerRecord.objects.filter(run_id="retry-1", kind="op.called")
+    assert failed.body["wait_ms"] == 5000 and called.body["attempt"] == 2
+    assert called.at >= failed.body["next_at"]  # not before the vendor's Retry-After
