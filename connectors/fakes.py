@@ -346,7 +346,9 @@ class Fake:
         fault = self._pop_fault(book, op_id)
         if fault is not None and fault["kind"] in ("fail", "rate_limit"):
             return self._failed(book, entry, self._fault_error(op_id, fault))
-        key = context.idempotency_key
+        # A vendor that ignores idempotency keys (as the operation declares) takes every call anew.
+        ignored = self._operation(op_id).idempotency_key == "ignored"
+        key = None if ignored else context.idempotency_key
         remembered = book.replies.get(op_id, {}).get(key) if key else None
         if remembered is not None:
             reply, outcome = remembered, "repeat"

@@ -76,6 +76,7 @@ class Retry:
 
 
 MAX_TIMEOUT_SECONDS = 24 * 3600.0
+IDEMPOTENCY_KEY_KINDS = ("honoured", "ignored")
 
 
 def check_timeout(value: Any, *, what: str) -> float | None:
@@ -101,6 +102,8 @@ class OperationSpec:
     phrases: Phrases = field(default_factory=Phrases)
     timeout: float | None = None
     retry: Retry | None = None
+    idempotency_key: str = "honoured"
+    reconcile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,11 @@ class Operation:
     timeout: float | None = None
     # How an idempotent call is tried again (None: the site's default, three tries at about 1 s and 2 s).
     retry: Retry | None = None
+    # Whether the vendor deduplicates on the idempotency key ("honoured") or not ("ignored"): a call
+    # of an "ignored" one that may have taken effect is never sent again blindly (it is in doubt).
+    idempotency_key: str = "honoured"
+    # The id of the read that answers whether an in-doubt call took effect (same input), if any.
+    reconcile: str | None = None
 
     def plain(self) -> dict[str, str]:
         """What a policy sees of the operation: no schemas, no functions."""
@@ -198,11 +206,17 @@ def op(
     expect: str | None = None,
     timeout: float | None = None,
     retry: Retry | None = None,
+    idempotency_key: str = "honoured",
+    reconcile: str | None = None,
 ) -> OperationSpec:
     """Declare an operation; `define_connector` gives it its vendor and resource.
 
     `timeout` (seconds) caps each call (default: the site's `SANOMA_CALL_TIMEOUT_SECONDS`, 60);
-    `retry` says how an idempotent one is tried again (a non-idempotent one never is)."""
+    `retry` says how an idempotent one is tried again (a non-idempotent one never is).
+    `idempotency_key="ignored"` says the vendor does not deduplicate on the key: a call whose
+    effect may have happened (the worker died before recording the reply) is then in doubt rather
+    than sent again; `reconcile` names a read of the same resource (same input, output
+    `{happened: bool, output: ...}`) that settles the doubt by asking the vendor."""
     if effect not in EFFECTS:
         raise ValueError(f"effect must be one of {', '.join(EFFECTS)}; got {effect!r}")
     for name, schema in (("input", input), ("output", output)):
@@ -211,6 +225,13 @@ def op(
     if target is not None and not callable(target):
         raise TypeError("target must be a function of the parsed input returning a string")
     timeout = check_timeout(timeout, what="op")
+    if idempotency_key not in IDEMPOTENCY_KEY_KINDS:
+        raise ValueError(f"idempotency_key must be one of {', '.join(IDEMPOTENCY_KEY_KINDS)}; got {idempotency_key!r}")
+    if reconcile is not None and idempotency_key != "ignored":
+        raise ValueError("reconcile is for an operation whose vendor ignores idempotency keys "
+                         "(idempotency_key=\"ignored\"): the others are simply sent again")
+    if reconcile is not None and (not isinstance(reconcile, str) or not _ID_PART.match(reconcile)):
+        raise ValueError(f"reconcile names another operation of the same resource; got {reconcile!r}")
     if retry is not None and not isinstance(retry, Retry):
         raise TypeError(f"retry must be a Retry(...); got {type(retry).__name__}")
     if retry is not None and not idempotent and retry.attempts > 1:
@@ -231,6 +252,8 @@ def op(
         phrases=Phrases(given=given, expect=expect),
         timeout=timeout,
         retry=retry,
+        idempotency_key=idempotency_key,
+        reconcile=reconcile,
     )
 
 
@@ -304,7 +327,10 @@ def define_connector(
                 phrases=spec.phrases,
                 timeout=spec.timeout,
                 retry=spec.retry,
+                idempotency_key=spec.idempotency_key,
+                reconcile=f"{vendor}.{resource}.{spec.reconcile}" if spec.reconcile else None,
             )
+    _check_reconciles(vendor, operations)
     bound = _bind_types(vendor, types, operations)
     return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info), environment=environment,
                      types=bound)
@@ -379,6 +405,24 @@ def _derived_operations(rt: ResourceType) -> list[Operation]:
 def resource_types(connectors: Sequence[Connector]) -> dict[str, ResourceType]:
     """Every connector's resource types by key, `<vendor>.<type>`."""
     return {rt.key: rt for connector in connectors for rt in connector.types.values()}
+
+
+def _check_reconciles(vendor: str, operations: Mapping[str, Operation]) -> None:
+    """A reconcile is a read of the same connector taking the call's own input and answering
+    `{happened: bool, output: ...}`."""
+    for operation in operations.values():
+        if operation.reconcile is None:
+            continue
+        read = operations.get(operation.reconcile)
+        where = f"connector {vendor}: {operation.id} reconciles with {operation.reconcile}"
+        if read is None:
+            raise ValueError(f"{where}, which it does not declare")
+        if read.effect != "read" or not read.idempotent:
+            raise ValueError(f"{where}, which must be an idempotent read")
+        if read.input is not operation.input:
+            raise ValueError(f"{where}, which must take the same input model ({operation.input.__name__})")
+        if not {"happened", "output"} <= set(read.output.model_fields):
+            raise ValueError(f"{where}, whose output must have the fields happened and output")
 
 
 def with_setup(

@@ -250,6 +250,8 @@ class LedgerKind(models.TextChoices):
     CHILD_ENDED = "run.child_ended"  # ctx.wait_run read how a child ended (its output or error)
     RUN_TAGGED = "run.tagged"  # ctx.tag: business keys to find the run by
     OP_ATTEMPT_FAILED = "op.attempt_failed"  # an attempt of a call failed; it is tried again at next_at
+    OP_INTENT = "op.intent"  # a call whose vendor ignores idempotency keys is about to be sent
+    OP_RESOLVED = "op.resolved"  # an in-doubt call was settled: it happened (with its output) or not, and by whom
     RUN_FORKED = "run.forked"  # an operator forked a run: the source, the step it forks from, the steps reused
 
 

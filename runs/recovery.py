@@ -14,14 +14,14 @@ from django.db import IntegrityError, transaction
 
 from connectors.errors import ErrorCode, InvalidInput, SanomaError
 from runs import ledger, services
-from runs.approvals.permissions import Principal, check_can_operate, check_can_rerun, principal_of
+from runs.approvals.permissions import Principal, check_can_operate, check_can_rerun, permission_denied, principal_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, transitions
 from runs.engine.fork import check_fork
-from runs.models import ENDED_STATUSES, Approval, LedgerKind, Run, RunStatus, Step
+from runs.models import ENDED_STATUSES, Approval, LedgerKind, LedgerRecord, Run, RunStatus, Step
 from runs.selectors import RunFilter, matching_runs, visible_run
-from runs.validation import MAX_RUN_ID_LENGTH
+from runs.validation import MAX_RUN_ID_LENGTH, validate_input
 
 RERUNNABLE = (RunStatus.FAILED,)
 FORKABLE = ENDED_STATUSES
@@ -166,3 +166,59 @@ def cancel_matching(*, where: RunFilter, expect: int, by: str | Principal) -> Bu
         except SanomaError as err:
             refused.append((run.id, err.message))
     return BulkResult(matched=len(runs), done=done, refused=refused)
+
+
+def in_doubt_call(run: Run) -> LedgerRecord | None:
+    """The `op.intent` of the call a run waits in doubt about (the latest with no checkpoint)."""
+    for intent in LedgerRecord.objects.filter(run_id=run.pk, kind=LedgerKind.OP_INTENT).order_by("-seq", "-id"):
+        if not Step.objects.filter(run_id=run.pk, seq=intent.seq).exists():
+            return intent
+    return None
+
+
+def resolve_in_doubt(*, run_id: str, happened: Any, output: Any = None, by: str | Principal, note: str = "",
+                     config: ResolvedConfig | None = None) -> Run:
+    """An operator settles a call in doubt: it happened (with the vendor's output, checked against
+    the operation's output schema: the run goes on with it) or it did not (the run calls again).
+    Recorded as `op.resolved` with who said it; the run is woken."""
+    config = config or get_config()
+    principal = principal_of(by)
+    with transaction.atomic():
+        run = visible_run(run_id=run_id, viewer=principal, for_update=True)
+        if not principal.has_global("runs.operate_runs"):
+            raise permission_denied(f"{principal.id} may not settle calls in doubt: that takes runs.operate_runs",
+                                    user=principal.id)
+        intent = in_doubt_call(run) if run.status == RunStatus.WAITING and run.waiting_for == "in_doubt" else None
+        if intent is None:
+            raise SanomaError(f"Run {run_id} has no call in doubt (it is {run.status})", code=ErrorCode.INVALID_INPUT,
+                              data={"status": run.status})
+        op = config.ops.get(intent.body["op"])
+        if op is None:
+            raise SanomaError(f"{intent.body['op']} is not in the current code", code=ErrorCode.CONFIG_INVALID)
+        if not isinstance(happened, bool):
+            raise InvalidInput("Say whether the call happened: true or false", data={"issues": [
+                {"path": ["happened"], "message": "must be true or false", "code": "type"}]})
+        if happened:
+            output = validate_input(op.output, output, name=f"{op.id}'s output").model_dump(mode="json")
+        elif output is not None:
+            raise InvalidInput("A call that did not happen has no output: leave it out", data={"issues": [
+                {"path": ["output"], "message": "must be absent", "code": "invalid"}]})
+        attempt = intent.body.get("attempt", 1)
+        body = {"op": op.id, "attempt": attempt, "happened": happened, "output": output, "by": principal.id}
+        if isinstance(note, str) and note.strip():
+            body["note"] = note.strip()
+        ledger.append(ledger.build(run, kind=LedgerKind.OP_RESOLVED, seq=intent.seq, key=f"{intent.seq}:{attempt}",
+                                   body=body, actor=principal.id, app=config.app_name))
+        transitions.wake(run_id=run.pk, now=clock.now())
+    run.refresh_from_db()
+    return run
+
+
+def runs_in_doubt() -> list[tuple[Run, LedgerRecord]]:
+    """Every run waiting in doubt, oldest first, with the call it is in doubt about."""
+    found = []
+    for run in Run.objects.filter(status=RunStatus.WAITING, waiting_for="in_doubt").order_by("updated_at"):
+        intent = in_doubt_call(run)
+        if intent is not None:
+            found.append((run, intent))
+    return found

@@ -12,7 +12,19 @@ from connectors.errors import InvalidInput, SanomaError, error_from_dict
 from runs import ledger
 from runs.approvals.permissions import Principal, check_can_view, principal_of, run_not_found, visible_runs
 from runs.engine.pauses import PAUSED
-from runs.models import ENDED_STATUSES, ApprovalStatus, Pause, PauseKind, Run, RunStatus, RunTag, Step, StepKind
+from runs.models import (
+    ENDED_STATUSES,
+    ApprovalStatus,
+    LedgerKind,
+    LedgerRecord,
+    Pause,
+    PauseKind,
+    Run,
+    RunStatus,
+    RunTag,
+    Step,
+    StepKind,
+)
 
 RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
@@ -197,6 +209,11 @@ def waiting_on(run: Run) -> dict[str, Any] | None:
                  .exclude(kind=PauseKind.WORKFLOW).first())
         if pause is not None:
             detail["reason"], detail["by"] = pause.reason, pause.paused_by
+    elif run.waiting_for == "in_doubt":
+        intent = (LedgerRecord.objects.filter(run_id=run.pk, kind=LedgerKind.OP_INTENT).order_by("-seq", "-id")
+                  .values("seq", "body").first())
+        if intent is not None:
+            detail.update(op=intent["body"].get("op"), seq=intent["seq"], attempt=intent["body"].get("attempt"))
     elif run.waiting_for == "approval":
         detail["approvals"] = list(run.approvals.filter(status=ApprovalStatus.PENDING).order_by("seq")
                                    .values("approval_id", "title", "approver"))

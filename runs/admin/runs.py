@@ -24,6 +24,7 @@ from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, check_can_view, visible_runs
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
 from runs.selectors import children_of, waiting_on
+from runs.validation import parse_json
 
 
 class StepInline(ReadOnlyMixin, admin.TabularInline):
@@ -74,7 +75,7 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     list_display = ("id", "workflow", "status", "started_by", "created_at", "pending_approvals", "error_code")
-    list_filter = ("status", "workflow", "started_by")
+    list_filter = ("status", "waiting_for", "workflow", "started_by")
     search_fields = ("id",)
     search_help_text = "Search by run id"
     ordering = ("-created_at", "-id")
@@ -218,6 +219,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             path("<path:object_id>/cancel/", wrap(self.cancel_view), name="runs_run_cancel"),
             path("<path:object_id>/rerun/", wrap(self.rerun_view), name="runs_run_rerun"),
             path("<path:object_id>/fork/", wrap(self.fork_view), name="runs_run_fork"),
+            path("<path:object_id>/in-doubt/", wrap(self.in_doubt_view), name="runs_run_in_doubt"),
             *super().get_urls(),
         ]
 
@@ -236,6 +238,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
                 may_rerun=run.status == RunStatus.FAILED and can_rerun(me(request)),
                 may_fork=run.ended and can_rerun(me(request)),
                 rerun_url=reverse("admin:runs_run_rerun", args=[quote(run.pk)]),
+                in_doubt=run.status == RunStatus.WAITING and run.waiting_for == "in_doubt",
+                in_doubt_url=reverse("admin:runs_run_in_doubt", args=[quote(run.pk)]),
                 fork_url=reverse("admin:runs_run_fork", args=[quote(run.pk)]),
                 cancel_url=reverse("admin:runs_run_cancel", args=[quote(run.pk)]),
                 ledger_list_url=reverse("admin:runs_ledgerrecord_changelist") + "?" + urlencode({"run_id": run.id}),
@@ -293,6 +297,30 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             **self.admin_site.each_context(request), "opts": self.opts, "original": run,
             "title": f"Fork {run.id} from a step", "steps": list(run.steps.order_by("seq")),
             "may_fork": run.ended and can_rerun(me(request)),
+        })
+
+
+    def in_doubt_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The call a run is in doubt about, and a form to say whether it happened."""
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+        if request.method == "POST":
+            happened = request.POST.get("happened")
+            try:
+                output = parse_json(request.POST["output"], what="The output") if request.POST.get("output") else None
+                recovery.resolve_in_doubt(run_id=run.id, happened={"yes": True, "no": False}.get(happened or ""),
+                                          output=output, note=request.POST.get("note", ""), by=me(request))
+            except SanomaError as err:
+                self.message_user(request, f"Not settled: {refusal(err)}", messages.ERROR)
+                return redirect("admin:runs_run_in_doubt", quote(run.pk))
+            self.message_user(request, f"Settled the call {run.id} was in doubt about", messages.SUCCESS)
+            return redirect("admin:runs_run_change", quote(run.pk))
+        intent = recovery.in_doubt_call(run) if run.waiting_for == "in_doubt" else None
+        return TemplateResponse(request, "admin/runs/run/in_doubt.html", {
+            **self.admin_site.each_context(request), "opts": self.opts, "original": run,
+            "title": f"{run.id}: a call in doubt", "intent": intent,
+            "step": None if intent is None else run.steps.filter(seq__lt=intent.seq).count(),
         })
 
 

@@ -101,3 +101,15 @@ class PauseView(SanomaAPIView):
         body = self.checked(s.UnpauseInput, self.body(request, required=False))
         pause = pausing.unpause(kind=kind, target=target, by=me(request), reason=body.get("reason", ""))
         return Response(_pause_data(pause))
+
+
+class RunInDoubtView(SanomaAPIView):
+    @extend_schema(operation_id="run_resolve_in_doubt", summary="Settle the call a run is in doubt about "
+                   "(operators)", description="happened: true with the vendor's output (the run goes on with it), "
+                   "or false (the run calls again). Recorded as op.resolved with who said it.",
+                   request=s.ResolveInput, responses={200: s.RunSerializer, **errors(400, 403, 404, 415)})
+    def post(self, request: Request, run_id: str) -> Response:
+        body = self.checked(s.ResolveInput, self.body(request))
+        run = recovery.resolve_in_doubt(run_id=run_id, happened=body["happened"], output=body.get("output"),
+                                        note=body.get("note", ""), by=me(request))
+        return Response(run_data(run))

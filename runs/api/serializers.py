@@ -109,6 +109,13 @@ class RunFilterInput(serializers.Serializer):
         "The count you confirm. Without it nothing is done: the answer says how many runs match."))
 
 
+class ResolveInput(serializers.Serializer):
+    happened = serializers.BooleanField(help_text="Whether the call in doubt took effect at the vendor.")
+    output = serializers.JSONField(required=False, allow_null=True,
+                                   help_text="The vendor's reply, when it happened (checked by the output schema).")
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
 class ForkInput(serializers.Serializer):
     from_step = serializers.IntegerField(min_value=1, help_text="The step to go on live from.")
 

@@ -25,6 +25,9 @@ from runs.models import Approval, DecisionMessage, LedgerKind, LedgerRecord, Run
 
 log = logging.getLogger("sanoma.engine")
 
+# The records of calls not yet settled that an advance reads back (when the run has any).
+CALL_HISTORY_KINDS = (LedgerKind.OP_ATTEMPT_FAILED, LedgerKind.OP_INTENT, LedgerKind.OP_RESOLVED)
+
 
 class Advanced(StrEnum):
     """What one advance did to its run."""
@@ -76,7 +79,7 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
         messages=(list(DecisionMessage.objects.filter(approval__run=run, applied=False).order_by("id"))
                   if run.has_approvals else []),
         segment_seconds=settings.SANOMA_SEGMENT_SECONDS,
-        attempts=(list(LedgerRecord.objects.filter(run_id=run.pk, kind=LedgerKind.OP_ATTEMPT_FAILED))
+        attempts=(list(LedgerRecord.objects.filter(run_id=run.pk, kind__in=CALL_HISTORY_KINDS))
                   if run.has_retries else []),
     )
     try:

@@ -196,12 +196,18 @@ class RunContext:
         # The claim just set the lease; step writes only check it until a third of it has passed.
         self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
         self._uses = set(definition.ops)
-        # Earlier failed attempts of calls not yet recorded (seq -> attempts made, next try at, epoch ms).
+        # Earlier failed attempts of calls not yet recorded (seq -> attempts made, next try at, epoch ms),
+        # and calls in doubt (seq -> the attempt that may have taken effect, and how it was settled).
         self._attempts: dict[int, tuple[int, int | None]] = {}
-        for failed in attempts:
-            made, _ = self._attempts.get(failed.seq, (0, None))
-            if failed.body.get("attempt", 0) >= made:
-                self._attempts[failed.seq] = (failed.body["attempt"], failed.body.get("next_at"))
+        self._doubts: dict[int, tuple[int, dict[str, Any] | None]] = {}
+        for record in sorted(attempts, key=lambda r: (r.seq, r.body.get("attempt", 0), r.kind != LedgerKind.OP_INTENT)):
+            made = record.body.get("attempt", 0)
+            if record.kind == LedgerKind.OP_ATTEMPT_FAILED:
+                self._attempts[record.seq] = (made, record.body.get("next_at"))
+            elif record.kind == LedgerKind.OP_INTENT:
+                self._doubts[record.seq] = (made, None)
+            elif record.kind == LedgerKind.OP_RESOLVED and self._doubts.get(record.seq, (None,))[0] == made:
+                self._doubts[record.seq] = (made, {k: record.body.get(k) for k in ("happened", "output", "by")})
 
     # ---- public surface -------------------------------------------------------------------
 
@@ -513,9 +519,20 @@ class RunContext:
         attempt, next_at = self._attempts.get(seq, (0, None))
         if next_at is not None and clock.now_ms() < next_at:
             raise Suspend("retry", wake_at=clock.from_ms(next_at))
+        in_doubt = op.idempotency_key == "ignored" and not op.idempotent
+        if in_doubt and seq in self._doubts:
+            settled = self._settle_doubt(op, seq, parsed, input_json, decision, driver, timeout)
+            if settled is not None:
+                return settled
+            attempt = max(attempt, self._doubts[seq][0])  # it did not happen: call again
         started = time.monotonic()
         while True:
             attempt += 1
+            if in_doubt:
+                # Recorded before the call: a worker that dies before recording the reply leaves
+                # this behind, and the run is then in doubt instead of calling again.
+                self._commit(None, [self._record(LedgerKind.OP_INTENT, seq, {"op": op.id, "attempt": attempt},
+                                                 key=f"{seq}:{attempt}")], retries=True)
             context = CallContext(
                 idempotency_key=f"{self._run.id}:{seq}", run_id=self._run.id, op_id=op.id, attempt=attempt,
                 by=self._run.started_by, secrets=secrets.for_connector(op.vendor), timeout=timeout,
@@ -550,6 +567,49 @@ class RunContext:
             self._settle_call(op, seq, input_json, decision, output=output, attempt=attempt, duration_ms=duration)
             return output
 
+    def _settle_doubt(self, op: Operation, seq: int, parsed: BaseModel, input_json: dict, decision: dict,
+                      driver: Any, timeout: float) -> BaseModel | None:
+        """A call whose effect may have happened: its outcome as an operator or the reconcile read
+        settled it (None: it did not happen, call again); unsettled, the run waits `in_doubt`."""
+        attempt, resolution = self._doubts[seq]
+        if resolution is None and op.reconcile is not None:
+            resolution = self._reconcile(op, seq, attempt, parsed, driver, timeout)
+        if resolution is None:
+            raise Suspend("in_doubt")
+        if not resolution["happened"]:
+            return None
+        output = op.output.model_validate(resolution["output"])
+        self._settle_call(op, seq, input_json, decision, output=output, attempt=attempt,
+                          extra={"resolved_by": resolution["by"]})
+        return output
+
+    def _reconcile(self, op: Operation, seq: int, attempt: int, parsed: BaseModel, driver: Any,
+                   timeout: float) -> dict[str, Any] | None:
+        """Ask the vendor whether the in-doubt call took effect (the connector's reconcile read);
+        its answer is recorded (`op.resolved` by `reconcile`). None when it cannot say."""
+        read = self._config.ops.get(op.reconcile or "")
+        reader = self._config.drivers.get(read.id) if read is not None else None
+        if read is None or reader is None:
+            return None
+        context = CallContext(idempotency_key=f"{self._run.id}:{seq}", run_id=self._run.id, op_id=read.id,
+                              attempt=attempt, by=self._run.started_by, secrets=secrets.for_connector(read.vendor),
+                              timeout=timeout, deadline=time.time() + timeout)
+        try:
+            with self._heartbeat():
+                answer = read.output.model_validate(calling.invoke(reader, read, parsed, context, timeout))
+            said = answer.model_dump(mode="json")
+            happened = bool(said["happened"])
+            output = op.output.model_validate(said["output"]).model_dump(mode="json") if happened else None
+        except Exception as err:
+            log.warning("run %s: reconciling %s failed (%s); it waits for an operator", self._run.id, op.id, err,
+                        extra={"run_id": self._run.id})
+            return None
+        resolution = {"happened": happened, "output": output, "by": "reconcile"}
+        body = {"op": op.id, "attempt": attempt, **resolution}
+        self._commit(None, [self._record(LedgerKind.OP_RESOLVED, seq, body, key=f"{seq}:{attempt}")])
+        self._doubts[seq] = (attempt, resolution)
+        return resolution
+
     def _attempt_failed(self, op: Operation, seq: int, attempt: int, err: BaseException, wait: float) -> None:
         """Record a failed attempt and when the next one is (with the run's flag that it has such records)."""
         next_at = clock.now_ms() + int(wait * 1000)
@@ -571,6 +631,7 @@ class RunContext:
         attempt: int | None = None,
         duration_ms: int = 0,
         approval: Approval | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Write the call's checkpoint and its `op.called` record together."""
         body: dict[str, Any] = {
@@ -590,6 +651,7 @@ class RunContext:
             body["attempt"] = attempt
         if approval is not None:
             body["approval"] = approval.approval_id
+        body.update(extra or {})
         step = Step(run=self._run, seq=seq, kind=StepKind.CALL, name=op.id, output=output_json, error=error_json,
                     decision=decision, attempt=attempt or 1, next_seq=self._next_seq)
         record = self._record(LedgerKind.OP_CALLED, seq, body)

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from pydantic import BaseModel
 
-from connectors import DriverError, Retry, define_connector, op, with_setup
+from connectors import Retry, define_connector, op, with_setup
 from connectors.fakes import define_fake
 from runs.authoring import define_workflow
 from runs.engine import clock

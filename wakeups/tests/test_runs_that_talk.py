@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from runs import services
+from runs import recovery, services
 from runs.config.resolution import load_config
 from runs.engine import clock
 from runs.models import LedgerRecord, Run, RunStatus, Step, StepKind
@@ -167,3 +167,44 @@ def test_a_worker_killed_during_a_durable_retry_wait_loses_nothing_and_retries_o
     [called] = LedgerRecord.objects.filter(run_id="retry-1", kind="op.called")
     assert failed.body["wait_ms"] == 5000 and called.body["attempt"] == 2
     assert called.at >= failed.body["next_at"]  # not before the vendor's Retry-After
+
+
+def test_a_worker_sigkilled_after_an_ignored_key_call_leaves_the_run_in_doubt(tmp_path: Path) -> None:
+    """The vendor answered (its effect is in the fake's file) and the worker was killed before the
+    engine recorded the reply. The vendor ignores idempotency keys, so the next worker does not
+    send the call again: the run waits in doubt until an operator says what happened."""
+    var = tmp_path / "var"
+    (var / "fakes").mkdir(parents=True)
+    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version="doubt")
+    fake = config.fakes["tally"]
+    make_user(STARTER, perms=["runs.start_workflow"])
+    make_user("ops", perms=["runs.view_any_run", "runs.operate_runs"])
+    env = worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version="doubt",
+                     TALLY_AFTER_MS=3000)
+    first = Worker(env, tmp_path / "first.log")
+    second = Worker(env, tmp_path / "second.log")
+    try:
+        first.start()
+        services.start(workflow="charge-once", input={}, started_by=STARTER, run_id="doubt-1", config=config)
+        first.wait_for(lambda: len(fake.state["effects"]) == 1, within=STALL_SECONDS, what="the vendor's effect")
+        first.kill()  # the reply is still on its way back: nothing is recorded
+        assert not Step.objects.filter(run_id="doubt-1").exists()
+        second.start()
+        second.wait_for(lambda: Run.objects.get(pk="doubt-1").waiting_for == "in_doubt", within=STALL_SECONDS,
+                        what="the next worker to find the call in doubt")
+        assert len([c for c in fake.calls if c["op"] == "tally.entry.charge"]) == 1  # not sent again
+        entry = fake.state["effects"][0]["entry_id"]
+        recovery.resolve_in_doubt(run_id="doubt-1", happened=True, output={"entry_id": entry, "n": 1}, by="ops",
+                                  config=config)
+        second.wait_for(lambda: Run.objects.get(pk="doubt-1").status == RunStatus.FINISHED, within=STALL_SECONDS,
+                        what="the run to go on after the answer")
+        assert second.terminate(within=STALL_SECONDS) == 0, second.describe()
+    except BaseException:
+        print(first.describe(), second.describe())
+        raise
+    finally:
+        first.cleanup()
+        second.cleanup()
+    assert Run.objects.get(pk="doubt-1").result == {"entry": entry}
+    assert len(fake.state["effects"]) == 1
+    assert LedgerRecord.objects.filter(run_id="doubt-1", kind="op.resolved").count() == 1

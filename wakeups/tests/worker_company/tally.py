@@ -47,6 +47,8 @@ vendor = define_connector(
                        description="Append an entry (not idempotent: each call is an effect)"),
             "count": op(effect="read", input=Nothing, output=Count, idempotent=True,
                         description="How many entries there are"),
+            "charge": op(effect="money", input=Entry, output=Posted, idempotency_key="ignored",
+                         description="Append an entry at a vendor that ignores idempotency keys"),
         },
     },
 )
@@ -74,7 +76,7 @@ def make_fake(file: Path | None = None):
     fake = define_fake(
         vendor,
         initial=lambda: {"effects": []},
-        ops={"entry": {"post": _post, "count": _count}},
+        ops={"entry": {"post": _post, "count": _count, "charge": _post}},
         file=file,
     )
     inner = fake.driver

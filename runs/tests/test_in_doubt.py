@@ -1,0 +1,211 @@
+"""In-doubt calls: a vendor that ignores idempotency keys is never sent a call again blindly.
+
+The crash is the engine's own fault point right after the vendor answered (before anything is
+recorded), raised as a BaseException so the advance dies as a killed worker does; the lease is
+then taken over as the sweep takes over a dead worker's run.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+from pydantic import BaseModel
+
+from connectors import define_connector, op, with_setup
+from connectors.errors import SanomaError
+from connectors.fakes import define_fake
+from runs import recovery, selectors
+from runs.authoring import define_workflow
+from runs.engine import clock, faults, transitions
+from runs.engine.faults import FaultPoint
+from runs.models import Run, RunStatus
+from runs.testing import make_user
+
+
+class Pay(BaseModel):
+    order: str
+    cents: int
+
+
+class Paid(BaseModel):
+    payment_id: str
+
+
+class Found(BaseModel):
+    happened: bool
+    output: Paid | None = None
+
+
+vendor = define_connector("bank", {
+    "payment": {
+        "create": op(effect="money", input=Pay, output=Paid, idempotency_key="ignored"),
+    },
+})
+reconciling = define_connector("bank2", {
+    "payment": {
+        "create": op(effect="money", input=Pay, output=Paid, idempotency_key="ignored", reconcile="find"),
+        "find": op(effect="read", input=Pay, output=Found, idempotent=True),
+    },
+})
+
+
+def _pay(state, i, c):
+    state["payments"].append({"order": i.order, "cents": i.cents})
+    return {"payment_id": f"pay_{len(state['payments'])}"}
+
+
+def _find(state, i, c):
+    for n, payment in enumerate(state["payments"], start=1):
+        if payment["order"] == i.order:
+            return {"happened": True, "output": {"payment_id": f"pay_{n}"}}
+    return {"happened": False}
+
+
+def bank_fake(file=None):
+    return define_fake(vendor, initial=lambda: {"payments": []}, ops={"payment": {"create": _pay}}, file=file)
+
+
+def bank2_fake(file=None):
+    return define_fake(reconciling, initial=lambda: {"payments": []},
+                       ops={"payment": {"create": _pay, "find": _find}}, file=file)
+
+
+bank = with_setup(vendor, fake=bank_fake)
+bank2 = with_setup(reconciling, fake=bank2_fake)
+
+pay = define_workflow(name="pay", uses=[bank.op("bank.payment.create")],
+                      run=lambda ctx, input: ctx.bank.payment.create({"order": "o1", "cents": 500}).payment_id)
+pay2 = define_workflow(name="pay2", uses=[bank2.op("bank2.payment.create")],
+                       run=lambda ctx, input: ctx.bank2.payment.create({"order": "o1", "cents": 500}).payment_id)
+
+
+class Killed(BaseException):
+    """The worker died."""
+
+
+def crash_after_the_vendor_answered(engine, workflow: str) -> Run:
+    faults.arm(FaultPoint.AFTER_DRIVER_CALL, Killed())
+    run = engine.start(workflow)
+    with pytest.raises(Killed):
+        engine.drain()
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING  # its worker is gone, its lease runs out
+    assert transitions.take_over(run_id=run.id, owner=run.lease_owner, now=clock.now() + timedelta(minutes=5))
+    engine.drain()
+    run.refresh_from_db()
+    return run
+
+
+@pytest.fixture
+def ops(db):
+    return make_user("ops", perms=["runs.view_any_run", "runs.operate_runs"])
+
+
+@pytest.fixture
+def engine(engine_for):
+    yield engine_for(pay, pay2, connectors=[bank, bank2])
+    faults.clear()
+
+
+def test_a_call_that_may_have_happened_waits_in_doubt_and_is_not_sent_again(engine, ops):
+    run = crash_after_the_vendor_answered(engine, "pay")
+    fake = engine.config.fakes["bank"]
+    assert (run.status, run.waiting_for) == (RunStatus.WAITING, "in_doubt")
+    assert len(fake.state["payments"]) == 1 and len(fake.calls) == 1  # the vendor saw one call
+    assert selectors.waiting_on(run) == {"kind": "in_doubt", "until": None, "op": "bank.payment.create", "seq": 1,
+                                         "attempt": 1}
+    recovery.resolve_in_doubt(run_id=run.id, happened=True, output={"payment_id": "pay_1"}, by="ops",
+                              note="seen in the bank's dashboard")
+    engine.drain()
+    run.refresh_from_db()
+    assert (run.status, run.result) == (RunStatus.FINISHED, "pay_1")
+    assert len(fake.calls) == 1  # never sent again
+    [resolved] = engine.records(run, "op.resolved")
+    assert (resolved["happened"], resolved["by"], resolved["actor"], resolved["note"]) == (
+        True, "ops", "ops", "seen in the bank's dashboard")
+    [called] = engine.records(run, "op.called")
+    assert called["resolved_by"] == "ops" and called["output"] == {"payment_id": "pay_1"}
+
+
+def test_an_operator_saying_it_did_not_happen_sends_it_again(engine, ops):
+    run = crash_after_the_vendor_answered(engine, "pay")
+    recovery.resolve_in_doubt(run_id=run.id, happened=False, by="ops")
+    engine.drain()
+    run.refresh_from_db()
+    fake = engine.config.fakes["bank"]
+    assert (run.status, run.result) == (RunStatus.FINISHED, "pay_2") and len(fake.calls) == 2
+    assert [r["attempt"] for r in engine.records(run, "op.intent")] == [1, 2]
+
+
+def test_a_reconcile_read_settles_the_doubt_by_asking_the_vendor(engine, ops):
+    run = crash_after_the_vendor_answered(engine, "pay2")
+    assert (run.status, run.result) == (RunStatus.FINISHED, "pay_1")
+    fake = engine.config.fakes["bank2"]
+    assert [c["op"] for c in fake.calls] == ["bank2.payment.create", "bank2.payment.find"]
+    [resolved] = engine.records(run, "op.resolved")
+    assert (resolved["happened"], resolved["by"]) == (True, "reconcile")
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({"happened": "yes"}, "true or false"),
+    ({"happened": True, "output": {"payment": 1}}, "payment_id"),
+    ({"happened": False, "output": {"payment_id": "x"}}, "has no output"),
+])
+def test_a_bad_answer_is_refused_and_changes_nothing(engine, ops, kwargs, says):
+    run = crash_after_the_vendor_answered(engine, "pay")
+    with pytest.raises(SanomaError) as refused:
+        recovery.resolve_in_doubt(run_id=run.id, by="ops", **kwargs)
+    assert refused.value.code == "invalid_input" and says in refused.value.message
+    assert not engine.records(run, "op.resolved")
+    with pytest.raises(SanomaError) as not_operator:
+        recovery.resolve_in_doubt(run_id=run.id, happened=False, by="alice")
+    assert not_operator.value.code == "permission_denied"
+
+
+def test_a_run_not_in_doubt_has_nothing_to_settle(engine, ops):
+    run = engine.run("pay")
+    assert run.status == RunStatus.FINISHED and not engine.records(run, "op.resolved") == [None]
+    with pytest.raises(SanomaError, match="has no call in doubt"):
+        recovery.resolve_in_doubt(run_id=run.id, happened=True, output={"payment_id": "x"}, by="ops")
+
+
+def test_declaring_in_doubt_handling_wrongly_names_what_is_wrong():
+    with pytest.raises(ValueError, match="idempotency_key must be one of honoured, ignored"):
+        op(effect="money", input=Pay, output=Paid, idempotency_key="sometimes")
+    with pytest.raises(ValueError, match="reconcile is for an operation whose vendor ignores"):
+        op(effect="money", input=Pay, output=Paid, reconcile="find")
+    with pytest.raises(ValueError, match="must be an idempotent read"):
+        define_connector("b3", {"payment": {
+            "create": op(effect="money", input=Pay, output=Paid, idempotency_key="ignored", reconcile="undo"),
+            "undo": op(effect="money", input=Pay, output=Found)}})
+
+
+def test_the_command_lists_runs_in_doubt_and_settles_one(engine, ops):
+    run = crash_after_the_vendor_answered(engine, "pay")
+    out = StringIO()
+    call_command("resolve", stdout=out)
+    assert out.getvalue().strip() == f"{run.id}  pay  step 1: bank.payment.create (attempt 1)"
+    with pytest.raises(CommandError, match="--happened"):
+        call_command("resolve", run.id, "--as", "ops")
+    out = StringIO()
+    call_command("resolve", run.id, "--happened", "--output", '{"payment_id": "pay_1"}', "--as", "ops", stdout=out)
+    assert out.getvalue().strip() == f"{run.id} queued: the call is settled"
+
+
+def test_the_admin_page_settles_a_call_in_doubt(engine, ops):
+    ops.is_staff = True
+    ops.save()
+    run = crash_after_the_vendor_answered(engine, "pay")
+    client = Client()
+    client.force_login(ops)
+    assert "Settle the call in doubt" in client.get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    page = client.get(f"/admin/runs/run/{run.id}/in-doubt/").content.decode()
+    assert "bank.payment.create" in page and "step 1" in page
+    client.post(f"/admin/runs/run/{run.id}/in-doubt/", {"happened": "no", "note": "not in the bank's list"})
+    engine.drain()
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINISHED and engine.records(run, "op.resolved")[0]["note"] == (
+        "not in the bank's list")
