@@ -31,6 +31,13 @@ It measures, in one run, side by side:
       the engine does on PostgreSQL, runs/fastpath.py), wall and CPU
   (h) the engine's step (as (b)) with the ledger's hash chain and without it (its trigger disabled,
       no digest computed), rounds alternating; aim: the chain adds under 5 %
+  (i) collection puts through ctx (`ctx.data.bench_notes.put`, the database driver: the record and
+      its idempotency row in one transaction, then the step's checkpoint), in-process as (b), rounds
+      alternating with the same number of `bench.step.do` steps; per put, marginal, and put/step;
+      aim: a put costs at most 1.5x a step
+  (j) messages delivered: runs waiting in `ctx.wait_message`, each sent one with
+      `runs.services.send_message` (which wakes it) and then advanced in this process until it has
+      read the message and finished; messages per second, send to finished, one after another
 The config root is bench/bench_company/ (its fake stays in memory even under SANOMA_FAKES=instance).
 
 Aims: one commit per step; a step at most 2x the bare insert; at least 4x DBOS-py's steps/s;
@@ -53,6 +60,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
 from urllib.parse import urlparse, urlunparse
+
+from pydantic import BaseModel
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_ROOT = REPO / "bench" / "bench_company"
@@ -273,6 +282,108 @@ def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | N
         "cpu_marginal": statistics.median(cpu_marginal),
         "range": (min(per_step), max(per_step)),
     }
+
+
+# ---- (i) collection puts and (j) messages --------------------------------------------------------
+
+
+class BenchNote(BaseModel):
+    key: str
+    n: int
+    text: str
+
+
+class PutsInput(BaseModel):
+    n: int = 10
+
+
+def put_notes(ctx: Any, input: PutsInput) -> dict[str, int]:
+    for i in range(input.n):
+        ctx.data.bench_notes.put({"record": {"key": f"{ctx.run_id}:{i}", "n": i, "text": "x" * 40}})
+    return {"puts": input.n}
+
+
+def listen(ctx: Any, input: Any) -> dict[str, Any]:
+    return {"heard": ctx.wait_message("go")}
+
+
+def collections_config(config: Any, var: Path) -> Any:
+    """The bench company with a collection and the two workflows above. The bench vendor stays on
+    its in-memory fake; with a fake folder given, the collection is on the database driver."""
+    from runs.authoring import define_collection, define_workflow
+    from runs.config.resolution import SanomaConfig, resolve_config
+
+    bench_notes = define_collection("bench_notes", record=BenchNote, key="key")
+    puts_workflow = define_workflow(name="puts", input=PutsInput, uses=[bench_notes.put], run=put_notes)
+    listen_workflow = define_workflow(name="listen", uses=["wait_message"], run=listen)
+    return resolve_config(
+        SanomaConfig(app_name="bench", connectors=config.connectors,
+                     workflows=[*config.workflows.values(), puts_workflow, listen_workflow],
+                     collections=[bench_notes]),
+        fakes="instance", fake_dir=var / "fakes", app_version=VERSION)
+
+
+def start_many(config: Any, workflow: str, prefix: str, count: int, input: dict[str, Any]) -> list[str]:
+    from django_q.models import OrmQ
+
+    from runs import services
+
+    ids = [services.start(workflow=workflow, input=input, started_by="bench", run_id=f"{prefix}-{i}",
+                          config=config).id for i in range(count)]
+    OrmQ.objects.all().delete()  # no cluster runs here: advance() is called directly
+    return ids
+
+
+def collection_puts(config: Any, runs: int, puts: int, rounds: int) -> dict[str, float]:
+    """(i) seconds per put and per step (10-call runs), and marginal (minus 0-call runs), medians
+    over rounds that alternate which goes first."""
+    from runs.models import CollectionRecord
+
+    if "data" in config.fakes or config.drivers["data.bench_notes.put"].vendor != "data":
+        raise SystemExit("(i) the collection must be on the database driver")
+    advance_all(config, start_many(config, "puts", "i-warm", 20, {"n": puts}))
+    found: dict[str, list[float]] = {"put": [], "step": [], "put_marginal": [], "step_marginal": []}
+    for r in range(rounds):
+        for kind in ("put", "step") if r % 2 == 0 else ("step", "put"):
+            workflow = "puts" if kind == "put" else "steps"
+            full = advance_all(config, start_many(config, workflow, f"i{r}-{kind}-full", runs, {"n": puts}))
+            empty = advance_all(config, start_many(config, workflow, f"i{r}-{kind}-empty", runs, {"n": 0}))
+            found[kind].append(full / (runs * puts))
+            found[kind + "_marginal"].append((full - empty) / (runs * puts))
+    stored = CollectionRecord.objects.filter(collection="bench_notes").count()
+    expected = (20 + rounds * runs) * puts
+    if stored != expected:
+        raise SystemExit(f"(i) {stored} records stored, expected {expected}")
+    return {name: statistics.median(values) for name, values in found.items()}
+
+
+def messages_delivered(config: Any, runs: int) -> dict[str, float]:
+    """(j) messages per second: send (waking the waiting run) then advance it until it has read it."""
+    from django_q.models import OrmQ
+
+    from runs import services
+    from runs.engine.advance import advance
+    from runs.models import Run
+
+    ids = start_many(config, "listen", "j", runs, {})
+    for run_id in ids:
+        if advance(run_id, worker_id="bench-in-process", config=config) != "waiting":
+            raise SystemExit(f"(j) run {run_id} is not waiting for its message")
+    counted = Counted()
+    with counted.active():
+        started = time.perf_counter()
+        for n, run_id in enumerate(ids):
+            services.send_message(run_id=run_id, topic="go", payload={"n": n}, by="bench")
+            outcome = advance(run_id, worker_id="bench-in-process", config=config)
+            if outcome != "finished":
+                raise SystemExit(f"(j) run {run_id} did not finish after its message: {outcome}")
+        elapsed = time.perf_counter() - started
+    OrmQ.objects.all().delete()
+    heard = Run.objects.filter(pk__in=ids, status="finished").values_list("result", flat=True)
+    if sorted((r or {})["heard"]["n"] for r in heard) != list(range(runs)):
+        raise SystemExit("(j) not every run read its own message")
+    return {"per_s": runs / elapsed, "each": elapsed / runs, "statements": counted.statements / runs,
+            "commits": (counted.commits + counted.autocommit_statements) / runs}
 
 
 # ---- (h) the ledger's hash chain ---------------------------------------------------------------
@@ -607,6 +718,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller batches")
     parser.add_argument("--skip-dbos", action="store_true")
+    parser.add_argument("--only-collections", action="store_true",
+                        help="only (i) collection puts and (j) messages (after a warm-up)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile one in-process batch of (b) into FILE")
     parser.add_argument("--workers", type=int, default=2, help="SANOMA_WORKERS for (c) and (f)")
     parser.add_argument("--dbos-child", choices=("direct", "queue"), help=argparse.SUPPRESS)
@@ -644,6 +757,20 @@ def main() -> None:
     make_user("bench", perms=["runs.start_workflow"])
 
     print(f"bench database {urlparse(url).path.lstrip('/')}; python {sys.version.split()[0]}; {os.cpu_count()} cores")
+    collections = collections_config(config, var)
+    puts = collection_puts(collections, b_runs, 10, 2 * rounds)
+    put_ratio = puts["put"] / puts["step"]
+    print(f"(i) collection put: {ms(puts['put'])} (marginal {ms(puts['put_marginal'])}); step beside it "
+          f"{ms(puts['step'])} (marginal {ms(puts['step_marginal'])}); put/step {put_ratio:.2f}x "
+          f"(marginal {puts['put_marginal'] / puts['step_marginal']:.2f}x)")
+    messages = messages_delivered(collections, c_runs)
+    print(f"(j) messages delivered: {messages['per_s']:.0f}/s ({ms(messages['each'])} from send to the run "
+          f"finished having read it; {messages['statements']:.0f} statements, {messages['commits']:.0f} "
+          "transactions each)")
+    if args.only_collections:
+        put_verdict = "MET" if put_ratio <= 1.5 else "MISSED"
+        print(f"\naim: {'a collection put at most 1.5x a step'.ljust(36)} {put_verdict.ljust(6)} {put_ratio:.2f}x")
+        return None
     bare = statistics.median(bare_insert(inserts) for _ in range(3))
     print(f"(a) bare insert: {ms(bare)}")
     engine = in_process(config, b_runs, 10, rounds, args.profile)
@@ -723,6 +850,13 @@ def main() -> None:
          f"(marginal {chain['with_marginal'] / chain['without_marginal'] - 1:+.1%})"),
         ("(f) sleep deadline -> resumed", f"p50 {f['p50']:.0f} ms, p95 {f['p95']:.0f} ms (max {f['max']:.0f})",
          f"{f_runs} runs, worker up"),
+        ("(i) collection put through ctx (database driver, 10-put runs)",
+         f"{ms(puts['put'])} = {1 / puts['put']:,.0f} puts/s",
+         f"{put_ratio:.2f}x a step measured beside it ({ms(puts['step'])})"),
+        ("(i) ... marginal put (minus per-run cost)", ms(puts["put_marginal"]),
+         f"{puts['put_marginal'] / puts['step_marginal']:.2f}x the marginal step ({ms(puts['step_marginal'])})"),
+        ("(j) messages delivered (send -> run read it and finished)", f"{messages['per_s']:,.0f}/s",
+         f"{ms(messages['each'])} each, {messages['statements']:.0f} statements; in-process, {c_runs} runs"),
     ]
     width = max(len(r[0]) for r in rows)
     vwidth = max(len(r[1]) for r in rows)
@@ -746,6 +880,8 @@ def main() -> None:
          )),
         ("resumption within 1 s", f["p95"] < 1000, f"p95 {f['p95']:.0f} ms"),
         ("the hash chain under 5% more a step", chain_extra < 0.05, f"{chain_extra:+.1%} per step"),
+        ("a collection put at most 1.5x a step", put_ratio <= 1.5,
+         f"{put_ratio:.2f}x (marginal {puts['put_marginal'] / puts['step_marginal']:.2f}x)"),
     ]
     print()
     for aim, met, detail in aims:

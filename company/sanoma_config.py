@@ -1,8 +1,24 @@
+from pydantic import BaseModel, Field
+
 from company.vendors.shop import shop
-from runs.authoring import SanomaConfig
+from runs.authoring import SanomaConfig, define_collection
 from wakeups.declare import sanoma_wakeup
 
-config = SanomaConfig(app_name="acme", connectors=[shop])
+
+class CustomerNote(BaseModel):
+    """What the company remembers about an order it dealt with: one note per order."""
+
+    order_id: str = Field(min_length=1)
+    customer: str
+    text: str
+    refund_id: str = ""
+    refunded_cents: int = 0
+
+
+# The company's own records, on its database: `ctx.data.notes.get/list/put/delete`, keyed by order.
+notes = define_collection("notes", record=CustomerNote, key="order_id", title="Customer notes, one per order")
+
+config = SanomaConfig(app_name="acme", connectors=[shop], collections=[notes])
 
 # What starts the worker again after it stops itself when idle (`manage.py worker --stop-when-idle`):
 # the built-in wakeup, served by `manage.py supervise` (or a systemd timer: `manage.py wakeup systemd`).

@@ -1,6 +1,7 @@
 Feature: Refund an order
   A refund reads the order, waits for finance to sign off on the money (the policy holds every
-  money call for finance-lead), refunds, and tells the customer.
+  money call for finance-lead), refunds, tells the customer, and keeps a note of it in the
+  company's "notes" collection (one note per order).
 
   Background:
     Given alice is in group "staff"
@@ -23,6 +24,30 @@ Feature: Refund an order
     And the run's output contains
       | refund_id    | re_1 |
       | amount_cents | 1500 |
+    And data.notes.put was called
+    And the collection "notes" has a record "1001" with
+      | customer       | ada@example.com                      |
+      | text           | Refunded 15.00: damaged in transit   |
+      | refund_id      | re_1                                 |
+      | refunded_cents | 1500                                 |
+    And the data's state at "notes.1001.version" is 1
+
+  Scenario: a second refund of an order replaces its note
+    Given order 1001 exists
+    And the collection "notes" holds
+      """
+      {"order_id": "1001", "customer": "ada@example.com", "text": "Refunded 2.00: first", "refunded_cents": 200}
+      """
+    When refund runs with
+      | order_id     | 1001 |
+      | amount_cents | 300  |
+    And "Refund needs finance" is approved by finance-lead
+    Then the run succeeds
+    And the collection "notes" has 1 record
+    And the collection "notes" has a record "1001" with
+      | text           | Refunded 3.00: customer request |
+      | refunded_cents | 300                             |
+    And the data's state at "notes.1001.version" is 2
 
   Scenario: finance rejects a refund
     When refund runs with
@@ -33,6 +58,8 @@ Feature: Refund an order
     And shop.order.refund was not called
     And shop.customer.notify was not called
     And the shop's state at "refunds" has 0 items
+    And data.notes.put was not called
+    And the collection "notes" has 0 records
 
   Scenario: the shop fails once while the order is read, and the read is tried again
     Given shop.order.get fails once
@@ -61,6 +88,7 @@ Feature: Refund an order
     And the shop's state at "refunds" has 1 item
     And the shop's state at "orders.1001.refunded_cents" is 700
     And shop.customer.notify was not called
+    And the collection "notes" has no record "1001"
 
   Scenario: someone outside staff cannot refund, even with finance's sign-off
     Given walk-in is in group "visitors"

@@ -1,6 +1,8 @@
-"""Refund an order: read it, refund it (the policy holds money for finance), tell the customer."""
+"""Refund an order: read it, refund it (the policy holds money for finance), tell the customer, and
+keep a note of it in the company's `notes` collection."""
 from pydantic import BaseModel, Field
 
+from company.sanoma_config import notes
 from company.vendors.shop import shop
 from runs.authoring import define_workflow
 
@@ -20,6 +22,13 @@ def run(ctx, input: RefundInput):
         "subject": f"Your refund for order {order.order_id}",
         "body": f"We refunded {refund.amount_cents / 100:.2f}.",
     })
+    ctx.data.notes.put({"record": {
+        "order_id": order.order_id,
+        "customer": order.customer,
+        "text": f"Refunded {refund.amount_cents / 100:.2f}: {input.reason}",
+        "refund_id": refund.refund_id,
+        "refunded_cents": refund.amount_cents,
+    }})
     return {"refund_id": refund.refund_id, "amount_cents": refund.amount_cents}
 
 
@@ -27,6 +36,6 @@ refund = define_workflow(
     name="refund",
     title="Refund an order",
     input=RefundInput,
-    uses=[shop.op("shop.order.get"), shop.op("shop.order.refund"), shop.op("shop.customer.notify")],
+    uses=[shop.op("shop.order.get"), shop.op("shop.order.refund"), shop.op("shop.customer.notify"), notes.put],
     run=run,
 )

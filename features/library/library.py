@@ -219,6 +219,15 @@ class StepLibrary:
             lambda d, v, s: m.ExpectState(v[0], v[1], "count", v[2]))
         add("then", "(the ){vendor}'s state contains", self._expect_state_contains, takes=JSON_VALUE)
         add("then", "{op} reached the vendor {int} time(s)", lambda d, v, s: m.ExpectVendorCalls(v[0], v[1]))
+        # The company's collections (the `data` vendor's fake), by name and key.
+        add("given", "the collection {string} holds", self._collection_holds, takes=OBJECT)
+        add("then", "the collection {string} has {int} record(s)",
+            lambda d, v, s: m.ExpectCollection(self._collection(v[0]).name, count=v[1]))
+        add("then", "the collection {string} has a record {string}",
+            lambda d, v, s: m.ExpectCollection(self._collection(v[0]).name, key=v[1]))
+        add("then", "the collection {string} has a record {string} with", self._expect_record_in, takes=OBJECT)
+        add("then", "the collection {string} has no record {string}",
+            lambda d, v, s: m.ExpectCollection(self._collection(v[0]).name, key=v[1], absent=True))
 
     def _phrases(self, problems: list[str]) -> None:
         for op_id in sorted(self.ops):
@@ -297,6 +306,34 @@ class StepLibrary:
         self.fake_of(op)
         given = step_object(step.text, step.table, f'"{step.name}"', self.fields("op", op))
         return m.Seed(op, self._filled(draft, "op", op, given, f"the input of {op}"))
+
+    def _collection(self, name: str) -> Any:
+        collections = getattr(self.config, "collections", {}) or {}
+        if name not in collections:
+            raise ScenarioProblem(f'no collection "{name}"; the config has {", ".join(sorted(collections)) or "none"}')
+        return collections[name]
+
+    def _record_fields(self, name: str) -> Fields:
+        key = ("record", name)
+        if key not in self._fields:
+            self._fields[key] = Fields(self._collection(name).record, f"a record of collection {name}")
+        return self._fields[key]
+
+    def _collection_holds(self, draft: Draft, values: list[Any], step: StepText) -> m.Seed:
+        collection = self._collection(values[0])
+        op = collection.put.id
+        self.fake_of(op)
+        record = step_object(step.text, step.table, f'"{step.name}"', self._record_fields(collection.name))
+        value = {"record": record}
+        validate(collection.put.input, value, f"a record of collection {collection.name}")
+        return m.Seed(op, value)
+
+    def _expect_record_in(self, draft: Draft, values: list[Any], step: StepText) -> m.ExpectCollection:
+        collection = self._collection(values[0])
+        fields = self._record_fields(collection.name)
+        given = step_object(step.text, step.table, f'"{step.name}"', fields)
+        return m.ExpectCollection(collection.name, key=values[1],
+                                  record={k: fields.accepted(k, v) for k, v in given.items()})
 
     def _fault(self, fault: str) -> Callable[..., m.Fault]:
         def apply(draft: Draft, values: list[Any], step: StepText) -> m.Fault:

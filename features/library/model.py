@@ -134,6 +134,18 @@ class ExpectState:
 
 
 @dataclass(frozen=True)
+class ExpectCollection:
+    """A collection's records (on the `data` vendor's fake): `count` records; or the record at
+    `key` there (`record`: containing these fields) or, with `absent`, not there."""
+
+    collection: str
+    key: str | None = None
+    count: int | None = None
+    record: dict[str, Any] | None = None
+    absent: bool = False
+
+
+@dataclass(frozen=True)
 class ExpectVendorCalls:
     """How many times the vendor saw `op` since the run started: every attempt, failed or repeated."""
 

@@ -22,6 +22,7 @@ from features.library.drive import Driver
 from features.library.errors import DriveError, StepFailed
 from features.library.values import contains, get_path, put_path, short
 from runs import selectors, services
+from runs.collections.definition import DATA_VENDOR
 from runs.engine import clock, faults
 from runs.models import ENDED_STATUSES, Run, RunStatus
 from runs.seed import seed_person
@@ -234,6 +235,30 @@ class ScenarioWorld:
         if found != action.value or type(found) is bool and type(action.value) is not bool:
             self._fail(f"{action.vendor}'s state at {action.path!r} is {json.dumps(found, default=str)}, "
                        f"not {json.dumps(action.value, default=str)}")
+
+    def _do_ExpectCollection(self, action: m.ExpectCollection) -> None:
+        try:
+            records = get_path(self.fake(DATA_VENDOR).state, action.collection)
+        except LookupError:
+            records = {}
+        if action.count is not None:
+            if len(records) != action.count:
+                self._fail(f"collection {action.collection} has {len(records)} record(s), not {action.count}: "
+                           f"{short(sorted(records), 400)}")
+            return
+        assert action.key is not None
+        stored = records.get(action.key)
+        if action.absent:
+            if stored is not None:
+                self._fail(f"collection {action.collection} has a record {action.key!r}: "
+                           f"{short(stored['record'], 400)} (version {stored['version']})")
+            return
+        if stored is None:
+            self._fail(f"collection {action.collection} has no record {action.key!r}; "
+                       f"its keys are {short(sorted(records), 400)}")
+        if action.record is not None and not contains(stored["record"], action.record):
+            self._fail(f"the record {action.key!r} of {action.collection} is {short(stored['record'], 600)}, "
+                       f"which does not contain {short(action.record, 400)}")
 
     def _do_ExpectVendorCalls(self, action: m.ExpectVendorCalls) -> None:
         self._need_run()

@@ -12,7 +12,8 @@ imports this package):
 - `start`: the start-a-run form, built from the workflow's input JSON Schema, and its view;
 - `approvals`: the approvals inbox and the decide / withdraw page;
 - `ledger`: the append-only ledger records;
-- `workflows`: app versions and the workflows whose object permissions grant who may start them.
+- `workflows`: app versions and the workflows whose object permissions grant who may start them;
+- `collections`: the company's collections and their records, read-only.
 """
 from django.contrib import admin
 
@@ -22,6 +23,7 @@ from runs.admin import runs  # noqa: F401
 from runs.admin import approvals  # noqa: F401
 from runs.admin import ledger  # noqa: F401
 from runs.admin import workflows  # noqa: F401
+from runs.admin import collections  # noqa: F401
 # isort: on
 
 admin.site.site_header = "sanoma: the operator's desk"

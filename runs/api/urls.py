@@ -1,7 +1,7 @@
 """The API's routes, mounted at `/api/` (with or without a trailing slash)."""
 from django.urls import re_path
 
-from runs.api import views
+from runs.api import collections, views
 
 ID = r"(?P<run_id>[^/]+)"
 APPROVAL = r"(?P<approval_id>[^/]+)"
@@ -23,4 +23,10 @@ urlpatterns = [
     re_path(rf"^runs/{ID}/approvals/{APPROVAL}/withdraw(?:/)?$", views.ApprovalWithdrawView.as_view(),
             name="run-approval-withdraw"),
     re_path(r"^approvals(?:/)?$", views.InboxView.as_view(), name="inbox"),
+    # Collections, read-only. A key is the rest of the path (percent-encoded; one trailing slash is dropped).
+    re_path(r"^collections(?:/)?$", collections.CollectionListView.as_view(), name="collections"),
+    re_path(r"^collections/(?P<name>[^/]+)(?:/)?$", collections.CollectionRecordsView.as_view(),
+            name="collection"),
+    re_path(r"^collections/(?P<name>[^/]+)/(?P<key>.+?)(?:/)?$", collections.CollectionRecordView.as_view(),
+            name="collection-record"),
 ]

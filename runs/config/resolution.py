@@ -19,6 +19,9 @@ from typing import Any
 from connectors.drivers import Driver
 from connectors.errors import ConfigError, Problem, ProblemKind
 from connectors.operations import Connector, Operation, phrase_fields
+from runs.collections.definition import DATA_VENDOR, Collection, data_connector
+from runs.collections.fake import data_fake
+from runs.collections.store import database_driver
 from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
 from runs.policies.cedar import load_cedar_policy
 from runs.policies.python_policies import allow_all
@@ -36,6 +39,8 @@ class SanomaConfig:
     connectors: Sequence[Connector]
     app_name: str = "sanoma"
     workflows: Sequence[WorkflowDefinition] = ()
+    # The company's own records (`define_collection`), called as `ctx.data.<name>.<op>`.
+    collections: Sequence[Collection] = ()
     policy: Any = None
     steps: Sequence[Any] = ()
     root: str | Path | None = None
@@ -55,6 +60,7 @@ class ResolvedConfig:
     policy: Any
     steps: list[Any]
     demo: Mapping[str, str]
+    collections: dict[str, Collection] = field(default_factory=dict)
 
     def workflow(self, name: str) -> WorkflowDefinition | None:
         return self.workflows.get(name)
@@ -140,6 +146,26 @@ def discover_workflows(root: Path, package: str, problems: list[str]) -> list[Wo
     return found
 
 
+def discover_collections(root: Path, package: str, problems: list[str]) -> list[Collection]:
+    """Every collection defined in an app's `apps/<app>/collections.py`."""
+    found: list[Collection] = []
+    apps = root / "apps"
+    files = sorted(apps.glob("*/collections.py")) if apps.is_dir() else []
+    for file in files:
+        relative = str(file.relative_to(root))
+        try:
+            module = importlib.import_module(".".join((package, *file.relative_to(root).with_suffix("").parts)))
+        except ConfigError as err:
+            problems.extend(err.problems)
+            continue
+        except Exception as err:  # a broken file is a problem to list, not a crash
+            problems.append(Problem(f"{relative}: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE,
+                                    file=relative, line=failure_line(err, file)))
+            continue
+        found += [v for v in vars(module).values() if isinstance(v, Collection)]
+    return found
+
+
 def input_schema(definition: WorkflowDefinition) -> dict[str, Any]:
     return definition.input.model_json_schema(mode="validation")
 
@@ -191,6 +217,54 @@ def _check_phrases(ops: Mapping[str, Operation], problems: list[str]) -> None:
                     ))
 
 
+def _check_collections(listed: Any, found: Sequence[Collection], root: Path | None,
+                       problems: list[str]) -> dict[str, Collection]:
+    """The collections by name: each a `define_collection` result, one per name, no root
+    collection named like an app that has collections (`ctx.data.<app>` would be both)."""
+    if not isinstance(listed, (list, tuple)):
+        problems.append(Problem("The config's `collections`, when given, is a list of define_collection results",
+                                kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
+        listed = ()
+    named: dict[str, Collection] = {}
+    for collection in [*listed, *found]:
+        if not isinstance(collection, Collection):
+            problems.append(Problem(f"collections lists {collection!r}, which is not a define_collection result",
+                                    kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
+            continue
+        if collection.name in named:
+            if named[collection.name] is not collection:
+                places = " and ".join(_place(c, root) for c in (named[collection.name], collection))
+                problems.append(Problem(f'Two collections are named "{collection.name}" ({places}): '
+                                        "a name can be declared once", kind=ProblemKind.CONFIG_FILE,
+                                        file=_relative(collection.file, root), line=collection.line))
+            continue
+        named[collection.name] = collection
+    apps = {c.app for c in named.values() if c.app}
+    for collection in named.values():
+        if collection.app is None and collection.name in apps:
+            problems.append(Problem(
+                f'Collection "{collection.name}" is named like the app {collection.name}, which has collections '
+                f"(ctx.data.{collection.name} would be both): rename one", kind=ProblemKind.CONFIG_FILE,
+                file=_relative(collection.file, root), line=collection.line))
+    return named
+
+
+def _relative(file: str | None, root: Path | None) -> str | None:
+    if not file:
+        return None
+    if root is not None:
+        try:
+            return str(Path(file).resolve().relative_to(root))
+        except ValueError:
+            pass
+    return file
+
+
+def _place(collection: Collection, root: Path | None) -> str:
+    file = _relative(collection.file, root)
+    return f"{file}:{collection.line}" if file else "?"
+
+
 def _make_drivers(
     connectors: Sequence[Connector], fakes_mode: str, fake_dir: Path | None, problems: list[str]
 ) -> tuple[dict[str, Driver], dict[str, Any]]:
@@ -201,6 +275,8 @@ def _make_drivers(
     for connector in connectors:
         if not isinstance(connector, Connector):
             continue
+        if connector.vendor == DATA_VENDOR:
+            continue  # the collections: see _collection_halves
         if connector.fake is not None:
             try:
                 file = (fake_dir / f"{connector.vendor}.json") if (fake_dir and fakes_mode == "instance") else None
@@ -228,6 +304,24 @@ def _make_drivers(
         for op_id in driver.functions:
             drivers[op_id] = driver
     return drivers, fakes
+
+
+def _collection_halves(
+    connector: Connector, collections: list[Collection], fakes_mode: str, fake_dir: Path | None,
+    drivers: dict[str, Driver], fakes: dict[str, Any],
+) -> None:
+    """The `data` vendor's driver: the database, always, except in scenarios (instance fakes and no
+    fake folder: one process, nothing shared), which run on an in-memory fake they seed and read.
+    A worker or the demo on instance fakes keeps collections on the database, which is real and
+    shared there too, so the admin and the API show them."""
+    if fakes_mode == "instance" and fake_dir is None:
+        fake = data_fake(connector, collections)
+        fakes[DATA_VENDOR] = fake
+        driver = fake.driver
+    else:
+        driver = database_driver(collections)
+    for op_id in driver.functions:
+        drivers[op_id] = driver
 
 
 def _check_workflows(
@@ -314,6 +408,7 @@ def resolve_config(
     fake_dir: Path | None = None,
     app_version: str | None = None,
     discovered: Sequence[WorkflowDefinition] = (),
+    discovered_collections: Sequence[Collection] = (),
 ) -> ResolvedConfig:
     """Check the config and derive what the worker, client and admin use; one error lists all problems."""
     if not isinstance(config, SanomaConfig):
@@ -333,9 +428,19 @@ def resolve_config(
         problems.append(Problem(f"app_name {app_name!r} must be lowercase letters, digits and dashes",
                                 kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
     root = Path(config.root).resolve() if config.root else None
-    ops = _index_connectors(config.connectors, problems)
+    collections = _check_collections(config.collections, discovered_collections, root, problems)
+    if any(isinstance(c, Connector) and c.vendor == DATA_VENDOR for c in config.connectors):
+        problems.append(Problem(f'connectors lists a connector named "{DATA_VENDOR}", the built-in vendor of the '
+                                "collections: name it after its vendor", kind=ProblemKind.CONFIG_FILE,
+                                file="sanoma_config.py"))
+    connectors = list(config.connectors)
+    if collections:
+        connectors.append(data_connector(list(collections.values())))
+    ops = _index_connectors(connectors, problems)
     _check_phrases(ops, problems)
-    drivers, fake_instances = _make_drivers(config.connectors, fakes, fake_dir, problems)
+    drivers, fake_instances = _make_drivers(connectors, fakes, fake_dir, problems)
+    if collections:
+        _collection_halves(connectors[-1], list(collections.values()), fakes, fake_dir, drivers, fake_instances)
     workflows = _check_workflows(
         config.workflows if isinstance(config.workflows, (list, tuple)) else (), discovered, ops, drivers, problems
     )
@@ -349,7 +454,7 @@ def resolve_config(
         app_name=app_name,
         version=version,
         root=root,
-        connectors=list(config.connectors),
+        connectors=connectors,
         ops=ops,
         drivers=drivers,
         fakes=fake_instances,
@@ -357,6 +462,7 @@ def resolve_config(
         policy=policy,
         steps=[*steps, *config.steps],
         demo=dict(config.demo),
+        collections=collections,
     )
 
 
@@ -386,8 +492,10 @@ def load_config(
         config = SanomaConfig(**{**config.__dict__, "root": root})
     problems: list[str] = []
     found = discover_workflows(root, package.__name__, problems)
+    found_collections = discover_collections(root, package.__name__, problems)
     try:
-        resolved = resolve_config(config, fakes=fakes, fake_dir=fake_dir, app_version=app_version, discovered=found)
+        resolved = resolve_config(config, fakes=fakes, fake_dir=fake_dir, app_version=app_version, discovered=found,
+                                  discovered_collections=found_collections)
     except ConfigError as err:
         # Every problem at once: a broken workflow file does not hide a broken policy file.
         raise ConfigError([*problems, *err.problems]) from None

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from company.sanoma_config import notes
 from company.vendors.shop import shop
 from company.workflows.refund import refund
 from runs.approvals import services as approvals
@@ -40,7 +41,7 @@ erasing = define_workflow(name="erase-customer", uses=[shop.op("shop.customer.de
 def company(engine_for):
     policy = load_cedar_policy(COMPANY_POLICIES)
     assert policy is not None
-    engine = engine_for(refund, granting, erasing, connectors=[shop], policy=policy)
+    engine = engine_for(refund, granting, erasing, connectors=[shop], collections=[notes], policy=policy)
     make_user("sam", groups=["staff"], perms=["runs.start_workflow"])
     make_user("finance-lead")
     make_user("intern")
@@ -203,6 +204,8 @@ def test_explain_a_refund_shows_the_hold_for_finance_and_the_policies_that_appli
         "refunds-need-finance": "applies",
         "access-needs-security": "no",
         "no-customer-erasure": "no",
+        "refunds-keep-notes": "no",  # company/policies/data.cedar: the notes collection
+        "notes-kept": "no",
     }
     assert "shop.cedar:" in out  # where each policy is
     assert "decision now: approve (held for finance-lead)" in out

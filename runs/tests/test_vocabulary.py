@@ -178,7 +178,8 @@ def test_each_kind_of_author_has_one_import():
     import runs.policies
 
     assert set(runs.authoring.__all__) == {
-        "Approved", "ErrorCode", "NoInput", "SanomaConfig", "SanomaError", "define_workflow", "error_code"}
+        "Approved", "Collection", "ErrorCode", "NoInput", "SanomaConfig", "SanomaError", "define_collection",
+        "define_workflow", "error_code"}
     assert set(runs.policies.__all__) == {
         "ApprovalView", "Decision", "DecisionKind", "Policy", "PolicyCall", "RunInfo", "allow", "allow_all",
         "approve", "approved_for", "define_policy", "deny", "load_cedar_policy"}
