@@ -13,7 +13,8 @@ imports this package):
 - `approvals`: the approvals inbox and the decide / withdraw page;
 - `ledger`: the append-only ledger records;
 - `workflows`: app versions and the workflows whose object permissions grant who may start them;
-- `collections`: the company's collections and their records, read-only.
+- `collections`: the company's collections and their records, read-only;
+- `pauses`: pausing and unpausing connectors, operations and workflows, and the runs each holds.
 """
 from django.contrib import admin
 
@@ -24,6 +25,7 @@ from runs.admin import approvals  # noqa: F401
 from runs.admin import ledger  # noqa: F401
 from runs.admin import workflows  # noqa: F401
 from runs.admin import collections  # noqa: F401
+from runs.admin import pauses  # noqa: F401
 # isort: on
 
 admin.site.site_header = "sanoma: the operator's desk"

@@ -1,7 +1,7 @@
 """The API's routes, mounted at `/api/` (with or without a trailing slash)."""
 from django.urls import re_path
 
-from runs.api import collections, views
+from runs.api import collections, recovery, views
 
 ID = r"(?P<run_id>[^/]+)"
 APPROVAL = r"(?P<approval_id>[^/]+)"
@@ -22,6 +22,14 @@ urlpatterns = [
     re_path(rf"^runs/{ID}/approvals/{APPROVAL}(?:/)?$", views.ApprovalView.as_view(), name="run-approval"),
     re_path(rf"^runs/{ID}/approvals/{APPROVAL}/withdraw(?:/)?$", views.ApprovalWithdrawView.as_view(),
             name="run-approval-withdraw"),
+    re_path(rf"^runs/{ID}/rerun(?:/)?$", recovery.RunRerunView.as_view(), name="run-rerun"),
+    re_path(rf"^runs/{ID}/fork(?:/)?$", recovery.RunForkView.as_view(), name="run-fork"),
+    re_path(rf"^runs/{ID}/in-doubt(?:/)?$", recovery.RunInDoubtView.as_view(), name="run-in-doubt"),
+    # Acting on every run a filter matches: counted first, done once the count is confirmed.
+    re_path(r"^bulk/rerun(?:/)?$", recovery.BulkRerunView.as_view(), name="bulk-rerun"),
+    re_path(r"^bulk/cancel(?:/)?$", recovery.BulkCancelView.as_view(), name="bulk-cancel"),
+    re_path(r"^pauses(?:/)?$", recovery.PausesView.as_view(), name="pauses"),
+    re_path(r"^pauses/(?P<kind>[a-z]+)/(?P<target>[^/]+)(?:/)?$", recovery.PauseView.as_view(), name="pause"),
     re_path(r"^approvals(?:/)?$", views.InboxView.as_view(), name="inbox"),
     # Collections, read-only. A key is the rest of the path (percent-encoded; one trailing slash is dropped).
     re_path(r"^collections(?:/)?$", collections.CollectionListView.as_view(), name="collections"),

@@ -13,6 +13,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 from pydantic import BaseModel
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from connectors import define_connector, op, with_setup
 from connectors.errors import SanomaError
@@ -209,3 +211,19 @@ def test_the_admin_page_settles_a_call_in_doubt(engine, ops):
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED and engine.records(run, "op.resolved")[0]["note"] == (
         "not in the bank's list")
+
+
+def test_the_api_settles_a_call_in_doubt(engine, ops):
+    run = crash_after_the_vendor_answered(engine, "pay")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=ops)[0].key}")
+    bad = api.post(f"/api/runs/{run.id}/in-doubt", {"happened": True, "output": {"x": 1}}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_input"
+    shown = api.get(f"/api/runs/{run.id}").json()["run"]["waiting"]
+    assert (shown["kind"], shown["op"]) == ("in_doubt", "bank.payment.create")
+    done = api.post(f"/api/runs/{run.id}/in-doubt", {"happened": True, "output": {"payment_id": "pay_1"}},
+                    format="json")
+    assert done.status_code == 200, done.content
+    engine.drain()
+    run.refresh_from_db()
+    assert run.result == "pay_1"

@@ -77,12 +77,12 @@ def test_the_api_counts_before_a_bulk_rerun_and_acts_on_the_confirmed_count(engi
     api = api_for(ops)
     for label in ("b1", "b2", "b3"):
         failed(engine, label)
-    counted = post(api, "/api/runs/rerun", {"workflow": "flow"})
+    counted = post(api, "/api/bulk/rerun", {"workflow": "flow"})
     assert counted.json() == {"matched": 3, "done": [], "refused": [], "acted": False}
     assert Run.objects.count() == 3
-    stale = post(api, "/api/runs/rerun", {"workflow": "flow", "expect": 2})
+    stale = post(api, "/api/bulk/rerun", {"workflow": "flow", "expect": 2})
     assert stale.status_code == 400 and "not the 2 confirmed" in stale.json()["error"]
-    done = post(api, "/api/runs/rerun", {"workflow": "flow", "expect": 3})
+    done = post(api, "/api/bulk/rerun", {"workflow": "flow", "expect": 3})
     assert done.status_code == 200 and done.json()["acted"] is True and len(done.json()["done"]) == 3
 
 
