@@ -25,6 +25,12 @@ from runs.approvals.services import decide
 from runs.engine import clock
 from runs.engine.drain import drain
 from runs.models import ENDED_STATUSES, Run, RunStatus
+from runs.selectors import waiting_on
+from runs.services import send_message
+
+# Waits that end at a deadline the scenario's clock can jump to: sleeps, retry waits, and message
+# or child waits with a timeout.
+CLOCK_WAITS = ("sleep", "retry", "message", "run")
 
 _APPROVAL_ID = re.compile(r"^approval-\d+$")
 
@@ -50,7 +56,7 @@ def describe_left(left: Sequence[m.Decision]) -> str:
 
 class Driver:
     def __init__(self, scenario: m.Scenario, config: Any, run_id: str, *, skip_sleeps: bool,
-                 stop_when_undecided: bool = False, rounds: int = 500) -> None:
+                 stop_when_undecided: bool = False, rounds: int = 500, sender: str | None = None) -> None:
         self.scenario = scenario
         self.config = config
         self.run_id = run_id
@@ -58,28 +64,39 @@ class Driver:
         self.stop_when_undecided = stop_when_undecided
         self.rounds = rounds
         self.left: list[m.Decision] = list(scenario.decisions)
-        self.spent: dict[str, m.Decision] = {}  # approval id -> the decision sent to it
+        self.spent: dict[tuple[str, str], m.Decision] = {}  # (run id, approval id) -> the decision sent to it
         self.slept = timedelta(0)
+        self.messages: list[m.Message] = list(scenario.actions(m.Message))
+        self.sender = sender or scenario.starter or "alice"
 
     def run(self) -> Run:
         return Run.objects.get(pk=self.run_id)
 
     def advance(self) -> Run:
-        """Drive until the run ends or waits on something the scenario leaves alone."""
+        """Drive until the run ends or waits on something the scenario leaves alone.
+
+        The run's child runs (and theirs) are driven with it: their approvals are decided from
+        the same decisions, and a message the scenario sends goes to whichever of them waits on
+        its topic."""
         for _ in range(self.rounds):
             drain(self.config)
             run = self.run()
             if run.status in ENDED_STATUSES:
                 return run
-            pending = [a for a in approvals_of(run_id=self.run_id) if a["status"] == "pending"]
+            family = self._family()
+            pending = [a for member in family for a in approvals_of(run_id=member.id) if a["status"] == "pending"]
             if pending:
                 if not self._decide(pending):
                     return run
                 continue
-            if run.status == RunStatus.WAITING and run.waiting_for == "sleep" and run.wake_at is not None:
+            if self._send_messages(family):
+                continue
+            due = [m.wake_at for m in family if m.status == RunStatus.WAITING and m.wake_at is not None
+                   and m.waiting_for in CLOCK_WAITS]
+            if due:
                 if not self.skip_sleeps:
                     return run
-                gap = run.wake_at - clock.now()
+                gap = min(due) - clock.now()
                 if gap > timedelta(0):
                     clock.advance(gap)
                     self.slept += gap
@@ -88,11 +105,41 @@ class Driver:
         raise DriveError(f"Run {self.run_id} kept asking for more after {self.rounds} rounds", code="run_running",
                          data={"run_id": self.run_id})
 
+    def _family(self) -> list[Run]:
+        """The run and every run it started, and theirs."""
+        family = [self.run()]
+        parents = [self.run_id]
+        while parents:
+            children = list(Run.objects.filter(parent_id__in=parents).order_by("created_at", "id"))
+            family += children
+            parents = [child.id for child in children]
+        return family
+
+    def _send_messages(self, family: list[Run]) -> bool:
+        """Send the next scenario message on a topic a run of the family waits for; True if one was sent."""
+        for member in family:
+            if member.status != RunStatus.WAITING or member.waiting_for != "message":
+                continue
+            waiting = waiting_on(member) or {}
+            message = next((m for m in self.messages if m.topic == waiting.get("topic")), None)
+            if message is None:
+                continue
+            self.messages.remove(message)
+            try:
+                send_message(run_id=member.id, topic=message.topic, payload=message.payload, by=self.sender)
+            except SanomaError as err:
+                raise DriveError(f'the message on "{message.topic}" (line {message.line}) was refused: {err}',
+                                 code=err.code or "invalid_input", data={"run_id": member.id}) from None
+            return True
+        return False
+
     def _decide(self, pending: list[dict[str, Any]]) -> bool:
-        everything = approvals_of(run_id=self.run_id)
+        everything = [a for member in {a["run_id"] for a in pending} | {self.run_id}
+                      for a in approvals_of(run_id=member)]
         asked = {a["title"] for a in everything} | {a["id"] for a in everything}
+        decided = 0
         for approval in pending:
-            sent = self.spent.get(approval["id"])
+            sent = self.spent.get((approval["run_id"], approval["id"]))
             if sent is not None:
                 raise DriveError(
                     f'Run {self.run_id} did not read the decision {sent.describe()} for "{approval["title"]}" '
@@ -101,6 +148,8 @@ class Driver:
                 )
             decision = choose_decision(approval, self.left, asked, self.scenario.approvals)
             if decision is None:
+                if decided:  # let the runs read what was decided first: they may not need this one
+                    return True
                 if self.stop_when_undecided:
                     return False
                 raise DriveError(
@@ -111,12 +160,13 @@ class Driver:
                 )
             self.left.remove(decision)
             try:
-                decide(run_id=self.run_id, decision=decision.decision, by=decision.by, note=decision.note or "",
-                       approval_id=approval["id"], timeout=0)
+                decide(run_id=approval["run_id"], decision=decision.decision, by=decision.by,
+                       note=decision.note or "", approval_id=approval["id"], timeout=0)
             except SanomaError as err:
                 raise DriveError(
                     f'the decision on line {decision.line} ({decision.describe()}) was refused for '
                     f'"{approval["title"]}": {err}', code=err.code or "invalid_input", data={"run_id": self.run_id},
                 ) from None
-            self.spent[approval["id"]] = decision
+            self.spent[(approval["run_id"], approval["id"])] = decision
+            decided += 1
         return True

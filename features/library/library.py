@@ -198,6 +198,8 @@ class StepLibrary:
             add("any", f"{{string}} is {verb} by {{who}}", self._decide(decision))
             add("any", f"{{string}} is {verb} by {{who}} with note {{string}}", self._decide(decision))
         add("any", "{duration} pass/passes", lambda d, v, s: m.Passes(v[0], s.name))
+        add("any", "the run receives a message on {string} with", self._message, takes=OBJECT)
+        add("any", "the run receives a message on {string}", lambda d, v, s: m.Message(v[0], {}, s.line))
         # Then: calls, outcome, ledger, the vendors' state.
         add("then", "{op} was called with", self._expect_call_with, takes=OBJECT)
         add("then", "{op} was called", lambda d, v, s: m.ExpectCall(v[0], None, True))
@@ -366,6 +368,11 @@ class StepLibrary:
             return m.Decision(approval, decision, by, note, step=step.name, line=step.line)  # type: ignore[arg-type]
 
         return apply
+
+    def _message(self, draft: Draft, values: list[Any], step: StepText) -> m.Message:
+        if not values[0].strip():
+            raise ScenarioProblem("name the message's topic")
+        return m.Message(values[0], step_object(step.text, step.table, f'"{step.name}"', None), step.line)
 
     def _set_state_doc(self, draft: Draft, values: list[Any], step: StepText) -> m.SetState:
         return m.SetState(values[0], values[1], _doc_value(step))

@@ -70,6 +70,15 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Message:
+    """A message the scenario sends to the run (or a run it started) once one waits on its topic."""
+
+    topic: str
+    payload: dict[str, Any]
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Passes:
     """The scenario's clock moves forward; due sleeps wake."""
 

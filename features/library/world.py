@@ -140,6 +140,9 @@ class ScenarioWorld:
     def _do_Decision(self, action: m.Decision) -> None:
         pass  # spent by the driver when the run asks
 
+    def _do_Message(self, action: m.Message) -> None:
+        pass  # sent by the driver when the run waits on its topic
+
     def _do_Custom(self, action: m.Custom) -> None:
         try:
             action.function(self, *action.values)
@@ -162,7 +165,7 @@ class ScenarioWorld:
         self.run_id = run.id
         waits = any(isinstance(s.action, m.ExpectWaiting) for s in self.scenario.steps)
         self.driver = Driver(self.scenario, self.config, run.id, skip_sleeps=not (self.scenario.moves_clock or waits),
-                             stop_when_undecided=waits)
+                             stop_when_undecided=waits, sender=self.starter)
         self._drive()
 
     def _drive(self) -> None:
