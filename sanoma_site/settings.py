@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import dj_database_url
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from environs import Env, EnvError
 from marshmallow.validate import OneOf, Range
@@ -30,7 +31,7 @@ _T = TypeVar("_T")
 env = Env()
 _problems: list[str] = []
 # Values never repeated in an error message.
-_SECRET_VARIABLES = {"DATABASE_URL", "DATABASE_OWNER_URL", "DJANGO_SECRET_KEY", "SECRET_KEY"}
+_SECRET_VARIABLES = {"DATABASE_URL", "DATABASE_OWNER_URL", "DJANGO_SECRET_KEY", "SECRET_KEY", "SANOMA_SECRETS_KEY"}
 # Django's own marker of a key nobody chose; `check --deploy` and the production profile refuse it.
 _DEVELOPMENT_SECRET_KEY = "django-insecure-sanoma-local-development-key-change-me-in-production"
 _POSITIVE = Range(min=0, min_inclusive=False, error="must be greater than 0")
@@ -293,6 +294,18 @@ SANOMA_SWEEP_SECONDS = _read(env.float, "SANOMA_SWEEP_SECONDS", 0.25, validate=_
 SANOMA_IDLE_CHECK_SECONDS = _read(env.float, "SANOMA_IDLE_CHECK_SECONDS", 5.0, validate=_POSITIVE)
 SANOMA_IDLE_HORIZON_SECONDS = _read(env.float, "SANOMA_IDLE_HORIZON_SECONDS", 60.0, validate=_POSITIVE)
 SANOMA_WAKEUP = _read(env.str, "SANOMA_WAKEUP", "", validate=OneOf(["", "off"], error="must be empty or off"))
+# Connectors' stored credentials are encrypted at rest (changes/credentials) with this Fernet key; several,
+# separated by commas, rotate keys: the first encrypts, every one decrypts. Unset: storing or reading a
+# credential is refused, unless DEBUG is on (then a development key derived from SECRET_KEY is used).
+SANOMA_SECRETS_KEY = _read_list("SANOMA_SECRETS_KEY", [])
+for _index, _key in enumerate(SANOMA_SECRETS_KEY, start=1):
+    try:
+        Fernet(_key)
+    except ValueError:  # the key itself is never repeated
+        _problems.append(
+            f"SANOMA_SECRETS_KEY: key {_index} is not a Fernet key (32 url-safe base64-encoded bytes: "
+            "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
+        )
 # Separation of duties: a run's starter may not decide its approvals unless this is on (site-wide).
 SANOMA_ALLOW_SELF_APPROVAL = _read(env.bool, "SANOMA_ALLOW_SELF_APPROVAL", False)
 

@@ -1,4 +1,9 @@
-"""Routes: filled in as the API grows."""
-from django.urls import URLPattern
+"""The credentials' routes, mounted at `/api/` (with or without a trailing slash)."""
+from django.urls import re_path
 
-urlpatterns: list[URLPattern] = []
+from changes.api.credentials import CredentialDetailView, CredentialListView
+
+urlpatterns = [
+    re_path(r"^credentials(?:/)?$", CredentialListView.as_view(), name="credentials"),
+    re_path(r"^credentials/(?P<name>[^/]+)(?:/)?$", CredentialDetailView.as_view(), name="credential"),
+]

@@ -5,6 +5,11 @@ On PostgreSQL the sweep waits until the next deadline (a timer, re-armed by a NO
 suspends with an earlier one) instead of polling, and the cluster's broker takes a task as soon as
 its enqueue's NOTIFY arrives (wakeups/broker.py); on SQLite the sweep polls every
 SANOMA_SWEEP_SECONDS and the broker every Q_CLUSTER["poll"] seconds.
+
+It refuses to start while a variable the environment of a connector on its real driver declares is
+missing or invalid, naming every one. The check is the credentials store's, reached through the
+engine's hook (`runs.engine.secrets.startup_problems`): this layer may not import `changes`. So is
+`keep_fresh`, which makes the cluster's processes pick up a set, changed or cleared credential.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from django_q.cluster import Cluster
 
 from connectors.errors import ConfigError
 from runs.config.registry import get_config
-from runs.engine import clock
+from runs.engine import clock, secrets
 from runs.versions import startup_report, sync_workflow_entries
 from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
@@ -61,6 +66,13 @@ class Command(BaseCommand):
             config = get_config()
         except ConfigError as err:
             raise CommandError(str(err)) from None
+        # The environment of every connector that runs on its real driver (one on its fake needs none).
+        on_drivers = [c for c in config.connectors
+                      if not (settings.SANOMA_FAKES == "instance" and c.vendor in config.fakes)]
+        problems = secrets.startup_problems(on_drivers)
+        if problems:
+            raise CommandError("The worker cannot start: " + ", ".join(problems) + "; set each in the worker's "
+                               "environment, or store it with `manage.py credentials set NAME`")
         sync_workflow_entries(config)
         for warning in startup_report(config, promote=options["promote"]):
             self.stderr.write(self.style.WARNING(warning))
@@ -75,6 +87,7 @@ class Command(BaseCommand):
                     f"--stop-when-idle: {len(wakeups)} wakeups declared (one is needed): "
                     "this worker never stops itself"))
         stop: list[int] = []  # the signals received; a handler only appends (no lock it could deadlock on)
+        secrets.keep_fresh()  # the cluster's processes pick up a set, changed or cleared credential
         connections.close_all()  # the cluster forks: children must not share this process's sockets
         # The ORM broker, woken by the NOTIFY every enqueue sends (PostgreSQL) instead of polling.
         # Cluster() installs its own SIGTERM/SIGINT handlers: ours replace them.

@@ -1,0 +1,95 @@
+"""Reads of the credentials: statuses (never values), who may see them, a secret's value for the
+data files' `secret("NAME")`, and the log of changes."""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from changes.credentials.declared import Variable, VariableStatus, declared_names, evaluate
+from changes.credentials.runtime import cached_values, read_stored
+from changes.models import CredentialChange
+from connectors.errors import SanomaError
+from connectors.operations import Connector
+from runs.approvals.permissions import Principal, is_operator, permission_denied, principal_of
+from runs.config.registry import get_config
+
+UNKNOWN_CREDENTIAL = "unknown_credential"
+SECRET_MISSING = "secret_missing"
+MANAGE = "changes.manage_credentials"
+VIEW = "changes.view_credential"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def connectors() -> list[Connector]:
+    """The config's connectors that declare an environment."""
+    return [c for c in get_config().connectors if isinstance(c, Connector) and c.environment is not None]
+
+
+def credential_statuses(*, among: Sequence[Connector] | None = None) -> list[VariableStatus]:
+    """Every declared variable, by connector in the config's order, with its status and source."""
+    stored = read_stored()
+    chosen = connectors() if among is None else [c for c in among if c.environment is not None]
+    return [status for connector in chosen for status in evaluate(connector, environ=os.environ, stored=stored)]
+
+
+def declared(name: str) -> list[Variable]:
+    """The declarations of `name` (usually one connector's); refused (`unknown_credential`) when none
+    declares it, listing the declared names. A name that does not look like a variable's is not
+    repeated: it may be a value typed in the wrong place."""
+    names = declared_names(connectors())
+    if name in names:
+        return names[name]
+    listed = ", ".join(sorted(names)) or "none (no connector declares an environment)"
+    said = name if isinstance(name, str) and _NAME.match(name) else "that name"
+    raise SanomaError(f"No connector declares {said}: the declared variables are {listed}",
+                      code=UNKNOWN_CREDENTIAL, data={"declared": sorted(names)})
+
+
+def can_view(principal: Principal) -> bool:
+    """May see the credentials' statuses: operators, holders of the view or manage permission, superusers."""
+    return (principal.is_superuser or principal.has_global(MANAGE) or principal.has_global(VIEW)
+            or is_operator(principal))
+
+
+def can_manage(principal: Principal) -> bool:
+    """May set and clear credentials: holders of `changes.manage_credentials` (and superusers)."""
+    return principal.is_superuser or principal.has_global(MANAGE)
+
+
+def check_can_view(who: Any) -> Principal:
+    principal = principal_of(who)
+    if not can_view(principal):
+        raise permission_denied(f"{principal.id} may not see the credentials: it takes {VIEW}, {MANAGE} or "
+                                "an operator", user=principal.id)
+    return principal
+
+
+def secret_value(name: str) -> str:
+    """The value of a declared variable, as a driver would get it (environment, stored, default).
+
+    For `secret("NAME")` in data files: refused, naming it, when no connector declares `name`
+    (`unknown_credential`) or when it has no value (`secret_missing`)."""
+    variables = declared(name)
+    from_env = os.environ.get(name, "")
+    if from_env != "":
+        return from_env
+    stored = cached_values().get(name)
+    if isinstance(stored, str):
+        return stored
+    for variable in variables:
+        if variable.default is not None:
+            return variable.default
+    owners = ", ".join(v.connector for v in variables)
+    why = f": the stored value cannot be used ({stored.reason})" if stored is not None else ""
+    raise SanomaError(
+        f"The secret {name} ({owners}: {variables[0].description or 'no description'}) is missing{why}; set it in "
+        f"the environment or with `manage.py credentials set {name}`",
+        code=SECRET_MISSING, data={"name": name},
+    )
+
+
+def recent_changes(*, limit: int = 50) -> list[CredentialChange]:
+    """The latest sets and clears, newest first (who and when; never a value)."""
+    return list(CredentialChange.objects.order_by("-id")[:limit])

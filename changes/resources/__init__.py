@@ -1,0 +1,1 @@
+"""The declared state at work: drift, plan, apply, and sanoma's own people and groups."""
