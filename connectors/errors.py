@@ -25,6 +25,10 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"  # no such API endpoint, collection, or record in a collection
     CONFLICT = "conflict"  # a compare-and-set write found another version: nothing was changed
     CONFIG_INVALID = "config_invalid"  # the company's config cannot be resolved
+    # credentials
+    UNKNOWN_CREDENTIAL = "unknown_credential"  # no connector declares a variable of that name
+    SECRET_MISSING = "secret_missing"  # a secret a data file names has no value
+    SECRETS_KEY_MISSING = "secrets_key_missing"  # storing a value needs SANOMA_SECRETS_KEY
     # runs
     RUN_NOT_FOUND = "run_not_found"  # no such run, or the caller may not see it
     RUN_EXISTS = "run_exists"  # starting with a run id already taken by a run the caller may not see

@@ -27,7 +27,7 @@ from runs.api.serializers import ErrorSerializer
 from runs.api.views import SanomaAPIView, errors, me
 
 # What the credentials' refusals mean over HTTP, beside the API's own codes (runs.api.errors).
-STATUS_OF_CODE = {
+STATUS_OF_CODE: dict[str, int] = {
     selectors.UNKNOWN_CREDENTIAL: status.HTTP_404_NOT_FOUND,
     SECRETS_KEY_MISSING: status.HTTP_503_SERVICE_UNAVAILABLE,
 }

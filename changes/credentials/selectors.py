@@ -10,13 +10,13 @@ from typing import Any
 from changes.credentials.declared import Variable, VariableStatus, declared_names, evaluate
 from changes.credentials.runtime import cached_values, read_stored
 from changes.models import CredentialChange
-from connectors.errors import SanomaError
+from connectors.errors import ErrorCode, SanomaError
 from connectors.operations import Connector
 from runs.approvals.permissions import Principal, is_operator, permission_denied, principal_of
 from runs.config.registry import get_config
 
-UNKNOWN_CREDENTIAL = "unknown_credential"
-SECRET_MISSING = "secret_missing"
+UNKNOWN_CREDENTIAL = ErrorCode.UNKNOWN_CREDENTIAL
+SECRET_MISSING = ErrorCode.SECRET_MISSING
 MANAGE = "changes.manage_credentials"
 VIEW = "changes.view_credential"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

@@ -7,7 +7,6 @@ title, price, tags), `shop.staff_role` (a person's role in the shop admin) and `
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from connectors import (
     CallContext,
@@ -179,6 +178,20 @@ webhook = define_resource(
 LOGO = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
         '<rect width="16" height="16" rx="3" fill="#2b6"/></svg>')
 
+class ShopEnvironment(BaseModel):
+    """What the shop's real driver reads (a worker on the shop's fake needs none of it)."""
+
+    SHOP_API_URL: str = Field(description="the shop's API base URL")
+    SHOP_API_KEY: str = Field(min_length=16, description="an API key with order and staff scopes")
+
+    @field_validator("SHOP_API_URL")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        if not value.startswith("https://"):
+            raise ValueError("must be an https:// URL")
+        return value
+
+
 shop = define_connector(
     "shop",
     {
@@ -209,14 +222,16 @@ shop = define_connector(
         },
     },
     info=VendorInfo(title="Shop", logo=LOGO, homepage="https://shop.example.com"),
+    environment=ShopEnvironment,
     types=[product, staff_role, webhook],
 )
 
 
 def _http(method: str, path: str, payload: dict[str, Any], context: CallContext) -> dict[str, Any]:
-    """The shop's HTTP API; credentials are read when called, never from the config."""
-    base = os.environ.get("SHOP_API_URL")
-    key = os.environ.get("SHOP_API_KEY")
+    """The shop's HTTP API; its URL and key come from the credentials store with each call
+    (`CallContext.secrets`: the environment, else the stored value), never from the config."""
+    base = context.secrets.get("SHOP_API_URL")
+    key = context.secrets.get("SHOP_API_KEY")
     if not base or not key:
         raise DriverError("SHOP_API_URL and SHOP_API_KEY must be set to call the shop", retryable=False)
     request = urllib.request.Request(
@@ -227,13 +242,22 @@ def _http(method: str, path: str, payload: dict[str, Any], context: CallContext)
                  "Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
+        # The call's own deadline bounds the HTTP request, so a hung shop fails this attempt.
+        with urllib.request.urlopen(request, timeout=context.time_left() or 30) as reply:
             return json.loads(reply.read() or b"{}")
     except urllib.error.HTTPError as err:
         raise DriverError(f"shop answered {err.code} to {method} {path}", retryable=retryable_status(err.code),
-                          status=err.code) from None
+                          status=err.code, retry_after=_retry_after(err.headers.get("Retry-After"))) from None
     except (urllib.error.URLError, TimeoutError) as err:
         raise DriverError(f"shop could not be reached: {err}", retryable=True) from None
+
+
+def _retry_after(header: str | None) -> float | None:
+    """The seconds of a `Retry-After: <seconds>` header; None when absent or a date."""
+    try:
+        return max(0.0, float(header)) if header else None
+    except ValueError:
+        return None
 
 
 def _gone(id: str) -> dict[str, Any]:
@@ -351,7 +375,6 @@ def make_driver():
                 "delete": _webhook_delete,
             },
         },
-        env={"SHOP_API_URL": "The shop API's base URL", "SHOP_API_KEY": "An API key with order and staff scopes"},
     )
 
 

@@ -173,7 +173,7 @@ def test_a_429_with_retry_after_waits_durably_then_succeeds(engine):
 @pytest.mark.parametrize(("make", "says"), [
     (lambda: Retry(attempts=0), "from 1 to 100"),
     (lambda: Retry(factor=0.5), "factor >= 1"),
-    (lambda: Retry(initial="1"), "must be a number"),
+    (lambda: Retry(initial="1"), "must be a number"),  # type: ignore[arg-type]
     (lambda: op(effect="money", input=Ref, output=Out, retry=Retry(attempts=2)), "idempotent"),
     (lambda: op(effect="read", input=Ref, output=Out, timeout=0), "above 0"),
 ])

@@ -95,6 +95,7 @@ def test_a_sigkilled_parent_replays_without_starting_a_second_child(tmp_path: Pa
         assert len(children) == 1, (run_id, [c.id for c in children])
         [child] = children
         assert (parent.status, child.status) == (RunStatus.FINISHED, RunStatus.FINISHED), (run_id, worker.describe())
+        assert parent.result is not None and child.result is not None
         assert parent.result["child"] == child.id and parent.result["child_entries"] == child.result["entries"]
         started = LedgerRecord.objects.filter(run_id=run_id, kind="run.child_started").count()
         assert started == 1, run_id
@@ -126,8 +127,11 @@ def test_a_message_wait_times_out_while_the_worker_is_up(tmp_path: Path) -> None
     began = Step.objects.get(run_id="word-1", kind=StepKind.WAIT)
     read = Step.objects.get(run_id="word-1", kind=StepKind.MESSAGE)
     assert read.error is not None and read.error["code"] == "wait_timed_out"
+    assert began.output is not None
     until = began.output["until"]
-    resumed = clock.to_ms(datetime.fromisoformat(Run.objects.get(pk="word-1").result["timed_out_at"]))
+    result = Run.objects.get(pk="word-1").result
+    assert result is not None
+    resumed = clock.to_ms(datetime.fromisoformat(result["timed_out_at"]))
     assert resumed >= until  # never before its deadline
     print(f"\nmessage wait: resumed {resumed - until} ms after its deadline")
 

@@ -14,7 +14,8 @@ def run(ctx, input: TeamInput):
     started = [ctx.start_run("support.onboard-agent", {"username": name, "lead": input.lead})
                for name in input.usernames]
     outcomes = ctx.all([lambda child=child: ctx.wait_run(child) for child in started])
-    return {"onboarded": [{"username": name, **outcome} for name, outcome in zip(input.usernames, outcomes)]}
+    return {"onboarded": [{"username": name, **outcome}
+                          for name, outcome in zip(input.usernames, outcomes, strict=True)]}
 
 
 onboard_team = define_workflow(
