@@ -289,6 +289,9 @@ SANOMA_LEASE_SECONDS = _read(env.float, "SANOMA_LEASE_SECONDS", 30.0, validate=_
 # A run segment hands its run back to the queue after this long, so no task outlives its lease.
 SANOMA_SEGMENT_SECONDS = _read(env.float, "SANOMA_SEGMENT_SECONDS", 20.0, validate=_POSITIVE)
 SANOMA_SWEEP_SECONDS = _read(env.float, "SANOMA_SWEEP_SECONDS", 0.25, validate=_POSITIVE)
+# A vendor call not answered within this many seconds is abandoned (driver_timeout), unless its
+# operation or the call says otherwise.
+SANOMA_CALL_TIMEOUT_SECONDS = _read(env.float, "SANOMA_CALL_TIMEOUT_SECONDS", 60.0, validate=_POSITIVE)
 # Scale to zero (wakeups/): how often a --stop-when-idle worker checks, how far ahead a deadline
 # keeps it up, and `off` to ignore the wakeup the config root declares.
 SANOMA_IDLE_CHECK_SECONDS = _read(env.float, "SANOMA_IDLE_CHECK_SECONDS", 5.0, validate=_POSITIVE)

@@ -39,7 +39,7 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def default_timeout() -> float:
-    return float(getattr(settings, "SANOMA_CALL_TIMEOUT_SECONDS", 60.0))
+    return float(settings.SANOMA_CALL_TIMEOUT_SECONDS)
 
 
 def invoke(driver: Driver, op: Operation, parsed: BaseModel, context: CallContext, timeout: float) -> Any:
