@@ -72,12 +72,28 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
         return format_html('<a href="{}">{}</a> ({})', url, approval.approval_id, action)
 
 
+class ErrorCodeFilter(admin.SimpleListFilter):
+    """Failed runs by the code of their error."""
+
+    title = "error code"
+    parameter_name = "error_code"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        codes = (Run.objects.filter(status=RunStatus.FAILED).exclude(error__code=None)
+                 .values_list("error__code", flat=True).distinct())
+        return [(code, code) for code in sorted({c for c in codes if isinstance(c, str)})]
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        return queryset.filter(error__code=self.value()) if self.value() else queryset
+
+
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     list_display = ("id", "workflow", "status", "started_by", "created_at", "pending_approvals", "error_code")
-    list_filter = ("status", "waiting_for", "workflow", "started_by")
-    search_fields = ("id",)
-    search_help_text = "Search by run id"
+    list_filter = ("status", "waiting_for", ErrorCodeFilter, "workflow", "started_by")
+    search_fields = ("id", "tags__value")
+    search_help_text = "Search by run id, or by a value the run was tagged with (ctx.tag): an order number, a customer"
+    date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")
     list_per_page = 50
     inlines = (ApprovalInline, StepInline)

@@ -132,3 +132,18 @@ def test_the_admin_pauses_with_a_reason_and_unpauses(engine, ops):
     client.post("/admin/runs/pause/", {"action": "unpause_selected", "_selected_action": [pause.pk]})
     pause.refresh_from_db()
     assert pause.active is False
+
+
+def test_the_admin_run_list_finds_runs_by_tag_value_error_code_and_day(engine, ops):
+    failed(engine, "1001")
+    engine.run("flow", {"label": "2002"})
+    client = Client()
+    client.force_login(ops)
+
+    def rows(**query: str) -> int:
+        return client.get("/admin/runs/run/", query).content.decode().count('name="_selected_action"')
+
+    assert (rows(), rows(q="1001"), rows(q="2002"), rows(q="3003")) == (2, 1, 1, 0)
+    assert (rows(error_code="driver_failed"), rows(status="failed", q="2002")) == (1, 0)
+    listing = client.get("/admin/runs/run/").content.decode()
+    assert "error code" in listing and "driver_failed" in listing
