@@ -100,7 +100,7 @@ class RunFilterInput(serializers.Serializer):
     """Which runs a bulk rerun or cancel acts on; `expect` is the count the caller was shown."""
 
     workflow = serializers.CharField(required=False)
-    status = serializers.ChoiceField(choices=RunStatus.values, required=False)
+    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
     error_code = serializers.CharField(required=False)
     tag = serializers.ListField(child=serializers.CharField(), required=False)
     since = serializers.CharField(required=False)
