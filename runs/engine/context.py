@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -279,21 +279,8 @@ class RunContext:
         self._require("wait_message")
         self._check_open()
         topic, timeout_ms = check_wait_message(topic, timeout)
-        wait_seq = self._take_seq()
-        began = self._replayed(wait_seq, StepKind.WAIT, topic)
-        if began is None:
-            self._check_segment()
-            until = None if timeout_ms is None else clock.now_ms() + timeout_ms
-            began = Step(run=self._run, seq=wait_seq, kind=StepKind.WAIT, name=topic,
-                         output={"topic": topic, "until": until}, next_seq=self._next_seq)
-            self._commit(began)
-        assert began.output is not None  # a recorded wait always has its topic and deadline
-        read_seq = self._take_seq()
-        step = self._replayed(read_seq, StepKind.MESSAGE, topic)
-        if step is None:
-            step = self._read_message(topic, read_seq, began.output.get("until"))
-        if step.error is not None:
-            raise error_from_dict(step.error)
+        step = self._wait_steps(StepKind.WAIT, StepKind.MESSAGE, topic, timeout_ms, {"topic": topic},
+                                read=lambda seq, until: self._read_message(topic, seq, until))
         assert step.output is not None  # a message read always has its payload
         payload: dict[str, Any] = step.output["payload"]
         return payload
@@ -373,26 +360,16 @@ class RunContext:
         self._require("wait_run")
         self._check_open()
         run_id, timeout_ms = check_wait_run(run_id, timeout)
-        wait_seq = self._take_seq()
-        began = self._replayed(wait_seq, StepKind.RUN_WAIT, run_id)
-        if began is None:
+
+        def check_child() -> None:
             if not Run.objects.filter(pk=run_id, parent_id=self._run.pk).exists():
                 raise InvalidInput(f"ctx.wait_run({run_id!r}): that is not a run this run started; "
                                    "wait for an id ctx.start_run returned",
                                    data={"issues": [{"path": ["run_id"], "message": "not a child of this run",
                                                      "code": "not_child"}]})
-            self._check_segment()
-            until = None if timeout_ms is None else clock.now_ms() + timeout_ms
-            began = Step(run=self._run, seq=wait_seq, kind=StepKind.RUN_WAIT, name=run_id,
-                         output={"run": run_id, "until": until}, next_seq=self._next_seq)
-            self._commit(began)
-        assert began.output is not None  # a recorded wait always has its child and deadline
-        end_seq = self._take_seq()
-        step = self._replayed(end_seq, StepKind.RUN_END, run_id)
-        if step is None:
-            step = self._read_child_end(run_id, end_seq, began.output.get("until"))
-        if step.error is not None:
-            raise error_from_dict(step.error)
+
+        step = self._wait_steps(StepKind.RUN_WAIT, StepKind.RUN_END, run_id, timeout_ms, {"run": run_id},
+                                read=lambda seq, until: self._read_child_end(run_id, seq, until), first=check_child)
         assert step.output is not None  # a child's end read always has its output
         return step.output["output"]
 
@@ -820,6 +797,33 @@ class RunContext:
             self._commit(step)
             return step
         raise Suspend("message", wake_at=None if until is None else clock.from_ms(until))
+
+    # ---- waits ------------------------------------------------------------------------------
+
+    def _wait_steps(self, kind: StepKind, end_kind: StepKind, name: str, timeout_ms: int | None,
+                    began_with: dict[str, Any], *, read: Callable[[int, int | None], Step],
+                    first: Callable[[], None] | None = None) -> Step:
+        """A wait is two steps: its start (what it waits for and its deadline, fixed when the run
+        first reaches it, so a replay keeps the same deadline) and what it read (`read(seq,
+        until)`: a step, or it suspends). Raises the read's recorded error; returns its step."""
+        wait_seq = self._take_seq()
+        began = self._replayed(wait_seq, kind, name)
+        if began is None:
+            if first is not None:
+                first()
+            self._check_segment()
+            until = None if timeout_ms is None else clock.now_ms() + timeout_ms
+            began = Step(run=self._run, seq=wait_seq, kind=kind, name=name, output={**began_with, "until": until},
+                         next_seq=self._next_seq)
+            self._commit(began)
+        assert began.output is not None  # a recorded wait always has its deadline
+        end_seq = self._take_seq()
+        step = self._replayed(end_seq, end_kind, name)
+        if step is None:
+            step = read(end_seq, began.output.get("until"))
+        if step.error is not None:
+            raise error_from_dict(step.error)
+        return step
 
     # ---- child runs -----------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from pydantic import BaseModel, Field
 
 from connectors import DriverError, define_connector, op, with_setup
 from connectors.fakes import define_fake
+from runs.authoring import define_workflow
 
 
 class OrderRef(BaseModel):
@@ -95,3 +96,18 @@ def make_fake(file=None):
 
 acme = with_setup(vendor, fake=make_fake)
 GET, REFUND, SEND, PUBLISH = (acme.op(f"acme.{x}") for x in ("order.get", "order.refund", "mail.send", "post.publish"))
+
+
+class Label(BaseModel):
+    label: str = "x"
+
+
+def _tagged_two_calls(ctx, input: Label):
+    ctx.tag(order=input.label)
+    posted = ctx.acme.post.publish({"text": input.label})
+    ctx.acme.mail.send({"to": "a", "text": posted.id})
+    return {"ok": True}
+
+
+# A run tagged with its label that publishes, then mails (steps 1, 2, 3): the recovery tests' workload.
+TAGGED_FLOW = define_workflow(name="flow", input=Label, uses=[PUBLISH, SEND], run=_tagged_two_calls)

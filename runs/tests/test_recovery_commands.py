@@ -5,27 +5,13 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from pydantic import BaseModel
 
 from connectors import DriverError
-from runs.authoring import define_workflow
 from runs.models import Pause, Run, RunStatus
 from runs.testing import make_user
-from runs.tests.fixtures import PUBLISH, SEND
+from runs.tests.fixtures import TAGGED_FLOW
 
-
-class Label(BaseModel):
-    label: str = "x"
-
-
-def two_calls(ctx, input: Label):
-    ctx.tag(order=input.label)
-    posted = ctx.acme.post.publish({"text": input.label})
-    ctx.acme.mail.send({"to": "a", "text": posted.id})
-    return {"ok": True}
-
-
-flow = define_workflow(name="flow", input=Label, uses=[PUBLISH, SEND], run=two_calls)
+flow = TAGGED_FLOW
 
 
 @pytest.fixture

@@ -5,29 +5,15 @@ import json
 
 import pytest
 from django.test import Client
-from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from connectors import DriverError
-from runs.authoring import define_workflow
 from runs.models import Pause, Run, RunStatus
 from runs.seed import seed_person
-from runs.tests.fixtures import PUBLISH, SEND
+from runs.tests.fixtures import TAGGED_FLOW
 
-
-class Label(BaseModel):
-    label: str = "x"
-
-
-def two_calls(ctx, input: Label):
-    ctx.tag(order=input.label)
-    posted = ctx.acme.post.publish({"text": input.label})
-    ctx.acme.mail.send({"to": "a", "text": posted.id})
-    return {"ok": True}
-
-
-flow = define_workflow(name="flow", input=Label, uses=[PUBLISH, SEND], run=two_calls)
+flow = TAGGED_FLOW
 OPERATOR_PERMS = ["runs.view_any_run", "runs.operate_runs", "runs.rerun_runs", "runs.pause"]
 
 
