@@ -189,7 +189,7 @@ SECURE_PROXY_SSL_HEADER = (
 )
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "sanoma_site.apps.DeskAdminConfig",  # the admin, as the operator's desk
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -222,7 +222,7 @@ ROOT_URLCONF = "sanoma_site.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "sanoma_site" / "templates"],  # the desk's own base page
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

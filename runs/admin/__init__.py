@@ -16,8 +16,6 @@ imports this package):
 - `collections`: the company's collections and their records, read-only;
 - `pauses`: pausing and unpausing connectors, operations and workflows, and the runs each holds.
 """
-from django.contrib import admin
-
 # Importing a module registers its admins; this order (runs first) is the site's registry order.
 # isort: off
 from runs.admin import runs  # noqa: F401
@@ -27,7 +25,3 @@ from runs.admin import workflows  # noqa: F401
 from runs.admin import collections  # noqa: F401
 from runs.admin import pauses  # noqa: F401
 # isort: on
-
-admin.site.site_header = "sanoma: the operator's desk"
-admin.site.site_title = "sanoma"
-admin.site.index_title = "Runs, approvals and the ledger"

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from connectors.errors import SanomaError
-from runs.admin.common import ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
+from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
@@ -55,6 +55,7 @@ class DecisionForm(forms.Form):
 
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    missing_noun = "approval"
     list_display = ("title_link", "run_column", "workflow", "lets_through", "approver", "status", "requested_at")
     list_display_links = None
     list_filter = (ApprovalStatusFilter,)
@@ -85,7 +86,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             return None
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None):
-        extra_context = {"title": "Approvals inbox", **(extra_context or {})}
+        extra_context = {"title": "Approvals inbox", "live": LIVE_SECONDS, **(extra_context or {})}
         return super().changelist_view(request, extra_context)
 
     @admin.display(description="approval", ordering="title")
@@ -117,8 +118,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None):
         approval = self.get_object(request, unquote(object_id))
         if approval is None:
-            # A private ModelAdmin method (Django's own "doesn't exist" redirect) missing from django-stubs.
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         if request.method == "POST":
             return self._act(request, approval)
         principal = me(request)

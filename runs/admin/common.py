@@ -2,15 +2,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from django.contrib.admin.utils import quote
-from django.http import HttpRequest
+from django.contrib import messages
+from django.contrib.admin.utils import quote, unquote
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
 from connectors.errors import SanomaError
 from runs.approvals.permissions import request_principal
+
+if TYPE_CHECKING:
+    from django.template.response import _TemplateForResponseT
+
+# The runs list, a running run's page and the inbox read themselves again this often (see the
+# desk's base page): the operator sees a decision or an end land without reloading.
+LIVE_SECONDS = 3
 
 
 def as_json(value: Any) -> str:
@@ -40,8 +49,23 @@ def refusal(err: SanomaError) -> str:
     return f"{err.message} ({err.code})" if err.code else err.message
 
 
-class ReadOnlyMixin:
-    """Nothing here is added, changed or deleted through the admin: the services do that."""
+class HiddenOrMissingMixin:
+    """A record that does not exist and one the user may not see get the same answer, which says
+    both (never Django's "Perhaps it was deleted?", which would tell a user who may not see a run
+    nothing true)."""
+
+    missing_noun = "record"
+
+    def _get_obj_does_not_exist_redirect(self, request: HttpRequest, opts: Any, object_id: str) -> HttpResponse:
+        messages.warning(request, f"No {self.missing_noun} {unquote(object_id)}, or you may not see it")
+        return redirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
+
+
+class ReadOnlyMixin(HiddenOrMissingMixin):
+    """Nothing here is added, changed or deleted through the admin: the services do that. Its
+    page has no History button (there is no history of edits that never happen)."""
+
+    change_form_template: ClassVar[_TemplateForResponseT | None] = "admin/runs/readonly_change_form.html"
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -51,4 +75,5 @@ class ReadOnlyMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
 

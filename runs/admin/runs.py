@@ -19,7 +19,7 @@ from django.utils.http import urlencode
 
 from connectors.errors import SanomaError
 from runs import ledger, recovery, selectors, services
-from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
+from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, check_can_view, visible_runs
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
@@ -97,6 +97,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     ordering = ("-created_at", "-id")
     list_per_page = 50
     inlines = (ApprovalInline, StepInline)
+    change_form_template = "admin/runs/run/change_form.html"
+    missing_noun = "run"
     actions = ("cancel_selected", "rerun_selected")
     fieldsets = (
         (None, {"fields": (("id", "workflow", "status"), ("started_by", "groups"), ("waiting_for", "wake_at"),
@@ -239,6 +241,9 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             *super().get_urls(),
         ]
 
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None):
+        return super().changelist_view(request, {"live": LIVE_SECONDS, **(extra_context or {})})
+
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None):
         extra_context = dict(extra_context or {})
         run = self.get_object(request, unquote(object_id))
@@ -248,6 +253,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             except SanomaError:
                 records = []
             extra_context.update(
+                live=None if run.ended else LIVE_SECONDS,
                 ledger_rows=[timeline_row(r) for r in records],
                 run_ended=run.ended,
                 may_cancel=not run.ended and can_operate(me(request), run),
@@ -265,8 +271,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         run = self.get_object(request, unquote(object_id))
         if run is None:
-            # A private ModelAdmin method (Django's own "doesn't exist" redirect) missing from django-stubs.
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         if request.method == "POST":
             try:
                 services.cancel(run_id=run.id, by=me(request))
@@ -280,7 +285,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     def rerun_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         run = self.get_object(request, unquote(object_id))
         if run is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         if request.method != "POST":
             return redirect("admin:runs_run_change", quote(run.pk))
         try:
@@ -295,7 +300,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         """A page listing the run's steps; forking from one reuses those before it."""
         run = self.get_object(request, unquote(object_id))
         if run is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         if request.method == "POST":
             try:
                 from_step = int(request.POST.get("from_step", ""))
@@ -320,7 +325,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         """The call a run is in doubt about, and a form to say whether it happened."""
         run = self.get_object(request, unquote(object_id))
         if run is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         if request.method == "POST":
             happened = request.POST.get("happened")
             try:

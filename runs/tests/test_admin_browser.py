@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from runs.approvals.services import decide
 from runs.models import Approval, DecisionMessage, Run
 from runs.testing import make_user
 from runs.tests.test_api import ask_flow, money_needs_bob, nap_flow, refund_flow
@@ -176,3 +177,41 @@ def test_the_start_form_shows_the_servers_refusal_on_the_field(live_server, engi
     wait.until(EC.presence_of_element_located((By.ID, "ledger")))
     assert "Started refund as run" in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
     assert Run.objects.get().input == {"order_id": "1", "amount": 10}
+
+
+def test_the_badge_leads_to_the_inbox_and_a_run_page_shows_the_decision_land_without_a_reload(
+        live_server, engine_for, browser, shots):
+    """The approver opens the run's page from the inbox badge; the decision is made elsewhere
+    (through the API's service, as another tab would) and the page, never reloaded, shows the
+    run finished."""
+    engine = engine_for(refund_flow, ask_flow, nap_flow, policy=money_needs_bob)
+    bob = make_user("bob")
+    bob.is_staff = True
+    bob.set_password(PASSWORD)
+    bob.save()
+    engine.run("refund", {"order_id": "1", "amount": 10}, run_id="refund-live")
+    stop = threading.Event()
+    worker = worker_for(engine, stop)
+    worker.start()
+    wait = WebDriverWait(browser, 20)
+    try:
+        browser.get(f"{live_server.url}/admin/login/?next=/admin/")
+        browser.find_element(By.NAME, "username").send_keys("bob")
+        browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+        browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+        badge = wait.until(EC.presence_of_element_located((By.ID, "inbox-badge")))
+        assert badge.text.lower() == "inbox 1"  # the header shows its links in capitals
+        badge.click()
+        wait.until(EC.presence_of_element_located((By.ID, "result_list")))
+        browser.get(f"{live_server.url}/admin/runs/run/refund-live/change/")
+        wait.until(EC.presence_of_element_located((By.ID, "ledger")))
+        browser.execute_script("window.sanomaMarker = 'same page'")
+        assert "run.finished" not in browser.find_element(By.ID, "ledger").text
+        decide(run_id="refund-live", decision="approve", by="bob", timeout=0)  # elsewhere: another tab, the API
+        WebDriverWait(browser, 30).until(lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
+        assert browser.execute_script("return window.sanomaMarker") == "same page"  # never reloaded
+        assert browser.find_element(By.ID, "inbox-badge").text.lower() == "inbox"  # nothing waits for bob now
+        full_page(browser, shots / "run-live.png")
+    finally:
+        stop.set()
+        worker.join(timeout=10)

@@ -1,0 +1,88 @@
+"""The admin as the operator's desk: the home page lists the desk first and Django's own tables
+under "Administration" for superusers only; every page counts the approvals waiting for me; the
+runs list, a running run's page and the inbox refresh themselves; a run that is missing or hidden
+gets one answer saying both; read-only records have no History button."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from runs.authoring import define_workflow
+from runs.models import LedgerRecord
+from runs.seed import seed_person
+
+pytestmark = pytest.mark.django_db
+
+
+def ask_twice(ctx, input):
+    ctx.approval("First look", approver="bob")
+    ctx.approval("Second look", approver="bob")
+    return {}
+
+
+asks = define_workflow(name="asks", uses=["approval"], run=ask_twice)
+
+
+def client_for(username: str, *, superuser: bool = False) -> Client:
+    user = seed_person(username=username, staff=True, superuser=superuser,
+                       perms=() if superuser else ("runs.start_workflow",))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def headings(page: str) -> list[str]:
+    return re.findall(r'<caption>\s*<a [^>]*class="section"[^>]*>([^<]+)</a>', page)
+
+
+def test_the_home_page_lists_the_desk_first_and_administration_for_superusers_only():
+    admin_home = client_for("root", superuser=True).get("/admin/").content.decode()
+    assert headings(admin_home)[:3] == ["Runs", "Changes", "Wakeups"]
+    assert headings(admin_home)[-1] == "Administration"
+    assert "Authentication and Authorization: Users" in admin_home
+    staff_home = client_for("carol").get("/admin/").content.decode()
+    assert "Administration" not in headings(staff_home) and "Users" not in staff_home
+
+
+def test_every_page_counts_the_approvals_waiting_for_me(engine_for):
+    engine = engine_for(asks)
+    engine.run("asks")
+    bob = client_for("bob")
+    for page in ("/admin/", "/admin/runs/run/", "/admin/runs/ledgerrecord/"):
+        body = bob.get(page).content.decode()
+        badge = re.search(r'id="inbox-badge"[^>]*>Inbox <strong class="sanoma-badge">(\d+)</strong>', body)
+        assert badge is not None and badge.group(1) == "1", page  # the second is not asked yet
+    quiet = client_for("carol").get("/admin/").content.decode()
+    assert 'id="inbox-badge"' in quiet and '<strong class="sanoma-badge">' not in quiet
+
+
+def test_the_runs_list_a_running_runs_page_and_the_inbox_refresh_themselves(engine_for):
+    engine = engine_for(asks)
+    waiting = engine.run("asks")
+    root = client_for("root", superuser=True)
+    for page in ("/admin/runs/run/", f"/admin/runs/run/{waiting.id}/change/", "/admin/runs/approval/"):
+        assert "X-Sanoma-Live" in root.get(page).content.decode(), page
+
+
+def test_an_ended_runs_page_does_not_refresh(engine_for):
+    engine = engine_for(define_workflow(name="done", run=lambda ctx, input: {}))
+    run = engine.run("done")
+    page = client_for("root", superuser=True).get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    assert "X-Sanoma-Live" not in page
+
+
+def test_a_missing_or_hidden_run_gets_one_answer_and_read_only_records_have_no_history_button(engine_for):
+    engine = engine_for(asks)
+    run = engine.run("asks")
+    carol = client_for("carol")
+    for run_id in (run.id, "no-such-run"):
+        answer = carol.get(f"/admin/runs/run/{run_id}/change/", follow=True).content.decode()
+        assert f"No run {run_id}, or you may not see it" in answer
+        assert "Perhaps it was deleted" not in answer
+    root = client_for("root", superuser=True)
+    assert "historylink" not in root.get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    record = LedgerRecord.objects.filter(run_id=run.id).first()
+    assert record is not None
+    assert "historylink" not in root.get(f"/admin/runs/ledgerrecord/{record.pk}/change/").content.decode()

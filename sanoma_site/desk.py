@@ -1,0 +1,44 @@
+"""The operator's desk as the admin site: the desk's own apps first, Django's under "Administration".
+
+The home page lists what an operator works with (runs and approvals, declared state, schedules)
+before anything else; the tables Django and its add-ons keep (users, tokens, django-q's task
+records, object permissions) are grouped under one "Administration" heading that only
+superusers see. Every page's header carries the count of approvals waiting for the signed-in
+user, linked to the inbox.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from runs.approvals.selectors import pending_for
+
+# The desk's apps, in the order the home page lists them.
+DESK_APPS = ("runs", "changes", "wakeups")
+
+
+class DeskSite(admin.AdminSite):
+    site_header = "sanoma: the operator's desk"
+    site_title = "sanoma"
+    index_title = "The desk"
+
+    def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
+        apps = super().get_app_list(request, app_label)
+        if app_label is not None:
+            return apps
+        desk = sorted((a for a in apps if a["app_label"] in DESK_APPS), key=lambda a: DESK_APPS.index(a["app_label"]))
+        rest = [a for a in apps if a["app_label"] not in DESK_APPS]
+        if rest and request.user.is_superuser:
+            models = [{**model, "name": f"{app['name']}: {model['name']}"} for app in rest for model in app["models"]]
+            desk.append({"name": "Administration", "app_label": "administration", "app_url": rest[0]["app_url"],
+                         "has_module_perms": True, "models": models})
+        return desk
+
+    def each_context(self, request: HttpRequest) -> dict[str, Any]:
+        context = super().each_context(request)
+        user = getattr(request, "user", None)
+        if user is not None and user.is_active and user.is_staff:
+            context["pending_for_me"] = pending_for(principal=user.get_username()).count()
+        return context
