@@ -1,7 +1,6 @@
 """The runs: the list, the run page (steps, approvals, the ledger as a timeline), cancelling."""
 from __future__ import annotations
 
-import datetime as dt
 import json
 from typing import Any
 
@@ -20,8 +19,12 @@ from django.utils.http import urlencode
 from connectors.errors import SanomaError
 from runs import ledger, recovery, selectors, services
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
+from runs.admin.graph import graph_of
+from runs.admin.moments import duration, moment
+from runs.admin.now import sentence
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, check_can_view, visible_runs
+from runs.approvals.selectors import approvals_of
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
 from runs.selectors import children_of, waiting_on
 from runs.validation import parse_json
@@ -32,13 +35,17 @@ class StepInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("seq",)
-    fields = ("seq", "kind", "name", "attempt", "output_json", "error_json", "decision_json", "created_at")
+    fields = ("seq", "kind", "name", "attempt", "output_json", "error_json", "decision_json", "recorded")
     readonly_fields = fields
     verbose_name = "step (checkpoint)"
     verbose_name_plural = "steps (checkpoints)"
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return obj is None or check_can_view(me(request), obj, raise_error=False)
+
+    @admin.display(description="recorded")
+    def recorded(self, step: Step) -> str:
+        return moment(step.created_at, ago=False)
 
     @admin.display(description="output")
     def output_json(self, step: Step) -> str:
@@ -58,9 +65,13 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("seq",)
-    fields = ("approval", "title", "approver", "status", "requested_by", "op", "covers", "decided_by", "decided_at",
+    fields = ("approval", "title", "approver", "status", "requested_by", "op", "covers", "decided_by", "decided",
               "note")
     readonly_fields = fields
+
+    @admin.display(description="decided at")
+    def decided(self, approval: Approval) -> str:
+        return moment(approval.decided_at)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return obj is None or check_can_view(me(request), obj, raise_error=False)
@@ -89,7 +100,7 @@ class ErrorCodeFilter(admin.SimpleListFilter):
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
-    list_display = ("id", "workflow", "status", "started_by", "created_at", "pending_approvals", "error_code")
+    list_display = ("id", "workflow", "status", "started_by", "started", "pending_approvals", "error_code")
     list_filter = ("status", "waiting_for", ErrorCodeFilter, "workflow", "started_by")
     search_fields = ("id", "tags__value")
     search_help_text = "Search by run id, or by a value the run was tagged with (ctx.tag): an order number, a customer"
@@ -101,17 +112,33 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     missing_noun = "run"
     actions = ("cancel_selected", "rerun_selected")
     fieldsets = (
-        (None, {"fields": (("id", "workflow", "status"), ("started_by", "groups"), ("waiting_for", "wake_at"),
+        (None, {"fields": (("id", "workflow", "status"), ("started_by", "groups"), ("waiting_for", "wakes"),
                            "waiting_detail", "app_version")}),
         ("Related runs", {"fields": ("parent_link", "children_links")}),
-        ("When", {"fields": (("created_at", "updated_at", "ended_at"),)}),
+        ("When", {"fields": (("started", "updated", "ended"),)}),
         ("Input", {"fields": ("input_json",)}),
         ("Outcome", {"fields": ("result_json", "error_json")}),
         ("Ledger", {"fields": ("ledger_chain",)}),
         ("Lease", {"fields": ("lease_owner", "lease_until", "signal_gen"), "classes": ("collapse",)}),
     )
     readonly_fields = ("input_json", "result_json", "error_json", "ledger_chain", "waiting_detail", "parent_link",
-                       "children_links")
+                       "children_links", "started", "updated", "ended", "wakes")
+
+    @admin.display(description="started", ordering="created_at")
+    def started(self, run: Run) -> str:
+        return moment(run.created_at)
+
+    @admin.display(description="updated")
+    def updated(self, run: Run) -> str:
+        return moment(run.updated_at)
+
+    @admin.display(description="ended")
+    def ended(self, run: Run) -> str:
+        return moment(run.ended_at)
+
+    @admin.display(description="wakes at")
+    def wakes(self, run: Run) -> str:
+        return moment(run.wake_at)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_staff(request)
@@ -254,7 +281,9 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
                 records = []
             extra_context.update(
                 live=None if run.ended else LIVE_SECONDS,
-                ledger_rows=[timeline_row(r) for r in records],
+                ledger_rows=timeline_rows(records),
+                graph=graph_of(records, ended=run.ended),
+                now=sentence(run, approvals_of(run_id=run.id, viewer=me(request))),
                 run_ended=run.ended,
                 may_cancel=not run.ended and can_operate(me(request), run),
                 may_rerun=run.status == RunStatus.FAILED and can_rerun(me(request)),
@@ -345,12 +374,28 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         })
 
 
+def timeline_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ledger as a timeline: in the order things happened (by time, then by step), each with
+    how long after the one before it came."""
+    ordered = sorted(records, key=lambda r: (r.get("at") or 0, r.get("seq") or 0))
+    rows, before = [], None
+    for record in ordered:
+        at = record.get("at")
+        row = timeline_row(record)
+        row["after"] = duration(at - before) if at is not None and before is not None else ""
+        before = at if at is not None else before
+        rows.append(row)
+    return rows
+
+
 def timeline_row(record: dict[str, Any]) -> dict[str, Any]:
     """A ledger record as one line of the run page's timeline."""
     kind = record.get("type", "")
-    what = ""
+    what: Any = ""
     if kind == "op.called":
         what = f"{record.get('op')} ({record.get('effect')})"
+        if record.get("duration_ms") is not None:
+            what += f", took {duration(record['duration_ms'])}"
     elif kind.startswith("approval."):
         parts = [record.get("approval", "")]
         for key in ("title", "approver", "by"):
@@ -358,9 +403,16 @@ def timeline_row(record: dict[str, Any]) -> dict[str, Any]:
                 parts.append(f"{key} {record[key]}")
         what = ", ".join(p for p in parts if p)
     elif kind == "sleep.started":
-        what = f"until {record.get('until')}"
+        what = format_html("until {}", moment(record.get("until"), ago=False))
+    elif kind == "op.attempt_failed":
+        what = format_html("{} attempt {} failed; next try {}", record.get("op"), record.get("attempt"),
+                           moment(record.get("next_at"), ago=False))
+    elif kind == "message.received":
+        what = f"on “{record.get('topic')}” from {record.get('by')}"
+    elif kind in ("run.child_started", "run.child_ended"):
+        what = format_html("{} {}", run_link(record.get("child", "")), record.get("workflow") or record.get("status"))
     elif kind == "run.cancelled":
-        what = f"by {record.get('by')}"
+        what = f"by {record.get('by')}" + (f" ({record['because']})" if record.get("because") else "")
     decision = record.get("decision")
     if isinstance(decision, dict):
         decision_text = str(decision.get("kind", ""))
@@ -375,10 +427,9 @@ def timeline_row(record: dict[str, Any]) -> dict[str, Any]:
     if isinstance(error, dict):
         error_text = f"{error.get('code') or error.get('name', 'error')}: {error.get('message', '')}"
     group = record.get("group")
-    at = record.get("at")
-    when = dt.datetime.fromtimestamp(at / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if at else ""
     return {
-        "seq": record.get("seq"), "type": kind, "at": when, "what": what, "decision": decision_text,
-        "error": error_text, "group": json.dumps(group) if group is not None else "",
+        "seq": record.get("seq"), "type": kind, "at": moment(record.get("at"), ago=False), "what": what,
+        "decision": decision_text, "error": error_text,
+        "group": f"ctx.all member {group['index'] + 1} of {group['size']}" if isinstance(group, dict) else "",
         "body": json.dumps(record, indent=2, sort_keys=True, default=str),
     }

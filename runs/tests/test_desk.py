@@ -9,9 +9,12 @@ import re
 import pytest
 from django.test import Client
 
+from runs.approvals.services import decide
 from runs.authoring import define_workflow
 from runs.models import LedgerRecord
+from runs.policies.python_policies import allow, approve, define_policy
 from runs.seed import seed_person
+from runs.tests.fixtures import GET
 
 pytestmark = pytest.mark.django_db
 
@@ -86,3 +89,36 @@ def test_a_missing_or_hidden_run_gets_one_answer_and_read_only_records_have_no_h
     record = LedgerRecord.objects.filter(run_id=run.id).first()
     assert record is not None
     assert "historylink" not in root.get(f"/admin/runs/ledgerrecord/{record.pk}/change/").content.decode()
+
+
+def _pair(ctx, input):
+    ctx.all([lambda: ctx.acme.order.get({"order_id": "1"}), lambda: ctx.wait_message("go")])
+    return {}
+
+
+pair = define_workflow(name="pair", uses=[GET, "all", "wait_message"], run=_pair)
+
+
+def test_the_run_page_says_what_the_run_is_doing_and_draws_it_from_the_ledger(engine_for):
+    engine = engine_for(asks, pair, policy=define_policy(
+        lambda call: approve("bob") if call.effect == "read" else allow(), version="p"))
+    waiting = engine.run("asks")
+    root = client_for("root", superuser=True)
+    page = root.get(f"/admin/runs/run/{waiting.id}/change/").content.decode()
+    now = re.search(r'<p id="run-now"[^>]*>(.*?)</p>', page, re.S)
+    assert now is not None and "Waiting for bob to approve “First look” since" in now.group(1)
+    assert 'data-kind="approval"' in page and "asked of bob" in page
+
+    grouped = engine.run("pair")
+    page = root.get(f"/admin/runs/run/{grouped.id}/change/").content.decode()
+    lanes = re.search(r'<li class="sanoma-lanes".*?</li>\s*</ol>\s*</div>\s*</li>', page, re.S)
+    assert lanes is not None, page
+    # The first member's call is held for bob (a policy hold drawn on its call); the second member
+    # has not started: the group is in progress.
+    assert 'data-kind="approval"' in lanes.group(0) and "not started" in lanes.group(0)
+    decide(run_id=grouped.id, decision="approve", by="bob", timeout=0)
+    engine.drain()
+    page = root.get(f"/admin/runs/run/{grouped.id}/change/").content.decode()
+    assert "acme.order.get" in page and 'class="sanoma-effect read"' in page and "approved by bob" in page
+    assert "Waiting for a message on “go”" in page
+    assert "ctx.all member 1 of 2" in page

@@ -1,0 +1,60 @@
+"""What a run is doing now, said in one sentence: the top of its page."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from runs.admin.common import run_link
+from runs.admin.moments import moment
+from runs.models import Run, RunStatus
+from runs.selectors import waiting_on
+
+
+def sentence(run: Run, approvals: list[dict]) -> SafeString:
+    """`Waiting for finance-lead to approve "Refund needs finance" since 14:02 (3 minutes ago).`"""
+    if run.status == RunStatus.FINISHED:
+        return format_html("Finished {}.", moment(run.ended_at))
+    if run.status == RunStatus.FAILED:
+        error = run.error or {}
+        return format_html("Failed {} with {}: {}", moment(run.ended_at), error.get("code") or error.get("name")
+                           or "an error", error.get("message", ""))
+    if run.status == RunStatus.CANCELLED:
+        return format_html("Cancelled {}.", moment(run.ended_at))
+    if run.status == RunStatus.QUEUED:
+        if run.waiting_for.startswith("paused "):
+            return format_html("Not started: its workflow is paused ({}).", run.waiting_for[len("paused "):])
+        return format_html("Queued for a worker since {}.", moment(run.queued_at or run.created_at))
+    if run.status == RunStatus.RUNNING:
+        return format_html("Running on {} since {}.", run.lease_owner or "a worker", moment(run.updated_at))
+    waiting = waiting_on(run) or {}
+    kind = waiting.get("kind")
+    until = format_html(", until {}", moment(run.wake_at)) if run.wake_at else ""
+    if kind == "approval":
+        pending = [a for a in approvals if a["status"] == "pending"]
+        if pending:
+            first = pending[0]
+            who = first["approver"].replace("group:", "someone in group ")
+            return format_html("Waiting for {} to approve “{}” since {}.", who, first["title"],
+                               moment(datetime.fromisoformat(first["requested_at"])))
+        return format_html("Waiting for an approval.")
+    if kind == "message":
+        return format_html("Waiting for a message on “{}”{} (since {}).", waiting.get("topic"), until,
+                           moment(run.updated_at))
+    if kind == "run":
+        return format_html("Waiting for its child run {} to end{} (since {}).", run_link(waiting.get("run_id") or ""),
+                           until, moment(run.updated_at))
+    if kind == "sleep":
+        return format_html("Asleep until {}.", moment(run.wake_at))
+    if kind == "retry":
+        return format_html("Waiting to try a call again at {}: the vendor refused it (see the ledger).",
+                           moment(run.wake_at))
+    if kind == "in_doubt":
+        return format_html("In doubt about {} (step {}): an operator must say whether it happened.",
+                           waiting.get("op"), waiting.get("seq"))
+    if kind == "paused":
+        reason = f": {waiting['reason']}" if waiting.get("reason") else ""
+        return format_html("Held by the pause of {}{} (since {}).", waiting.get("target"), reason,
+                           moment(run.updated_at))
+    return format_html("Waiting ({}){}.", run.waiting_for or "for something", until)
