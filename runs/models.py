@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import models, router, transaction
 
 from runs import ledger_chain
@@ -360,6 +361,16 @@ class Pause(models.Model):
     @property
     def active(self) -> bool:
         return self.unpaused_at is None
+
+
+class OperatorPreference(models.Model):
+    """How one person wants the desk: the time zone its pages show moments in ("" = the site's)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sanoma_preference")
+    time_zone = models.CharField(max_length=64, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.time_zone or 'the site time zone'})"
 
 
 class CollectionRecord(models.Model):

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
-from django.http import HttpRequest
+from django.conf import settings
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils import timezone
 
+from connectors.errors import SanomaError
 from runs.approvals.selectors import pending_for
+from runs.preferences import set_time_zone, time_zone_of, time_zones
+from sanoma_site.middleware import TIME_ZONE_SESSION_KEY
 
 # The desk's apps, in the order the home page lists them.
 DESK_APPS = ("runs", "changes", "wakeups")
@@ -36,9 +44,30 @@ class DeskSite(admin.AdminSite):
                          "has_module_perms": True, "models": models})
         return desk
 
+    def get_urls(self) -> list[Any]:
+        return [path("preferences/", self.admin_view(self.preferences_view), name="preferences"), *super().get_urls()]
+
+    def preferences_view(self, request: HttpRequest) -> HttpResponse:
+        """Your own settings of the desk: the time zone its pages show moments in."""
+        if request.method == "POST":
+            try:
+                zone = set_time_zone(user=request.user, zone=request.POST.get("time_zone", ""))
+            except SanomaError as err:
+                messages.error(request, err.message)
+            else:
+                request.session[TIME_ZONE_SESSION_KEY] = zone
+                shown = zone or f"the site time zone ({settings.TIME_ZONE})"
+                messages.success(request, f"Moments are shown in {shown}")
+                return redirect("admin:preferences")
+        return TemplateResponse(request, "admin/preferences.html", {
+            **self.each_context(request), "title": "Your preferences", "zones": time_zones(),
+            "current": time_zone_of(request.user), "site_zone": settings.TIME_ZONE,
+        })
+
     def each_context(self, request: HttpRequest) -> dict[str, Any]:
         context = super().each_context(request)
         user = getattr(request, "user", None)
         if user is not None and user.is_active and user.is_staff:
             context["pending_for_me"] = pending_for(principal=user.get_username()).count()
+            context["time_zone_shown"] = timezone.get_current_timezone_name()
         return context

@@ -1,12 +1,18 @@
-"""The site's own middleware: a request body over `SANOMA_MAX_BODY_BYTES` is refused before it is read."""
+"""The site's own middleware: a request body over `SANOMA_MAX_BODY_BYTES` is refused before it is
+read; a signed-in person sees moments in the time zone they chose."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
 
 from connectors.errors import ErrorCode
+from runs.preferences import time_zone_of
+
+TIME_ZONE_SESSION_KEY = "sanoma_time_zone"
 
 
 class BodyLimitMiddleware:
@@ -40,3 +46,24 @@ def _refuse(status: int, message: str, code: str) -> HttpResponse:
     # The body was not read: the connection cannot carry another request after it.
     response["Connection"] = "close"
     return response
+
+
+class OperatorTimeZoneMiddleware:
+    """Activates the signed-in person's own time zone (see `runs.preferences`), read once per
+    session and kept there; everyone else sees the site's (`TIME_ZONE`)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        user = getattr(request, "user", None)
+        zone = ""
+        if user is not None and user.is_authenticated and hasattr(request, "session"):
+            if TIME_ZONE_SESSION_KEY not in request.session:
+                request.session[TIME_ZONE_SESSION_KEY] = time_zone_of(user)
+            zone = request.session[TIME_ZONE_SESSION_KEY]
+        if zone:
+            timezone.activate(ZoneInfo(zone))
+        else:
+            timezone.deactivate()
+        return self.get_response(request)

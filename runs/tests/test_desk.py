@@ -11,7 +11,7 @@ from django.test import Client
 
 from runs.approvals.services import decide
 from runs.authoring import define_workflow
-from runs.models import LedgerRecord
+from runs.models import LedgerRecord, OperatorPreference
 from runs.policies.python_policies import allow, approve, define_policy
 from runs.seed import seed_person
 from runs.tests.fixtures import GET
@@ -122,3 +122,20 @@ def test_the_run_page_says_what_the_run_is_doing_and_draws_it_from_the_ledger(en
     assert "acme.order.get" in page and 'class="sanoma-effect read"' in page and "approved by bob" in page
     assert "Waiting for a message on “go”" in page
     assert "ctx.all member 1 of 2" in page
+
+
+def test_each_person_sees_moments_in_their_own_time_zone(engine_for):
+    engine = engine_for(define_workflow(name="done", run=lambda ctx, input: {}))
+    run = engine.run("done")
+    root = client_for("root", superuser=True)
+    page = root.get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    assert " UTC (" in page and 'id="time-zone"' in page
+    refused = root.post("/admin/preferences/", {"time_zone": "Mars/Olympus"}, follow=True).content.decode()
+    assert "is not a time zone" in refused and not OperatorPreference.objects.exists()
+    root.post("/admin/preferences/", {"time_zone": "Europe/Helsinki"})
+    page = root.get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    assert re.search(r"<time [^>]*title=\"[^\"]* UTC\">[^<]* EE[ST] \(", page), "Helsinki time, UTC on hover"
+    other = client_for("carol")
+    assert "Europe/Helsinki" not in other.get("/admin/").content.decode()  # one person's choice
+    root.post("/admin/preferences/", {"time_zone": ""})
+    assert OperatorPreference.objects.get().time_zone == ""
