@@ -104,6 +104,7 @@ class OperationSpec:
     retry: Retry | None = None
     idempotency_key: str = "honoured"
     reconcile: str | None = None
+    summary: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,9 @@ class Operation:
     idempotency_key: str = "honoured"
     # The id of the read that answers whether an in-doubt call took effect (same input), if any.
     reconcile: str | None = None
+    # What one call does, in a sentence built from its input, for the person asked to approve it:
+    # "Refund {amount_cents:money} on order {order_id}" (see `summarize`).
+    summary: str | None = None
 
     def plain(self) -> dict[str, str]:
         """What a policy sees of the operation: no schemas, no functions."""
@@ -208,6 +212,7 @@ def op(
     retry: Retry | None = None,
     idempotency_key: str = "honoured",
     reconcile: str | None = None,
+    summary: str | None = None,
 ) -> OperationSpec:
     """Declare an operation; `define_connector` gives it its vendor and resource.
 
@@ -225,6 +230,8 @@ def op(
     if target is not None and not callable(target):
         raise TypeError("target must be a function of the parsed input returning a string")
     timeout = check_timeout(timeout, what="op")
+    if summary is not None:
+        check_summary(summary, input)
     if idempotency_key not in IDEMPOTENCY_KEY_KINDS:
         raise ValueError(f"idempotency_key must be one of {', '.join(IDEMPOTENCY_KEY_KINDS)}; got {idempotency_key!r}")
     if reconcile is not None and idempotency_key != "ignored":
@@ -254,6 +261,7 @@ def op(
         retry=retry,
         idempotency_key=idempotency_key,
         reconcile=reconcile,
+        summary=summary,
     )
 
 
@@ -328,6 +336,7 @@ def define_connector(
                 timeout=spec.timeout,
                 retry=spec.retry,
                 idempotency_key=spec.idempotency_key,
+                summary=spec.summary,
                 reconcile=f"{vendor}.{resource}.{spec.reconcile}" if spec.reconcile else None,
             )
     _check_reconciles(vendor, operations)
@@ -439,6 +448,40 @@ def with_setup(
         fake=fake or connector.fake,
         steps=steps if steps is not None else connector.steps,
     )
+
+
+_SUMMARY_FIELD = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)(?::([a-z]+))?\}")
+SUMMARY_FORMATS = ("money",)
+
+
+def check_summary(template: Any, input: type[BaseModel]) -> None:
+    """A summary names input fields, each optionally formatted (`{amount_cents:money}`)."""
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError("summary must be a sentence such as 'Refund {amount_cents:money} on order {order_id}'")
+    for name, kind in _SUMMARY_FIELD.findall(template):
+        if name not in input.model_fields:
+            raise ValueError(f"summary {template!r} names {{{name}}}, which is not an input field; "
+                             f"its fields are {', '.join(input.model_fields)}")
+        if kind and kind not in SUMMARY_FORMATS:
+            raise ValueError(f"summary {template!r}: {{{name}:{kind}}} is not a format; the formats are "
+                             f"{', '.join(SUMMARY_FORMATS)}")
+
+
+def summarize(operation: Operation, input_json: Any) -> str:
+    """The operation's summary for one call's input ("" without a summary). Money is cents shown
+    as units with two decimals and thousands separated: 123456 -> 1,234.56."""
+    if not operation.summary or not isinstance(input_json, dict):
+        return ""
+
+    def field(match: re.Match[str]) -> str:
+        value = input_json.get(match.group(1))
+        if match.group(2) == "money" and isinstance(value, int) and not isinstance(value, bool):
+            sign = "-" if value < 0 else ""
+            units, cents = divmod(abs(value), 100)
+            return f"{sign}{units:,}.{cents:02d}"
+        return "?" if value is None else str(value)
+
+    return _SUMMARY_FIELD.sub(field, operation.summary)
 
 
 def phrase_fields(template: str) -> list[str]:

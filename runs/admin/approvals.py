@@ -12,11 +12,14 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from connectors.errors import SanomaError
+from connectors.errors import ConfigError, SanomaError
+from connectors.operations import summarize
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
+from runs.admin.moments import moment
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
+from runs.config.registry import get_config
 from runs.models import Approval, ApprovalStatus, DecisionMessage
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
@@ -51,6 +54,17 @@ class ApprovalStatusFilter(admin.SimpleListFilter):
 class DecisionForm(forms.Form):
     note = forms.CharField(required=False, strip=True, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
                            help_text="Recorded with the decision, in the ledger.")
+
+
+def summary_of(approval: Approval) -> str:
+    """What the held call does, in its operation's own words ("Refund 125.00 on order 1001")."""
+    if not approval.op:
+        return ""
+    try:
+        operation = get_config().ops.get(approval.op)
+    except ConfigError:
+        return ""
+    return summarize(operation, approval.op_input) if operation is not None else ""
 
 
 @admin.register(Approval)
@@ -105,6 +119,9 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="lets through")
     def lets_through(self, approval: Approval) -> str:
         parts = []
+        said = summary_of(approval)
+        if said:
+            parts.append(format_html('<strong class="sanoma-summary">{}</strong>', said))
         if approval.op:
             parts.append(format_html("<code>{}</code> {}", approval.op,
                                      json.dumps(approval.op_input, sort_keys=True, default=str)))
@@ -143,6 +160,9 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "state": approval_selectors.approval_state(approval),
             "state_json": as_json(approval_selectors.approval_state(approval)),
             "op_input_json": as_json(approval.op_input) if approval.op else "",
+            "summary": summary_of(approval),
+            "requested_at": moment(approval.requested_at),
+            "decided_at": moment(approval.decided_at),
             "details_json": as_json(approval.details) if approval.details is not None else "",
             "links": [
                 {"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links

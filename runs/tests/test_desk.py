@@ -8,10 +8,13 @@ import re
 
 import pytest
 from django.test import Client
+from pydantic import BaseModel
 
+from connectors import define_connector, op, with_setup
+from connectors.fakes import define_fake
 from runs.approvals.services import decide
 from runs.authoring import define_workflow
-from runs.models import LedgerRecord, OperatorPreference
+from runs.models import Approval, LedgerRecord, OperatorPreference
 from runs.policies.python_policies import allow, approve, define_policy
 from runs.seed import seed_person
 from runs.tests.fixtures import GET
@@ -139,3 +142,55 @@ def test_each_person_sees_moments_in_their_own_time_zone(engine_for):
     assert "Europe/Helsinki" not in other.get("/admin/").content.decode()  # one person's choice
     root.post("/admin/preferences/", {"time_zone": ""})
     assert OperatorPreference.objects.get().time_zone == ""
+
+
+class Pay(BaseModel):
+    order_id: str
+    amount_cents: int
+
+
+class Paid(BaseModel):
+    ok: bool = True
+
+
+pay_vendor = define_connector("pay", {"order": {"refund": op(
+    effect="money", input=Pay, output=Paid, summary="Refund {amount_cents:money} on order {order_id}")}})
+
+
+def pay_fake(file=None):
+    return define_fake(pay_vendor, initial=dict, ops={"order": {"refund": lambda state, i, c: {"ok": True}}},
+                       file=file)
+
+
+payments = with_setup(pay_vendor, fake=pay_fake)
+
+
+def _refund_big(ctx, input):
+    ctx.pay.order.refund({"order_id": "1001", "amount_cents": 123456})
+    return {}
+
+
+refund_big = define_workflow(name="refund-big", uses=["pay.order.refund"], run=_refund_big)
+
+
+def test_the_inbox_and_the_approval_page_say_what_a_held_call_does_in_its_operations_words(engine_for):
+    engine = engine_for(refund_big, connectors=[payments],
+                        policy=define_policy(lambda call: approve("bob"), version="s"))
+    run = engine.run("refund-big")
+    bob = client_for("bob")
+    inbox = bob.get("/admin/runs/approval/").content.decode()
+    assert '<strong class="sanoma-summary">Refund 1,234.56 on order 1001</strong>' in inbox
+    approval = Approval.objects.get(run=run)
+    page = bob.get(f"/admin/runs/approval/{approval.pk}/change/").content.decode()
+    assert 'id="approval-summary">Refund 1,234.56 on order 1001<' in page
+    assert "started by alice" in page and "refund-big" in page
+
+
+@pytest.mark.parametrize(("summary", "says"), [
+    ("Refund {amount:money}", "names {amount}, which is not an input field"),
+    ("Refund {amount_cents:euros}", "is not a format"),
+    ("  ", "must be a sentence"),
+])
+def test_a_summary_naming_what_the_input_lacks_is_refused(summary, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        op(effect="money", input=Pay, output=Paid, summary=summary)
