@@ -200,6 +200,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served by the site itself (no CDN)
     "guardian",
     "django_q",
     "behave_django",
@@ -281,7 +282,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "sanoma", "VERSION": "0.1.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "sanoma", "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR", "SWAGGER_UI_FAVICON_HREF": "SIDECAR", "REDOC_DIST": "SIDECAR",
+}
 
 SANOMA_ROOT = _read(env.path, "SANOMA_ROOT", BASE_DIR / "company").resolve()
 SANOMA_APP_VERSION = _read(env.str, "SANOMA_APP_VERSION", "") or None

@@ -1,15 +1,19 @@
-"""The site: the operator's desk at /admin/, the JSON API at /api/ (OpenAPI at /api/schema/)."""
+"""The site: the operator's desk at /admin/, the JSON API at /api/ (its index; OpenAPI at
+/api/schema/, Swagger UI at /api/docs/)."""
 from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from runs.api.views import NotFoundView
+from sanoma_site.api_index import ApiIndexView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
+    path("api/", ApiIndexView.as_view(), name="api-index"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("runs.api.urls")),
     path("api/", include("changes.api.urls")),
     re_path(r"^api/", NotFoundView.as_view()),
