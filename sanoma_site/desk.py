@@ -15,12 +15,13 @@ from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils import timezone
 
 from connectors.errors import SanomaError
 from runs.approvals.selectors import pending_for
 from runs.preferences import set_time_zone, time_zone_of, time_zones
+from sanoma_site import catalog
 from sanoma_site.middleware import TIME_ZONE_SESSION_KEY
 
 # The desk's apps, in the order the home page lists them.
@@ -38,6 +39,14 @@ class DeskSite(admin.AdminSite):
             return apps
         desk = sorted((a for a in apps if a["app_label"] in DESK_APPS), key=lambda a: DESK_APPS.index(a["app_label"]))
         rest = [a for a in apps if a["app_label"] not in DESK_APPS]
+        desk.insert(1 if desk else 0, {
+            "name": "Catalog", "app_label": "catalog", "app_url": reverse("admin:catalog_workflows"),
+            "has_module_perms": True, "models": [
+                {"name": "Workflows", "object_name": "workflow", "admin_url": reverse("admin:catalog_workflows"),
+                 "view_only": True, "perms": {"view": True}},
+                {"name": "Connectors", "object_name": "connector", "admin_url": reverse("admin:catalog_connectors"),
+                 "view_only": True, "perms": {"view": True}},
+            ]})
         if rest and request.user.is_superuser:
             models = [{**model, "name": f"{app['name']}: {model['name']}"} for app in rest for model in app["models"]]
             desk.append({"name": "Administration", "app_label": "administration", "app_url": rest[0]["app_url"],
@@ -45,7 +54,17 @@ class DeskSite(admin.AdminSite):
         return desk
 
     def get_urls(self) -> list[Any]:
-        return [path("preferences/", self.admin_view(self.preferences_view), name="preferences"), *super().get_urls()]
+        def page(view: Any) -> Any:
+            return self.admin_view(lambda request, **kw: view(request, context=self.each_context(request), **kw))
+
+        return [
+            path("preferences/", self.admin_view(self.preferences_view), name="preferences"),
+            path("catalog/connectors/", page(catalog.connectors_page), name="catalog_connectors"),
+            path("catalog/connectors/<str:vendor>/", page(catalog.connector_page), name="catalog_connector"),
+            path("catalog/workflows/", page(catalog.workflows_page), name="catalog_workflows"),
+            path("catalog/workflows/<str:name>/", page(catalog.workflow_page), name="catalog_workflow"),
+            *super().get_urls(),
+        ]
 
     def preferences_view(self, request: HttpRequest) -> HttpResponse:
         """Your own settings of the desk: the time zone its pages show moments in."""

@@ -15,11 +15,11 @@ from django.utils.html import format_html, format_html_join
 from connectors.errors import ConfigError, SanomaError
 from connectors.operations import summarize
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
-from runs.admin.moments import moment
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
 from runs.config.registry import get_config
+from runs.display import moment
 from runs.models import Approval, ApprovalStatus, DecisionMessage
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.

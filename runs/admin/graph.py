@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runs.admin.moments import duration, moment
+from runs.display import duration, moment
 
 
 @dataclass

@@ -20,11 +20,11 @@ from connectors.errors import SanomaError
 from runs import ledger, recovery, selectors, services
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
 from runs.admin.graph import graph_of
-from runs.admin.moments import duration, moment
 from runs.admin.now import sentence
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, check_can_view, visible_runs
 from runs.approvals.selectors import approvals_of
+from runs.display import duration, moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
 from runs.selectors import children_of, waiting_on
 from runs.validation import parse_json

@@ -22,6 +22,7 @@ from connectors.operations import Connector, Operation, phrase_fields
 from runs.collections.definition import DATA_VENDOR, Collection, data_connector
 from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
+from runs.config import extensions
 from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
 from runs.policies.cedar import load_cedar_policy
 from runs.policies.python_policies import allow_all
@@ -450,7 +451,7 @@ def resolve_config(
         raise ConfigError(problems)
     version = f"{app_name}@{app_version or compute_version(app_name, list(workflows.values()))}"
     steps = [c.steps for c in config.connectors if isinstance(c, Connector) and c.steps is not None]
-    return ResolvedConfig(
+    resolved = ResolvedConfig(
         app_name=app_name,
         version=version,
         root=root,
@@ -464,6 +465,9 @@ def resolve_config(
         demo=dict(config.demo),
         collections=collections,
     )
+    # What a layer above adds (the declared state's connector and built-in workflows): see extensions.
+    return extensions.extend(resolved, fakes=fakes, version=None if app_version else
+                             lambda wfs: f"{app_name}@{compute_version(app_name, list(wfs))}")
 
 
 def load_config(

@@ -1,5 +1,5 @@
-"""One way of showing a moment on every page of the desk: in the operator's time zone (the site's
-unless they chose theirs), with the zone named and how long ago, and UTC on hover."""
+"""How the desk shows moments and durations: one way on every page, in the operator's time zone (the
+site's unless they chose theirs), with the zone named and how long ago, and UTC on hover."""
 from __future__ import annotations
 
 from datetime import UTC, datetime

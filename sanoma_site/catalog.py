@@ -1,0 +1,161 @@
+"""The desk's catalog: a page for every connector and every workflow of the config.
+
+A connector's page: its logo, title and homepage, every operation (effect, idempotency, timeout,
+description, input and output fields as tables, scenario phrases, summary), its resource types,
+the status of the credentials its driver needs, and the workflows and scenarios using each
+operation. A workflow's page: its title, trigger and next fires, its input fields, the
+operations it uses with their effects, its source, its recent runs, the scenarios that run it,
+and who may start it. Both read the resolved config only; nothing here writes.
+"""
+from __future__ import annotations
+
+import base64
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from pydantic import BaseModel
+
+from changes.credentials.selectors import credential_statuses
+from connectors.operations import Connector, Operation
+from features.library.loader import load_scenarios
+from runs.config.registry import get_config
+from runs.config.resolution import ResolvedConfig
+from runs.config.workflows import Schedule, WorkflowDefinition
+from runs.display import moment
+from runs.models import Run, WorkflowEntry
+from runs.selectors import RunFilter, matching_runs
+from wakeups.schedules import next_fires, schedule_of
+
+RECENT_RUNS = 20
+
+
+def fields_of(model: type[BaseModel]) -> list[dict[str, Any]]:
+    """A pydantic model's fields as rows a person reads: name, type, required or its default, description."""
+    schema = model.model_json_schema(mode="validation")
+    required = set(schema.get("required", ()))
+    rows = []
+    for name, spec in schema.get("properties", {}).items():
+        kind = spec.get("type") or " | ".join(
+            str(o.get("type") or o.get("$ref", "").rsplit("/", 1)[-1]) for o in spec.get("anyOf", [])) or "object"
+        if spec.get("format"):
+            kind = f"{kind} ({spec['format']})"
+        limits = [f"{k} {spec[k]}" for k in ("minimum", "maximum", "exclusiveMinimum", "minLength", "maxLength")
+                  if k in spec]
+        rows.append({"name": name, "type": kind, "required": name in required,
+                     "default": "" if name in required or "default" not in spec else repr(spec["default"]),
+                     "limits": ", ".join(limits), "description": spec.get("description", "")})
+    return rows
+
+
+def _logo(connector: Connector) -> str:
+    svg = connector.info.logo
+    return f"data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}" if svg else ""
+
+
+def _scenario_uses(config: ResolvedConfig) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Which scenarios mention each operation, and which run each workflow: `file:line name`."""
+    by_op: dict[str, list[str]] = {}
+    by_workflow: dict[str, list[str]] = {}
+    for scenario in load_scenarios(config).scenarios:
+        where = f"{scenario.where} {scenario.name}"
+        by_workflow.setdefault(scenario.workflow, []).append(where)
+        for op_id in {step.op for step in scenario.steps if step.op}:
+            by_op.setdefault(op_id, []).append(where)
+    return by_op, by_workflow
+
+
+def _operation(op: Operation, used_by: Mapping[str, list[str]], scenarios: Mapping[str, list[str]]) -> dict[str, Any]:
+    return {
+        "id": op.id, "effect": op.effect, "idempotent": op.idempotent, "description": op.description,
+        "timeout": op.timeout, "retry": op.retry, "summary": op.summary or "", "in_doubt": op.idempotency_key,
+        "given": op.phrases.given or "", "expect": op.phrases.expect or "",
+        "input": fields_of(op.input), "output": fields_of(op.output),
+        "workflows": used_by.get(op.id, []), "scenarios": scenarios.get(op.id, []),
+    }
+
+
+def connector_page(request: HttpRequest, vendor: str, *, context: dict[str, Any]) -> HttpResponse:
+    config = get_config()
+    connector = next((c for c in config.connectors if isinstance(c, Connector) and c.vendor == vendor), None)
+    if connector is None:
+        raise Http404(f"No connector {vendor}")
+    used_by: dict[str, list[str]] = {}
+    for wf in config.workflows.values():
+        for op_id in wf.ops:
+            used_by.setdefault(op_id, []).append(wf.name)
+    by_op, _ = _scenario_uses(config)
+    return TemplateResponse(request, "admin/catalog/connector.html", {
+        **context, "title": connector.info.title or connector.vendor, "connector": connector, "logo": _logo(connector),
+        "operations": [_operation(op, used_by, by_op) for op in connector.operations.values()],
+        "types": [{"key": t.key if hasattr(t, "key") else name, "title": getattr(t, "title", ""),
+                   "identity": getattr(t, "identity", ""), "host": getattr(t, "host", False)}
+                  for name, t in getattr(connector, "types", {}).items()],
+        "credentials": credential_statuses(among=[connector]),
+    })
+
+
+def connectors_page(request: HttpRequest, *, context: dict[str, Any]) -> HttpResponse:
+    config = get_config()
+    rows = [{"vendor": c.vendor, "title": c.info.title or c.vendor, "logo": _logo(c), "operations": len(c.operations),
+             "homepage": c.info.homepage or ""} for c in config.connectors if isinstance(c, Connector)]
+    return TemplateResponse(request, "admin/catalog/connectors.html", {**context, "title": "Connectors",
+                                                                      "connectors": rows})
+
+
+def _trigger(wf: WorkflowDefinition) -> tuple[str, list[Any]]:
+    if isinstance(wf.trigger, Schedule):
+        schedule = schedule_of(wf)
+        said = (f"every {schedule.every:g} s" if schedule.every else f"cron {schedule.cron} ({schedule.timezone})")
+        return said, [moment(f) for f in next_fires(schedule, timezone.now(), 3)]
+    return "started by hand (the admin, the API, manage.py start)", []
+
+
+def _starters(name: str) -> dict[str, list[str]]:
+    """Who may start the workflow: holders of the global permission, and of the permission on it."""
+    entry = WorkflowEntry.objects.filter(name=name).first()
+    perm = Permission.objects.filter(codename="start_workflow", content_type__app_label="runs").first()
+    users = set(get_user_model().objects.filter(user_permissions=perm).values_list("username", flat=True)) if perm \
+        else set()
+    groups = set(Group.objects.filter(permissions=perm).values_list("name", flat=True)) if perm else set()
+    if entry is not None:
+        users |= {p.user.get_username() for p in entry.workflowentryuserobjectpermission_set.select_related("user")}
+        groups |= {p.group.name for p in entry.workflowentrygroupobjectpermission_set.select_related("group")}
+    superusers = set(get_user_model().objects.filter(is_superuser=True).values_list("username", flat=True))
+    return {"users": sorted(users), "groups": sorted(groups), "superusers": sorted(superusers)}
+
+
+def workflow_page(request: HttpRequest, name: str, *, context: dict[str, Any]) -> HttpResponse:
+    config = get_config()
+    wf = config.workflows.get(name)
+    if wf is None:
+        raise Http404(f"No workflow {name}")
+    try:
+        source = inspect.getsource(wf.run)
+    except (OSError, TypeError):
+        source = ""
+    trigger, fires = _trigger(wf)
+    _, by_workflow = _scenario_uses(config)
+    runs: list[Run] = list(matching_runs(viewer=request.user.get_username(),
+                                         where=RunFilter(workflow=name))[:RECENT_RUNS])
+    return TemplateResponse(request, "admin/catalog/workflow.html", {
+        **context, "title": wf.title or wf.name, "workflow": wf, "trigger": trigger, "fires": fires,
+        "input": fields_of(wf.input), "source": source, "file": wf.file or "",
+        "operations": [{"id": op_id, "effect": getattr(config.ops.get(op_id), "effect", "?"),
+                        "vendor": op_id.split(".", 1)[0]} for op_id in wf.ops],
+        "builtins": list(wf.builtins), "runs": [{"run": r, "started": moment(r.created_at)} for r in runs],
+        "scenarios": by_workflow.get(name, []), "starters": _starters(name),
+    })
+
+
+def workflows_page(request: HttpRequest, *, context: dict[str, Any]) -> HttpResponse:
+    config = get_config()
+    rows = [{"name": wf.name, "title": wf.title, "trigger": _trigger(wf)[0], "app": wf.app or "",
+             "operations": len(wf.ops)} for wf in sorted(config.workflows.values(), key=lambda w: w.name)]
+    return TemplateResponse(request, "admin/catalog/workflows.html", {**context, "title": "Workflows",
+                                                                     "workflows": rows})
