@@ -131,8 +131,9 @@ def start_or_get(
     return run, True
 
 
-def cancel(*, run_id: str, by: str | Principal) -> Run:
+def cancel(*, run_id: str, by: str | Principal, reason: str = "") -> Run:
     """Cancel a run that has not ended: it makes no further calls; a run that ended is `run_ended`.
+    The canceller's `reason`, when given, goes to the `run.cancelled` record.
 
     Its unfinished child runs (and theirs) are cancelled with it, each with its own
     `run.cancelled` record naming the run whose cancel reached it; a parent waiting for a
@@ -145,7 +146,9 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
         if run.status in ENDED_STATUSES:
             raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code=ErrorCode.RUN_ENDED,
                               data={"status": run.status})
-        _do_cancel(run, body={"by": principal.id}, config=config)
+        check_reason(reason)
+        body = {"by": principal.id, **({"reason": reason.strip()} if reason and reason.strip() else {})}
+        _do_cancel(run, body=body, config=config)
         parents = [run.pk]
         while parents:
             descendants = list(Run.objects.select_for_update().filter(parent_id__in=parents)
@@ -156,6 +159,15 @@ def cancel(*, run_id: str, by: str | Principal) -> Run:
             parents = [child.pk for child in descendants]
     run.refresh_from_db()
     return run
+
+
+MAX_REASON = 2000
+
+
+def check_reason(reason: Any) -> None:
+    if not isinstance(reason, str) or len(reason) > MAX_REASON or "\x00" in reason:
+        raise InvalidInput(f"A reason is text of at most {MAX_REASON} characters",
+                           data={"issues": [{"path": ["reason"], "message": "not a reason", "code": "invalid"}]})
 
 
 def _do_cancel(run: Run, *, body: dict[str, Any], config: ResolvedConfig) -> None:

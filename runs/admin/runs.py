@@ -22,7 +22,7 @@ from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_
 from runs.admin.graph import graph_of
 from runs.admin.now import sentence
 from runs.admin.start import StartRunMixin
-from runs.approvals.permissions import can_operate, can_rerun, check_can_view, visible_runs
+from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
 from runs.approvals.selectors import approvals_of
 from runs.display import duration, moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
@@ -263,6 +263,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             path("start/", wrap(self.start_view), name="runs_run_start"),
             path("<path:object_id>/cancel/", wrap(self.cancel_view), name="runs_run_cancel"),
             path("<path:object_id>/rerun/", wrap(self.rerun_view), name="runs_run_rerun"),
+            path("<path:object_id>/message/", wrap(self.message_view), name="runs_run_message"),
             path("<path:object_id>/fork/", wrap(self.fork_view), name="runs_run_fork"),
             path("<path:object_id>/in-doubt/", wrap(self.in_doubt_view), name="runs_run_in_doubt"),
             *super().get_urls(),
@@ -289,6 +290,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
                 may_rerun=run.status == RunStatus.FAILED and can_rerun(me(request)),
                 may_fork=run.ended and can_rerun(me(request)),
                 rerun_url=reverse("admin:runs_run_rerun", args=[quote(run.pk)]),
+                message_url=reverse("admin:runs_run_message", args=[quote(run.pk)]),
+                may_message=not run.ended and can_send_message(me(request), run),
                 in_doubt=run.status == RunStatus.WAITING and run.waiting_for == "in_doubt",
                 in_doubt_url=reverse("admin:runs_run_in_doubt", args=[quote(run.pk)]),
                 fork_url=reverse("admin:runs_run_fork", args=[quote(run.pk)]),
@@ -301,13 +304,34 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         run = self.get_object(request, unquote(object_id))
         if run is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        if request.method == "POST":
+        if request.method == "POST" and request.POST.get("confirmed") == "yes":
             try:
-                services.cancel(run_id=run.id, by=me(request))
+                services.cancel(run_id=run.id, by=me(request), reason=request.POST.get("reason", ""))
             except SanomaError as err:
                 self.message_user(request, f"{run.id} was not cancelled: {refusal(err)}", messages.ERROR)
             else:
                 self.message_user(request, f"Cancelled {run.id}: it makes no further calls", messages.SUCCESS)
+            return redirect("admin:runs_run_change", quote(run.pk))
+        children = [c for c in children_of(run) if c["status"] not in ("finished", "failed", "cancelled")]
+        return TemplateResponse(request, "admin/runs/run/cancel.html", {
+            **self.admin_site.each_context(request), "opts": self.opts, "original": run,
+            "title": f"Cancel {run.id}?", "children": children, "now": sentence(run, approvals_of(run_id=run.id)),
+        })
+
+    def message_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Send the run a message on a topic (what `ctx.wait_message` reads)."""
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if request.method == "POST":
+            try:
+                payload = parse_json(request.POST.get("payload") or "{}", what="The payload")
+                services.send_message(run_id=run.id, topic=request.POST.get("topic", ""), payload=payload,
+                                      message_id=request.POST.get("message_id") or None, by=me(request))
+            except SanomaError as err:
+                self.message_user(request, f"Not sent: {refusal(err)}", messages.ERROR)
+            else:
+                self.message_user(request, f"Sent to {run.id} on “{request.POST.get('topic')}”", messages.SUCCESS)
         return redirect("admin:runs_run_change", quote(run.pk))
 
 

@@ -116,6 +116,11 @@ class ResolveInput(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class CancelInput(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000,
+                                   help_text="Why: kept in the run's ledger.")
+
+
 class ForkInput(serializers.Serializer):
     from_step = serializers.IntegerField(min_value=1, help_text="The step to go on live from.")
 

@@ -254,13 +254,14 @@ class RunCancelView(SanomaAPIView):
     @extend_schema(
         operation_id="run_cancel",
         summary="Cancel a run that has not ended (its starter or an operator)",
-        request=None,
-        responses={200: s.RunSerializer, **errors(403, 404, 409, 415)},
+        description="An optional `reason` goes to the run's `run.cancelled` record.",
+        request=s.CancelInput,
+        responses={200: s.RunSerializer, **errors(400, 403, 404, 409, 415)},
     )
     def post(self, request: Request, run_id: str) -> Response:
-        self.body(request, required=False)
+        body = self.checked(s.CancelInput, self.body(request, required=False))
         self.visible_run(request, run_id)
-        run = services.cancel(run_id=run_id, by=me(request))
+        run = services.cancel(run_id=run_id, by=me(request), reason=body.get("reason", ""))
         return Response(run_data(run))
 
 

@@ -212,9 +212,15 @@ def test_the_cancel_button_on_a_run_page(held, people):
     # The approver may see the run but not cancel it: no button offers what would be refused.
     approver_page = browser(people["bob"]).get("/admin/runs/run/refund-1/change/")
     assert approver_page.status_code == 200 and "Cancel run" not in approver_page.content.decode()
-    response = browser(people["alice"]).post("/admin/runs/run/refund-1/cancel/", follow=True)
+    asked = browser(people["alice"]).get("/admin/runs/run/refund-1/cancel/").content.decode()
+    assert "Cancel refund-1?" in asked and 'name="reason"' in asked
+    assert Run.objects.get(pk="refund-1").status != "cancelled"  # only asked
+    response = browser(people["alice"]).post("/admin/runs/run/refund-1/cancel/",
+                                             {"confirmed": "yes", "reason": "the customer withdrew"}, follow=True)
     assert any("Cancelled refund-1" in m for m in said(response))
     assert Run.objects.get(pk="refund-1").status == "cancelled"
+    [record] = LedgerRecord.objects.filter(run_id="refund-1", kind="run.cancelled")
+    assert (record.body["by"], record.body["reason"]) == ("alice", "the customer withdrew")
 
 
 # ---- the approvals inbox -------------------------------------------------------------------------

@@ -227,7 +227,7 @@ def admin_answer(action: str, actor: str, run: str) -> str:
     if action == "cancel":
         if client.get(page).status_code != 200:
             return NOT_FOUND
-        client.post(f"/admin/runs/run/{quote(run_id)}/cancel/")
+        client.post(f"/admin/runs/run/{quote(run_id)}/cancel/", {"confirmed": "yes"})
         return OK if Run.objects.get(pk=run_id).status == "cancelled" else DENIED
     if action == "change_ledger":
         record = LedgerRecord.objects.filter(run_id=run_id).order_by("seq").first()

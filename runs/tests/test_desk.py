@@ -14,7 +14,7 @@ from connectors import define_connector, op, with_setup
 from connectors.fakes import define_fake
 from runs.approvals.services import decide
 from runs.authoring import define_workflow
-from runs.models import Approval, LedgerRecord, OperatorPreference
+from runs.models import Approval, LedgerRecord, OperatorPreference, RunMessage
 from runs.policies.python_policies import allow, approve, define_policy
 from runs.seed import seed_person
 from runs.tests.fixtures import GET
@@ -45,7 +45,7 @@ def headings(page: str) -> list[str]:
 
 def test_the_home_page_lists_the_desk_first_and_administration_for_superusers_only():
     admin_home = client_for("root", superuser=True).get("/admin/").content.decode()
-    assert headings(admin_home)[:3] == ["Runs", "Changes", "Wakeups"]
+    assert headings(admin_home)[:4] == ["Runs", "Catalog", "Changes", "Wakeups"]
     assert headings(admin_home)[-1] == "Administration"
     assert "Authentication and Authorization: Users" in admin_home
     staff_home = client_for("carol").get("/admin/").content.decode()
@@ -194,3 +194,19 @@ def test_the_inbox_and_the_approval_page_say_what_a_held_call_does_in_its_operat
 def test_a_summary_naming_what_the_input_lacks_is_refused(summary, says):
     with pytest.raises(ValueError, match=re.escape(says)):
         op(effect="money", input=Pay, output=Paid, summary=summary)
+
+
+def test_the_run_page_sends_a_message_and_refuses_a_bad_one(engine_for):
+    engine = engine_for(define_workflow(name="word", uses=["wait_message"],
+                                        run=lambda ctx, input: ctx.wait_message("go")))
+    run = engine.run("word")
+    root = client_for("root", superuser=True)
+    page = root.get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    assert 'id="send-message"' in page
+    bad = root.post(f"/admin/runs/run/{run.id}/message/", {"topic": "go", "payload": "[1]"}, follow=True)
+    assert "Not sent" in bad.content.decode() and not RunMessage.objects.exists()
+    root.post(f"/admin/runs/run/{run.id}/message/", {"topic": "go", "payload": '{"ok": true}'})
+    engine.drain()
+    run.refresh_from_db()
+    assert run.result == {"ok": True}
+    assert 'id="send-message"' not in root.get(f"/admin/runs/run/{run.id}/change/").content.decode()

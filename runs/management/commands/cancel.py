@@ -13,9 +13,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("run_id")
+        parser.add_argument("--reason", default="", help="why: kept in the run's ledger")
         parser.add_argument("--as", dest="user", required=True)
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
-        run = services.cancel(run_id=run_id_argument(options["run_id"]), by=options["user"])
+        run = services.cancel(run_id=run_id_argument(options["run_id"]), by=options["user"], reason=options["reason"])
         self.stdout.write(f"{run.id} {run.status}")
