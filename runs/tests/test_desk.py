@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from pydantic import BaseModel
 
 from connectors import define_connector, op, with_setup
@@ -210,3 +212,35 @@ def test_the_run_page_sends_a_message_and_refuses_a_bad_one(engine_for):
     run.refresh_from_db()
     assert run.result == {"ok": True}
     assert 'id="send-message"' not in root.get(f"/admin/runs/run/{run.id}/change/").content.decode()
+
+
+def _queries(client: Client, url: str) -> int:
+    client.get(url)  # once first: per-process caches (content types, the config) fill on the first view
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured.captured_queries)
+
+
+class Count(BaseModel):
+    n: int = 1
+
+
+def _calls_then_ask(ctx, input: Count):
+    for _ in range(input.n):
+        ctx.acme.order.get({"order_id": "1"})
+    ctx.approval("Look", approver="bob")
+    return {}
+
+
+calls_then_ask = define_workflow(name="calls-then-ask", input=Count, uses=[GET, "approval"], run=_calls_then_ask)
+
+
+def test_the_runs_list_the_inbox_and_a_run_page_cost_the_same_queries_for_5_and_for_50_rows(engine_for):
+    engine = engine_for(calls_then_ask)
+    root, bob = client_for("root", superuser=True), client_for("bob")
+    counts = {}
+    for rows, more in ((5, 5), (50, 45)):
+        runs = [engine.run("calls-then-ask", {"n": rows}) for _ in range(more)]
+        counts[rows] = (_queries(root, "/admin/runs/run/"), _queries(bob, "/admin/runs/approval/"),
+                        _queries(root, f"/admin/runs/run/{runs[-1].id}/change/"))
+    assert counts[5] == counts[50], counts
