@@ -212,6 +212,13 @@ def test_the_badge_leads_to_the_inbox_and_a_run_page_shows_the_decision_land_wit
         assert browser.execute_script("return window.sanomaMarker") == "same page"  # never reloaded
         assert browser.find_element(By.ID, "inbox-badge").text.lower() == "inbox"  # nothing waits for bob now
         full_page(browser, shots / "run-live.png")
+        # At 800 px the page is still usable: nothing makes it scroll sideways.
+        browser.set_window_size(800, 1100)
+        browser.refresh()
+        wait.until(EC.presence_of_element_located((By.ID, "ledger")))
+        wide = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        browser.save_screenshot(str(shots / "run-800.png"))
+        assert wide[0] <= wide[1], f"the run page scrolls sideways at 800 px: {wide}"
     finally:
         stop.set()
         worker.join(timeout=10)
