@@ -1,6 +1,7 @@
 from django.apps import AppConfig
 
 from changes.credentials import runtime
+from changes.resources import extension
 from runs.engine import secrets
 
 
@@ -15,3 +16,5 @@ class ChangesConfig(AppConfig):
         secrets.install(runtime.provide)
         secrets.install_startup_check(runtime.startup_check)
         secrets.install_refresher(runtime.keep_fresh)
+        # The engine resolves every config with what the declared state adds: drift, apply, people.
+        extension.install()

@@ -20,7 +20,7 @@ have, is a `ValueError` when the type is defined):
 - `vendor_owned`: the vendor sets it (an id, `created_at`); it is read, never declared. It needs a
   default in the schema.
 - `write_only`: sent, never read back (a token); drift cannot compare it. Only such a field may
-  take a `secret("NAME")`.
+  take a `secret("NAME")`, and it takes nothing else (a value never read back stays out of the repo).
 - `unordered`: a list compared as a multiset.
 - `references`: `"<vendor>.<type>"`: the field (or each item of its list) may name a declared
   resource of that type instead of a literal value; `by` (a field name or a list of them) says which
@@ -45,8 +45,10 @@ implement them like any other), `<vendor>.<type>.<verb>`:
   sanoma (recorded by name only); `update`/`delete` may be given it back. `values` is what the
   vendor holds, in the vendor's shape: `type.observed(values)` puts it in the declared shape
   (`normalize`, then only schema fields, no write-only ones).
-- `desired` is the declared values with references resolved and secrets filled in (what
-  `declare` keeps: only the fields the declaration names). `changes` is the part of `desired` that
+- `desired` is the declared values with references resolved (what `declare` keeps: only the fields
+  the declaration names); a write-only field holds its secret by name, `{"secret": "NAME"}`, which
+  is what the run, the policy and the ledger see: the value is filled in only as the driver is
+  called, so the driver's function gets the value itself. `changes` is the part of `desired` that
   differs (never an identity, immutable or vendor-owned field). Both are checked against the schema
   before anything is sent.
 - `update` of an instance that is gone is a `DriverError` (status 404); `create` of one that exists
@@ -247,7 +249,8 @@ class ResourceType:
     def declare(self, name: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[ValueProblem]]:
         """Check one declared instance: `(clean_values, problems)`; each problem names its field.
 
-        Refused: an unknown field, a vendor-owned field, a value the schema refuses, an empty or
+        Refused: an unknown field, a vendor-owned field, a write-only field given anything but a
+        secret, a value the schema refuses, an empty or
         missing identity field, a reference where the field takes none or to another type, a secret
         outside a write-only field. The clean values are the declared fields as the schema reads them
         (JSON-safe), references and secrets kept as `Ref` and `Secret`; a field not declared is not
@@ -277,6 +280,10 @@ class ResourceType:
                     problem = self._check_marker(key, opts, marker)
                     if problem:
                         problems.append(ValueProblem(key, problem))
+            elif opts.write_only:
+                problems.append(ValueProblem(key, f'{key}: is write-only: {self.vendor} never shows it back, so its '
+                                                  f'value stays out of the repo: write secret("NAME") and keep the '
+                                                  f'value in the environment or the credentials'))
             else:
                 plain[key] = value
         for key in self.identity:
@@ -350,15 +357,25 @@ class ResourceType:
         missing = [k for k in self.identity if k not in desired]
         if missing:
             raise ValueError(f"the identity field {', '.join(missing)} is missing")
-        leftover = [k for k, v in desired.items() if _has_marker(v)]
+        sealed = self.secret_fields(desired)
+        leftover = [k for k, v in desired.items() if k not in sealed and (_has_marker(v) or is_secret_marker(v))]
         if leftover:
-            raise ValueError(f"{', '.join(leftover)}: references and secrets are resolved before they are sent")
+            raise ValueError(f"{', '.join(leftover)}: references are resolved before they are sent, and a secret "
+                             f"({{\"secret\": NAME}}) goes only in a write-only field")
         try:
-            self.schema.model_validate(dict(desired))
+            self._lenient_model(frozenset(sealed)).model_validate(
+                {k: v for k, v in desired.items() if k not in sealed})
         except ValidationError as err:
             raise ValueError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
                                        for e in err.errors(include_url=False))) from None
         self.import_id(desired)
+
+    def secret_fields(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """The write-only fields of `values` that hold a secret by name (`{"secret": "NAME"}`): field -> NAME.
+
+        This is how `create` and `update` are called: the name travels through the run (the policy,
+        the steps, the ledger see only it) and the value is filled in as the driver is called."""
+        return {k: v["secret"] for k, v in values.items() if self.options(k).write_only and is_secret_marker(v)}
 
     def check_changes(self, changes: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
         for key in changes:
@@ -399,6 +416,12 @@ def _multiset(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return Counter(_canonical(v) for v in value)
     return _canonical(value)
+
+
+def is_secret_marker(value: Any) -> bool:
+    """`{"secret": "NAME"}`: a secret by name, as JSON."""
+    return isinstance(value, Mapping) and len(value) == 1 and isinstance(value.get("secret"), str) \
+        and bool(value["secret"])
 
 
 def _has_marker(value: Any) -> bool:
@@ -601,5 +624,6 @@ __all__ = [
     "UpdateInput",
     "ValueProblem",
     "define_resource",
+    "is_secret_marker",
     "plain_value",
 ]

@@ -1,13 +1,20 @@
-"""The declared state over the API: `GET /api/resources`, what the data files declare."""
+"""The declared state over the API: `GET /api/resources` (what the data files declare),
+`POST /api/resources/drift` and `POST /api/resources/apply` (start those runs), and
+`GET /api/resources/plan` (the changes after a drift run, with the policy's verdicts)."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from changes.resources import services as resource_services
 from changes.selectors import declared_resources
-from runs.api.views import SanomaAPIView, errors
+from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from runs.api.views import SanomaAPIView, errors, me
+from runs.models import Run
+from runs.selectors import visible_run
+from runs.validation import check_run_id
 
 
 class DeclaredResourceSerializer(serializers.Serializer):
@@ -45,3 +52,69 @@ class ResourceListView(SanomaAPIView):
     )
     def get(self, request: Request) -> Response:
         return Response(DeclaredStateSerializer(declared_resources().plain()).data)
+
+
+class StartedSerializer(serializers.Serializer):
+    run = serializers.CharField(help_text="the run's id: follow it at /api/runs/<id>")
+    workflow = serializers.CharField()
+    status = serializers.CharField()
+
+
+def _started(run: Run) -> Response:
+    return Response({"run": run.id, "workflow": run.workflow, "status": run.status}, status=202)
+
+
+class DriftView(SanomaAPIView):
+    @extend_schema(
+        operation_id="resources_drift", request=None, summary="Start a drift run",
+        description="Compares what the vendors hold with the data files, as the signed-in user: a run of the "
+                    "built-in workflow `drift` (input {}), its report the run's output. Answers 202 with its id.",
+        responses={202: StartedSerializer, **errors(400, 403)},
+    )
+    def post(self, request: Request) -> Response:
+        if request.data not in ({}, None):
+            raise InvalidInput("POST /api/resources/drift takes no body (or {})",
+                               data={"issues": [{"path": [], "message": "takes no input", "code": "extra"}]})
+        return _started(resource_services.start("drift", by=me(request)))
+
+
+class ApplyView(SanomaAPIView):
+    @extend_schema(
+        operation_id="resources_apply", request=None, summary="Start an apply run",
+        description="Makes the vendors hold what the data files declare, as the signed-in user: a run of the "
+                    "built-in workflow `apply` (input {}). Each change goes through the policy; held changes wait "
+                    "for their approvers. Answers 202 with its id.",
+        responses={202: StartedSerializer, **errors(400, 403)},
+    )
+    def post(self, request: Request) -> Response:
+        if request.data not in ({}, None):
+            raise InvalidInput("POST /api/resources/apply takes no body (or {})",
+                               data={"issues": [{"path": [], "message": "takes no input", "code": "extra"}]})
+        return _started(resource_services.start("apply", by=me(request)))
+
+
+class PlanView(SanomaAPIView):
+    @extend_schema(
+        operation_id="resources_plan", summary="The plan after a drift run, with the policy's verdicts",
+        description="The changes apply would make after the drift run `run` (default: the latest finished drift "
+                    "run the signed-in user can see), each call with what the policy would decide were the "
+                    "signed-in user to apply it: allow, deny (reason) or held (approver).",
+        parameters=[OpenApiParameter("run", str, required=False, description="a finished drift run's id")],
+        responses={200: dict, **errors(400, 404)},
+    )
+    def get(self, request: Request) -> Response:
+        viewer = me(request)
+        run_id = request.query_params.get("run")
+        if run_id is not None:
+            run = visible_run(run_id=check_run_id(run_id), viewer=viewer)
+            if run.workflow != "drift":
+                raise InvalidInput(f"Run {run.id} is a run of {run.workflow}, not of drift",
+                                   data={"issues": [{"path": ["run"], "message": "not a drift run", "code": "type"}]})
+        else:
+            latest = resource_services.latest_drift(viewer)
+            if latest is None:
+                raise SanomaError("No finished drift run: start one (POST /api/resources/drift)",
+                                  code=ErrorCode.RUN_NOT_FOUND, data={})
+            run = latest
+        drift = resource_services.report(run)
+        return Response({"drift_run": run.id, **resource_services.plan(drift, by=viewer.id)})

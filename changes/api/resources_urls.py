@@ -1,8 +1,11 @@
 """The declared state's routes, mounted at /api/."""
 from django.urls import re_path
 
-from changes.api.resources import ResourceListView
+from changes.api.resources import ApplyView, DriftView, PlanView, ResourceListView
 
 urlpatterns = [
     re_path(r"^resources(?:/)?$", ResourceListView.as_view(), name="resources"),
+    re_path(r"^resources/drift(?:/)?$", DriftView.as_view(), name="resources-drift"),
+    re_path(r"^resources/plan(?:/)?$", PlanView.as_view(), name="resources-plan"),
+    re_path(r"^resources/apply(?:/)?$", ApplyView.as_view(), name="resources-apply"),
 ]

@@ -35,7 +35,9 @@ PERSON: ResourceType = define_resource(
     type="person", title="Person", identity="username", schema=PersonFields,
     fields={"groups": {"unordered": True, "references": "sanoma.group", "by": "name"}},
     find=lambda desired: desired["username"],
-    description="Someone at the company: a Django user",
+    # An account and its groups are who may do what: granting, changing and ending one is `access`.
+    effects={"create": "access", "update": "access", "delete": "access"},
+    description="Someone at the company: a Django user (deactivated, never deleted, once no file declares them)",
 ).bound("sanoma")
 GROUP: ResourceType = define_resource(
     type="group", title="Group", identity="name", schema=GroupFields,

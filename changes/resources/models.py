@@ -14,6 +14,9 @@ class ManagedResource(models.Model):
     created_by = models.CharField(max_length=200, help_text="the run whose call created it")
     created_at = models.DateTimeField()
 
+    # Declared so type checkers see it: the model lives outside `changes.models`, which re-exports it.
+    objects: models.Manager[ManagedResource] = models.Manager()
+
     class Meta:
         app_label = "changes"
         ordering = ["id"]
@@ -34,6 +37,8 @@ class DriftVerdict(models.Model):
     error = models.JSONField(null=True, blank=True)
     run_id = models.CharField(max_length=200)
     at = models.DateTimeField()
+
+    objects: models.Manager[DriftVerdict] = models.Manager()
 
     class Meta:
         app_label = "changes"

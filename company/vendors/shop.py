@@ -152,6 +152,7 @@ staff_role = define_resource(
     schema=StaffRoleFields,
     fields={"user": {"references": "sanoma.person", "by": "username"}},
     find=lambda desired: f"{desired['user']}:{desired['role']}",
+    normalize=lambda vendor: {"user": vendor.get("username"), "role": vendor.get("role")},  # the shop says username
     effects={"create": "access", "update": "access", "delete": "access"},
     description="A person's role in the shop admin",
 )
@@ -183,6 +184,9 @@ class ShopEnvironment(BaseModel):
 
     SHOP_API_URL: str = Field(description="the shop's API base URL")
     SHOP_API_KEY: str = Field(min_length=16, description="an API key with order and staff scopes")
+    SHOP_WEBHOOK_SECRET: str | None = Field(
+        default=None, min_length=16,
+        description='what the shop signs its webhooks with (data files: secret("SHOP_WEBHOOK_SECRET"))')
 
     @field_validator("SHOP_API_URL")
     @classmethod

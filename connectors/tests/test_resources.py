@@ -86,7 +86,7 @@ def test_create_and_update_inputs_check_desired_against_the_schema(store):
         create.model_validate({"desired": {"sku": "mug", "created_at": "now"}})
     with pytest.raises(ValidationError, match="the identity field sku is missing"):
         create.model_validate({"desired": {"title": "Mug"}})
-    with pytest.raises(ValidationError, match="references and secrets are resolved"):
+    with pytest.raises(ValidationError, match="references are resolved before they are sent"):
         create.model_validate({"desired": {"sku": "mug", "token": Secret("T")}})
     update = store.op("store.item.update").input
     with pytest.raises(ValidationError, match="currency: cannot change in place"):

@@ -1,0 +1,88 @@
+"""The declared state in the admin (*Changes › Resources*): every resource the data files declare,
+with its latest drift verdict and the fields that differ, the data files' problems at
+`file:line:column`, a *Run drift* button, the plan after the latest finished drift run with the
+policy's verdict for the viewer on each call, and an *Apply* button.
+
+The buttons start runs of the built-in workflows as the signed-in user (the policy decides on each
+call for them, held changes wait for their approvers); a worker runs them. The verdicts shown are
+those of the latest finished drift run the viewer can see, kept in `DriftVerdict` as it is read.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+
+from changes.models import DriftVerdict
+from changes.resources import services
+from changes.selectors import declared_resources
+from connectors.errors import SanomaError
+from runs.admin.common import ReadOnlyMixin, is_staff, me, refusal, run_link
+
+
+@admin.register(DriftVerdict)
+class ResourcesAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """One page: the declared resources, their drift, the plan; buttons to drift and to apply."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_staff(request)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("", wrap(self.changelist_view), name="changes_driftverdict_changelist"),
+            path("drift/", wrap(self.start_view), {"workflow": "drift"}, name="changes_driftverdict_drift"),
+            path("apply/", wrap(self.start_view), {"workflow": "apply"}, name="changes_driftverdict_apply"),
+        ]
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        if not self.has_view_permission(request):
+            messages.error(request, "You may not see the declared resources")
+            return redirect("admin:index")
+        viewer = me(request)
+        resources: list[dict[str, Any]] = []
+        problems: list[dict[str, Any]] = []
+        try:
+            found = declared_resources().plain()
+            resources, problems = found["resources"], found["problems"]
+        except Exception as err:  # a config without a root or one that does not resolve: said, not a 500
+            messages.error(request, f"The data files cannot be read: {err}")
+        latest = services.latest_drift(viewer)
+        plan: dict[str, Any] | None = None
+        if latest is not None:
+            report = latest.result or {}
+            services.keep_verdicts(latest, report)
+            try:
+                plan = services.plan(report, by=viewer.id)
+            except SanomaError as err:
+                messages.error(request, refusal(err))
+        verdicts = {v.resource: v for v in DriftVerdict.objects.all()} if latest is not None else {}
+        rows = [{"r": r, "verdict": verdicts.get(r["id"])} for r in resources]
+        return TemplateResponse(request, "admin/changes/driftverdict/resources.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "title": "Resources",
+            "rows": rows, "problems": problems, "latest": latest,
+            "latest_link": run_link(latest.id) if latest is not None else "", "plan": plan,
+        })
+
+    def start_view(self, request: HttpRequest, workflow: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_view_permission(request):
+            messages.error(request, "You may not start runs here")
+            return redirect("admin:index")
+        try:
+            run = services.start(workflow, by=me(request))
+        except SanomaError as err:
+            messages.error(request, refusal(err))
+        else:
+            messages.success(request, f"Started {workflow} run {run.id}: a worker runs it; reload to see its "
+                                      "result" + (" (held changes wait for their approvers)" if workflow == "apply"
+                                                  else ""))
+        return redirect("admin:changes_driftverdict_changelist")

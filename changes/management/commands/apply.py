@@ -1,0 +1,64 @@
+"""`manage.py apply [--as U] [--yes]`: show the plan, ask (unless --yes), start an apply run and
+follow it, naming each approval it waits for. Exit status 0 when every change was made, 1 when
+one failed or was skipped, 3 when the run still waits (an approval) as `--timeout` runs out."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from changes.management.commands._resources import add_common, plan_lines
+from changes.resources import services
+from runs.management.commands._common import guarded
+
+
+class Command(BaseCommand):
+    help = "Make the vendors hold what the data files declare (an apply run)"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        add_common(parser)
+        parser.add_argument("--yes", action="store_true", help="apply without asking")
+
+    @guarded
+    def handle(self, *args: Any, **options: Any) -> None:
+        by, here, timeout = options["user"], options["here"], options["timeout"]
+        _, report = services.drift(by=by, here=here, timeout=timeout)
+        plan = services.plan(report, by=by)
+        for line in plan_lines(plan):
+            self.stdout.write(line)
+        if plan["empty"]:
+            return
+        if not options["yes"]:
+            try:
+                answer = input("Apply these changes? [y/N] ").strip().lower()
+            except EOFError:
+                raise CommandError("Nothing applied: no answer on standard input (pass --yes to apply "
+                                   "without asking)") from None
+            if answer not in ("y", "yes"):
+                raise CommandError("Nothing applied")
+        run = services.start("apply", by=by)
+        self.stdout.write(f"apply run {run.id}")
+        named: set[str] = set()
+
+        def waiting(approvals: list[dict[str, Any]]) -> None:
+            for a in approvals:
+                if a["approval"] not in named:
+                    named.add(a["approval"])
+                    self.stdout.write(f"waiting for {a['approver']} to approve {a['approval']}: {a['title']} "
+                                      f"(manage.py decide {run.id} approve --approval {a['approval']} --as USER)")
+
+        followed = services.follow(run, here=here, timeout=timeout, on_wait=waiting, through_waits=True)
+        if not followed.ended:
+            self.stdout.write(f"{run.id} is {followed.run.status}: it goes on once approved; follow it with "
+                              f"manage.py show {run.id}")
+            sys.exit(3)
+        result = services.report(followed.run)
+        for change in result["changes"]:
+            what = change["name"] or change["import_id"]
+            tail = f": {change['error']['message']}" if change.get("error") else ""
+            self.stdout.write(f"{change['status']:<8} {change['action']} {change['type']}  {what}{tail}")
+        counts = result["summary"]
+        self.stdout.write(f"{counts['done']} done, {counts['failed']} failed, {counts['skipped']} skipped")
+        if counts["failed"] or counts["skipped"]:
+            sys.exit(1)

@@ -1,0 +1,224 @@
+"""sanoma's own connector: `sanoma.person` and `sanoma.group` are the site's Django users and
+groups, and `sanoma.resources.read` reads the data files. Drift and apply call them through `ctx`
+like any vendor's operations, so the policy decides on them and the ledger records them.
+
+- `sanoma.person.import|read`: an active user by username (an inactive one is `gone`); values
+  `{username, email, name, groups}` (`name` is the first and last name joined; groups sorted).
+- `sanoma.person.create`: a new user with no usable password (they sign in however the site lets
+  them), or an inactive one made active again; `update`: the changed fields; `delete`:
+  deactivation, never deletion (their runs, approvals and ledger records keep naming them).
+- `sanoma.group.*`: a group by name (nothing about a group changes in place).
+- `sanoma.resources.read` (`read`): the data files as the reader finds them, secrets by name only,
+  and what earlier applies created (`managed`).
+- `sanoma.resources.record` (`write`): apply's note, after a create or a delete succeeded, that
+  sanoma made (`created`) or removed (`deleted`) an instance; only what it made may a plan delete.
+  It runs inline, on the worker's own connection, like every `sanoma` operation.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from pydantic import BaseModel, Field
+
+from changes.datafiles import read_datafiles
+from changes.datafiles.sanoma import GROUP, PERSON
+from changes.resources import managed
+from connectors.drivers import CallContext, Driver, define_driver
+from connectors.errors import DriverError
+from connectors.operations import Connector, define_connector, op, resource_types, with_setup
+
+VENDOR = "sanoma"
+
+
+class ReadInput(BaseModel):
+    model_config = {"extra": "forbid"}
+
+
+class RecordInput(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    type: str = Field(min_length=3, pattern=r"^[a-z][a-z0-9_-]*\.[a-z][a-z0-9_]*$",
+                      description="<vendor>.<type>")
+    import_id: str = Field(min_length=1, max_length=500)
+    action: Literal["created", "deleted"]
+
+
+class Recorded(BaseModel):
+    type: str
+    import_id: str
+    action: str
+    managed: bool
+
+
+class ReadOutput(BaseModel):
+    files: list[str] = Field(default_factory=list)
+    resources: list[dict[str, Any]] = Field(default_factory=list)
+    problems: list[dict[str, Any]] = Field(default_factory=list)
+    managed: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def builtin_connector() -> Connector:
+    """The `sanoma` connector, its driver not yet attached (see `connector_for`)."""
+    return define_connector(
+        VENDOR,
+        {"resources": {
+            "read": op(effect="read", input=ReadInput, output=ReadOutput, idempotent=True,
+                       description="Read the data files: the declared resources, secrets by name"),
+            "record": op(effect="write", input=RecordInput, output=Recorded, idempotent=True,
+                         target=lambda i: f"{i.type}/{i.import_id}",
+                         description="Note that an apply created (or deleted) an instance at a vendor"),
+        }},
+        types=[PERSON, GROUP],
+    )
+
+
+def Group() -> Any:  # the model, through the registry: this module loads before the models do
+    return apps.get_model("auth", "Group")
+
+
+def _name_parts(name: str) -> tuple[str, str]:
+    first, _, last = name.strip().partition(" ")
+    return first[:150], last.strip()[:150]
+
+
+def _person(user: Any) -> dict[str, Any]:
+    name = " ".join(part for part in (user.first_name, user.last_name) if part)
+    return {"id": user.username, "handle": str(user.pk),
+            "values": {"username": user.username, "email": user.email, "name": name,
+                       "groups": sorted(user.groups.values_list("name", flat=True))}}
+
+
+def _gone(id: str) -> dict[str, Any]:
+    return {"id": id, "gone": True}
+
+
+def _active(username: str) -> Any:
+    return get_user_model().objects.filter(username=username, is_active=True).first()
+
+
+def _groups(names: Sequence[str]) -> list[Any]:
+    found = {g.name: g for g in Group().objects.filter(name__in=list(names))}
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise DriverError(f"no group {', '.join(missing)}: declare it (sanoma.group) so apply creates it first",
+                          retryable=False, status=422, vendor_code="unknown_group")
+    return [found[n] for n in names]
+
+
+def _set(user: Any, values: Mapping[str, Any]) -> None:
+    if "email" in values:
+        user.email = values["email"]
+    if "name" in values:
+        user.first_name, user.last_name = _name_parts(values["name"])
+    user.save()
+    if "groups" in values:
+        user.groups.set(_groups(values["groups"]))
+
+
+def person_look(i: Any, c: CallContext) -> dict[str, Any]:
+    user = _active(i.id)
+    return _gone(i.id) if user is None else _person(user)
+
+
+def person_create(i: Any, c: CallContext) -> dict[str, Any]:
+    username = PERSON.import_id(i.desired)
+    User = get_user_model()
+    with transaction.atomic():
+        user = User.objects.select_for_update().filter(username=username).first()
+        if user is not None and user.is_active:
+            raise DriverError(f"the person {username} already exists", retryable=False, status=409,
+                              vendor_code="exists")
+        if user is None:
+            user = User(username=username)
+            user.set_unusable_password()
+        user.is_active = True
+        _set(user, {"email": "", "name": "", "groups": [], **i.desired})
+    return _person(user)
+
+
+def person_update(i: Any, c: CallContext) -> dict[str, Any]:
+    with transaction.atomic():
+        user = _active(i.id)
+        if user is None:
+            raise DriverError(f"no person {i.id}", retryable=False, status=404, vendor_code="not_found")
+        _set(user, i.changes)
+    return _person(user)
+
+
+def person_delete(i: Any, c: CallContext) -> dict[str, Any]:
+    """Deactivation: the account stays (and its history), it can no longer sign in."""
+    get_user_model().objects.filter(username=i.id, is_active=True).update(is_active=False)
+    return _gone(i.id)
+
+
+def _group(group: Any) -> dict[str, Any]:
+    return {"id": group.name, "handle": str(group.pk), "values": {"name": group.name}}
+
+
+def group_look(i: Any, c: CallContext) -> dict[str, Any]:
+    group = Group().objects.filter(name=i.id).first()
+    return _gone(i.id) if group is None else _group(group)
+
+
+def group_create(i: Any, c: CallContext) -> dict[str, Any]:
+    name = GROUP.import_id(i.desired)
+    group, made = Group().objects.get_or_create(name=name)
+    if not made:
+        raise DriverError(f"the group {name} already exists", retryable=False, status=409, vendor_code="exists")
+    return _group(group)
+
+
+def group_update(i: Any, c: CallContext) -> dict[str, Any]:
+    group = Group().objects.filter(name=i.id).first()  # its name is its identity: nothing changes in place
+    if group is None:
+        raise DriverError(f"no group {i.id}", retryable=False, status=404, vendor_code="not_found")
+    return _group(group)
+
+
+def group_delete(i: Any, c: CallContext) -> dict[str, Any]:
+    Group().objects.filter(name=i.id).delete()
+    return _gone(i.id)
+
+
+def reader(root: Any, connectors: Sequence[Connector]) -> Callable[[Any, CallContext], dict[str, Any]]:
+    types = resource_types(list(connectors))
+
+    def read(i: Any, c: CallContext) -> dict[str, Any]:
+        if root is None:
+            return {"files": [], "resources": [], "problems": [], "managed": managed.rows()}
+        found = read_datafiles(root, types)
+        return {**found.plain(), "managed": managed.rows()}
+
+    return read
+
+
+def record(i: Any, c: CallContext) -> dict[str, Any]:
+    if i.action == "created":
+        managed.created(i.type, i.import_id, c.run_id)
+    else:
+        managed.deleted(i.type, i.import_id)
+    return {"type": i.type, "import_id": i.import_id, "action": i.action, "managed": i.action == "created"}
+
+
+def connector_for(root: Any, connectors: Sequence[Connector]) -> Connector:
+    """The `sanoma` connector with its driver: the database (people, groups, the managed table) and
+    the data files under `root` read against `connectors`' types. It has no fake: it is sanoma's own."""
+    connector = builtin_connector()
+
+    def make_driver() -> Driver:
+        return define_driver(connector, {
+            "resources": {"read": reader(root, [*connectors, connector]), "record": record},
+            "person": {"import": person_look, "read": person_look, "create": person_create,
+                       "update": person_update, "delete": person_delete},
+            "group": {"import": group_look, "read": group_look, "create": group_create,
+                      "update": group_update, "delete": group_delete},
+        })
+
+    return with_setup(connector, driver=make_driver)
+
+
+__all__ = ["VENDOR", "ReadOutput", "builtin_connector", "connector_for"]

@@ -1,0 +1,174 @@
+"""Drift, plan and apply for the surfaces (commands, API, admin): start the built-in run, follow
+it, and read its report; the plan with the verdict the policy would give the applier.
+
+A run is followed by a worker (the default) or advanced in this process (`here=True`: the same
+engine, one advance after another, as the scenarios and tests drive it). Following stops when the
+run ends or waits for an approval: the approvals it waits for are named.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from changes.models import DriftVerdict
+from changes.resources.plan import make_plan, summary
+from changes.resources.workflows import STATUSES
+from connectors.errors import ErrorCode, SanomaError
+from connectors.operations import resource_types
+from runs import services as run_services
+from runs.approvals.permissions import Principal, visible_runs
+from runs.config.registry import get_config
+from runs.config.resolution import ResolvedConfig
+from runs.engine import clock
+from runs.engine.advance import advance
+from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, Run, RunStatus
+from runs.policies.services import explain_call
+
+POLL_SECONDS = 0.2
+
+
+@dataclass
+class Followed:
+    run: Run
+    waiting: list[dict[str, Any]] = field(default_factory=list)  # pending approvals: {approval, title, approver, op}
+
+    @property
+    def ended(self) -> bool:
+        return self.run.status in ENDED_STATUSES
+
+
+def _config(config: ResolvedConfig | None) -> ResolvedConfig:
+    config = config or get_config()
+    for name in ("drift", "apply"):
+        if name not in config.workflows:
+            raise SanomaError(f"The config has no {name} workflow: it has no resource types and no data files "
+                              f"(resources/ under its root)", code=ErrorCode.INVALID_INPUT,
+                              data={"workflow": name})
+    return config
+
+
+def start(workflow: str, *, by: str | Principal, config: ResolvedConfig | None = None) -> Run:
+    config = _config(config)
+    return run_services.start(workflow=workflow, input={}, started_by=by, config=config)
+
+
+def pending(run: Run) -> list[dict[str, Any]]:
+    return [{"approval": a.approval_id, "title": a.title, "approver": a.approver, "op": a.op}
+            for a in Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).order_by("seq")]
+
+
+def follow(run: Run, *, here: bool = False, timeout: float = 600.0, config: ResolvedConfig | None = None,
+           on_wait: Callable[[list[dict[str, Any]]], None] | None = None, through_waits: bool = False) -> Followed:
+    """Until the run ends, or waits for an approval (unless `through_waits`: then `on_wait` is told
+    each time and following goes on, as an approver decides elsewhere), or `timeout` passes."""
+    config = config or get_config()
+    deadline = time.monotonic() + timeout
+    while True:
+        run.refresh_from_db()
+        if run.status in ENDED_STATUSES:
+            return Followed(run)
+        waits = pending(run)
+        if waits and run.status == RunStatus.WAITING:
+            if on_wait is not None:
+                on_wait(waits)
+            if not through_waits or time.monotonic() >= deadline:
+                return Followed(run, waits)
+            time.sleep(POLL_SECONDS)
+            continue
+        if time.monotonic() >= deadline:
+            return Followed(run, waits)
+        if here and run.status == RunStatus.QUEUED:
+            advance(run.id, worker_id="in-process", config=config)
+        else:
+            time.sleep(POLL_SECONDS)
+
+
+def report(run: Run) -> dict[str, Any]:
+    """A finished drift (or apply) run's report; its error if it failed."""
+    if run.status == RunStatus.FAILED:
+        raise SanomaError(f"Run {run.id} failed: {(run.error or {}).get('message', 'failed')}",
+                          code=(run.error or {}).get("code") or ErrorCode.INVALID_INPUT, data={"run_id": run.id})
+    if run.status != RunStatus.FINISHED:
+        raise SanomaError(f"Run {run.id} is {run.status}: its report is not there yet", code="run_running",
+                          data={"run_id": run.id, "status": run.status})
+    return run.result or {}
+
+
+def latest_drift(viewer: Principal) -> Run | None:
+    """The latest finished drift run `viewer` can see (None: none yet)."""
+    return visible_runs(viewer).filter(workflow="drift", status=RunStatus.FINISHED).order_by("-ended_at").first()
+
+
+def keep_verdicts(run: Run, drift: dict[str, Any]) -> None:
+    """Each resource's latest drift verdict, for the admin; resources no longer declared go. Kept
+    once per run: the verdicts of a run already kept are not written again."""
+    if DriftVerdict.objects.filter(run_id=run.id).exists() and not DriftVerdict.objects.exclude(
+            run_id=run.id).exists():
+        return
+    now = clock.now()
+    rows = {entry["id"]: DriftVerdict(resource=entry["id"], type=entry["type"], status=entry["status"],
+                                      diffs=entry.get("diffs", []), error=entry.get("error"), run_id=run.id, at=now)
+            for entry in drift.get("resources", [])}
+    with transaction.atomic():  # the whole set at once: a reader sees the old run's verdicts or the new one's
+        DriftVerdict.objects.all().delete()
+        DriftVerdict.objects.bulk_create(list(rows.values()), batch_size=500)
+
+
+def verdict(config: ResolvedConfig, op_id: str, payload: dict[str, Any], by: str) -> dict[str, Any]:
+    """What the policy would decide if `by` applied this call now: allow, deny (why), or held (for whom)."""
+    try:
+        explained = explain_call(config=config, op_id=op_id, actor=by, input=payload, workflow="apply")
+    except SanomaError as err:
+        return {"decision": "error", "reason": err.message}
+    decided = explained.get("decision") or {}
+    kind = decided.get("kind") or "error"
+    out: dict[str, Any] = {"decision": {"approve": "held"}.get(kind, kind)}
+    if decided.get("reason"):
+        out["reason"] = decided["reason"]
+    if kind == "approve":
+        out["approver"] = decided.get("approver")
+        out["title"] = decided.get("title") or ""
+    if explained.get("error"):
+        out["reason"] = explained["error"].get("message")
+    return out
+
+
+def plan(drift: dict[str, Any], *, by: str, config: ResolvedConfig | None = None) -> dict[str, Any]:
+    """The changes apply would make after this drift report, each call with its verdict."""
+    config = _config(config)
+    types = resource_types(config.connectors)
+    entries = drift.get("resources", [])
+    changes = make_plan(declared=entries, report=entries, managed=drift.get("managed", []), types=types)
+    waits: list[str] = []
+    for change in changes:
+        for call in change["calls"]:
+            call["verdict"] = verdict(config, call["op"], call["input"], by)
+            if call["verdict"]["decision"] == "held":
+                waits.append(call["verdict"]["approver"])
+    counts = summary(changes)
+    return {"changes": changes, "summary": counts, "empty": not changes,
+            "holds": {approver: waits.count(approver) for approver in dict.fromkeys(waits)},
+            "drift": drift.get("summary", dict.fromkeys(STATUSES, 0)), "problems": drift.get("problems", [])}
+
+
+def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
+          config: ResolvedConfig | None = None) -> tuple[Run, dict[str, Any]]:
+    """Start a drift run, follow it to its end, keep the verdicts: (run, report)."""
+    config = _config(config)
+    run = start("drift", by=by, config=config)
+    followed = follow(run, here=here, timeout=timeout, config=config)
+    if not followed.ended:
+        raise SanomaError(f"Run {run.id} has not ended: it is {run.status}"
+                          + (f", waiting for {followed.waiting[0]['approver']}" if followed.waiting else ""),
+                          code="run_running", data={"run_id": run.id, "status": run.status})
+    found = report(run)
+    keep_verdicts(run, found)
+    return run, found
+
+
+__all__ = ["Followed", "drift", "follow", "keep_verdicts", "latest_drift", "pending", "plan", "report", "start",
+           "verdict"]

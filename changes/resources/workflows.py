@@ -1,0 +1,178 @@
+"""The built-in workflows `drift` and `apply`: run by the engine like any other, every vendor call
+through `ctx` (so the policy sees it, it may be held for an approver, and the ledger records it).
+
+`drift` (input `{}`): read the data files (`sanoma.resources.read`, a recorded step: the declared
+resources, secrets by name only), import every declared resource in file order
+(`<vendor>.<type>.import`, one call each), then compare. Each resource is `clean`, `drifted` (its
+differing leaves), `gone`, or `error` (no driver, the vendor failed, the policy refused: the run
+goes on). The report is the run's output.
+
+`apply` (input `{}`): the same observation, then the plan (`changes.resources.plan`) made as calls
+in dependency order. After each create that succeeded (and each delete of an instance sanoma
+created) the run notes it with `sanoma.resources.record`, an inline `sanoma` operation (the worker's
+own connection, recorded, a `write` to the policy): only what an apply created may a plan delete.
+A change that fails (a denial, a rejection, the vendor) is reported and apply goes on with the
+changes that do not refer to it; a change referring to a failed one is `skipped`. A held change waits for its approver.
+
+Replay-safe: everything the bodies decide on comes from recorded calls, in a fixed order.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from changes.resources.compare import Declared, differences, resolve
+from changes.resources.plan import make_plan, summary
+from connectors.errors import error_code
+from connectors.operations import Operation
+from connectors.resources import ResourceType
+from runs.config.workflows import WorkflowDefinition, define_workflow
+
+READ_OP = "sanoma.resources.read"
+RECORD_OP = "sanoma.resources.record"
+STATUSES = ("clean", "drifted", "gone", "error")
+
+
+def _call(ctx: Any, op_id: str, payload: dict[str, Any]) -> Any:
+    """`ctx.<vendor>.<type>.<verb>(payload)`; `import` is a keyword, so the path is walked by name."""
+    target = ctx
+    for part in op_id.split("."):
+        target = getattr(target, part)
+    return target(payload)
+
+
+def _error(err: BaseException) -> dict[str, Any]:
+    return {"code": error_code(err) or type(err).__name__, "message": str(err) or type(err).__name__}
+
+
+def observe(ctx: Any, types: Mapping[str, ResourceType]) -> dict[str, Any]:
+    """Read the data files and import each declared resource; compare once all are read (a
+    reference may be satisfied by what a later import read)."""
+    read = _call(ctx, READ_OP, {})
+    declared: list[dict[str, Any]] = list(read.resources)
+    by_id = {r["id"]: r for r in declared}
+    sent = Declared(by_id, {})
+    entries: list[dict[str, Any]] = []
+    observed: dict[str, dict[str, Any]] = {}
+    handles: dict[str, str | None] = {}
+    for resource in declared:
+        entry: dict[str, Any] = {key: resource[key] for key in ("id", "type", "name", "values", "references",
+                                                                 "file", "line", "column")}
+        entry.update(import_id=None, status="error", diffs=[], error=None)
+        entries.append(entry)
+        rt = types.get(resource["type"])
+        if rt is None:
+            entry["error"] = {"code": "no_driver", "message": f"no connector of the config has {resource['type']}"}
+            continue
+        try:
+            entry["import_id"] = rt.import_id(resolve(rt, resource["values"], sent))
+        except ValueError as err:
+            entry["error"] = {"code": "invalid_input", "message": str(err)}
+            continue
+        try:
+            found = _call(ctx, rt.op_id("import"), {"id": entry["import_id"]})
+        except Exception as err:  # no driver, the vendor, the policy: this resource's error, the run goes on
+            entry["error"] = _error(err)
+            continue
+        if found.gone:
+            entry["status"] = "gone"
+            continue
+        try:
+            observed[resource["id"]] = rt.observed(found.values)
+        except Exception as err:  # the type's normalize failed on what the vendor answered
+            entry["error"] = {"code": "normalize_failed", "message": f"{rt.key}: normalize failed: {err}"}
+            continue
+        handles[resource["id"]] = found.handle
+        entry["status"] = None
+    seen = Declared(by_id, observed)
+    for entry in entries:
+        if entry["status"] is None:
+            rt = types[entry["type"]]
+            entry["diffs"] = differences(rt, by_id[entry["id"]], observed[entry["id"]], seen)
+            entry["status"] = "drifted" if entry["diffs"] else "clean"
+    counts = dict.fromkeys(STATUSES, 0)
+    for entry in entries:
+        counts[entry["status"]] += 1
+    return {"resources": entries, "summary": counts, "problems": list(read.problems), "files": list(read.files),
+            "managed": list(read.managed), "declared": declared, "observed": observed, "handles": handles}
+
+
+def report_of(observation: Mapping[str, Any]) -> dict[str, Any]:
+    """The drift report: what `drift` answers."""
+    return {key: observation[key] for key in ("summary", "resources", "problems", "files", "managed")}
+
+
+def drift_body(types: Mapping[str, ResourceType]) -> Any:
+    def drift(ctx: Any, input: Any) -> dict[str, Any]:
+        return report_of(observe(ctx, types))
+
+    return drift
+
+
+def apply_body(types: Mapping[str, ResourceType]) -> Any:
+    def apply(ctx: Any, input: Any) -> dict[str, Any]:
+        seen = observe(ctx, types)
+        changes = make_plan(declared=seen["declared"], report=seen["resources"], managed=seen["managed"],
+                            types=types, observed=seen["observed"])
+        # A resource whose state is unknown, or whose change did not happen, holds back what refers to it.
+        managed = {(row["type"], row["import_id"]) for row in seen["managed"]}
+        failed = {e["id"]: f"its state could not be read ({e['error']['message']})"
+                  for e in seen["resources"] if e["status"] == "error"}
+        done: list[dict[str, Any]] = []
+        for change in changes:
+            result = {key: value for key, value in change.items() if key != "calls"}
+            result["ops"] = [call["op"] for call in change["calls"]]
+            blocked = [ref for ref in change["refers_to"] if ref in failed]
+            if blocked:
+                result.update(status="skipped", error={
+                    "code": "skipped", "message": f"it refers to {blocked[0]}, whose change did not happen: "
+                                                  f"{failed[blocked[0]]}"})
+                failed[change["resource"]] = "it was skipped"
+                done.append(result)
+                continue
+            result["status"] = "done"
+            for call in change["calls"]:
+                payload = dict(call["input"])
+                handle = seen["handles"].get(change["resource"] or "")
+                if handle and "id" in payload and call["op"].endswith((".update", ".delete")):
+                    payload["handle"] = handle
+                verb = call["op"].rsplit(".", 1)[1]
+                calling = call["op"]
+                try:
+                    reply = _call(ctx, calling, payload)
+                    # What sanoma made (or ended) is noted by this run, on the worker's own connection.
+                    calling = RECORD_OP
+                    if verb == "create":
+                        _call(ctx, RECORD_OP, {"type": change["type"], "import_id": reply.id, "action": "created"})
+                    elif verb == "delete" and (change["type"], payload["id"]) in managed:
+                        _call(ctx, RECORD_OP, {"type": change["type"], "import_id": payload["id"],
+                                               "action": "deleted"})
+                except Exception as err:  # a denial, a rejection, the vendor: this change fails, apply goes on
+                    done_at_vendor = "" if calling == call["op"] else f"{call['op']} was made, but "
+                    result.update(status="failed", error={**_error(err), "op": calling,
+                                                          "message": done_at_vendor + _error(err)["message"]})
+                    if change["resource"]:
+                        failed[change["resource"]] = f"{calling} failed: {err}"
+                    break
+            done.append(result)
+        counts = {status: sum(1 for r in done if r["status"] == status) for status in ("done", "failed", "skipped")}
+        return {"summary": {**counts, **{f"planned_{k}": v for k, v in summary(changes).items()}},
+                "drift": seen["summary"], "changes": done, "problems": seen["problems"]}
+
+    return apply
+
+
+def builtin_workflows(types: Mapping[str, ResourceType], ops: Mapping[str, Operation]) -> list[WorkflowDefinition]:
+    """`drift` and `apply` for these types: each uses the read and its types' operations."""
+    imports = [ops[rt.op_id("import")] for rt in types.values() if rt.op_id("import") in ops]
+    every = [ops[rt.op_id(verb)] for rt in types.values() for verb in ("import", "create", "update", "delete")
+             if rt.op_id(verb) in ops]
+    drift = define_workflow(name="drift", run=drift_body(types), uses=[ops[READ_OP], *imports],
+                            title="Compare what the vendors hold with the data files")
+    apply = define_workflow(name="apply", run=apply_body(types), uses=[ops[READ_OP], ops[RECORD_OP], *every],
+                            title="Make the vendors hold what the data files declare")
+    return [replace(drift, builtin=True, file=__file__), replace(apply, builtin=True, file=__file__)]
+
+
+__all__ = ["READ_OP", "RECORD_OP", "STATUSES", "apply_body", "builtin_workflows", "drift_body", "observe", "report_of"]
