@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -30,5 +31,6 @@ class ApiIndexView(APIView):
     authentication_classes: list[Any] = []
     renderer_classes = [JSONRenderer]
 
+    @extend_schema(exclude=True)  # the index of the schema is not itself an endpoint of it
     def get(self, request: Request) -> Response:
         return Response({"schema": "/api/schema/", "docs": "/api/docs/", "endpoints": endpoints()})
