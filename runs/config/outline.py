@@ -206,7 +206,7 @@ class _Draft:
 class _Where:
     allow_end: bool = True  # a return (or a raise, in a handler) may end this block
     in_handler: bool = False
-    loops: tuple[bool, ...] = ()  # the loops around, innermost last: does each one use ctx
+    loops: tuple[bool, ...] = ()  # the loops around, innermost last: does each one call ctx
     zone: str | None = None  # why ctx may not be used here at all
     in_member: bool = False  # inside a ctx.all member
 
@@ -221,7 +221,7 @@ class _Builder:
         self.file = file
         self.lines = source.split("\n")
         self.function = function
-        self.name = name  # run's own name, for recursion ("" for a lambda)
+        self.run_name = name  # run's own name, for recursion ("" for a lambda)
         self.problems: list[OutlineProblem] = []
         self.undrawn: list[tuple[ast.Call, str]] = []
         self.ctx = ""
@@ -329,7 +329,7 @@ class _Builder:
             if bound:
                 self.problem(node, f"{bound}: ctx must keep one name, run's first parameter, throughout run")
             value: ast.AST | None = None
-            targets: list[ast.AST] = []
+            targets: Sequence[ast.AST] = ()
             if isinstance(node, ast.Assign):
                 value, targets = node.value, node.targets
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
@@ -391,7 +391,7 @@ class _Builder:
         if isinstance(s, ast.AugAssign):
             return self.expr(s.target, where) + self.expr(s.value, where)
         if isinstance(s, ast.AnnAssign):
-            return self.expr(s.value, where) + self.expr(s.target, where) if s.value is not None else []
+            return (self.expr(s.value, where) + self.expr(s.target, where)) if s.value is not None else []
         if isinstance(s, ast.Delete):
             return [n for target in s.targets for n in self.expr(target, where)]
         if isinstance(s, (ast.Return, ast.Raise)):
@@ -470,6 +470,7 @@ class _Builder:
             orelse = current.orelse
             if len(orelse) == 1 and isinstance(orelse[0], ast.If) and not self.calls_ctx(orelse[0].test):
                 current = orelse[0]
+                self.expr(current.test, where)  # draws nothing (it calls nothing), but may misuse ctx
                 arms.append((f"elif {self.text(current.test)}", current.body))
                 continue
             if orelse:
@@ -503,7 +504,7 @@ class _Builder:
         return before + self.branch(s, arms, covered)
 
     def loop_where(self, loop: ast.AST, where: _Where) -> _Where:
-        return replace(where, allow_end=False, loops=(*where.loops, self.uses_ctx(loop) is not None))
+        return replace(where, allow_end=False, loops=(*where.loops, self.calls_ctx(loop)))
 
     def for_stmt(self, s: ast.For | ast.AsyncFor, where: _Where) -> list[_Draft]:
         nodes = self.expr(s.iter, where)
@@ -554,7 +555,7 @@ class _Builder:
                     return []  # reported by check_names
                 return self.value(e, chain, where)
             if isinstance(e, ast.Name):
-                self.name(e)
+                self.name_use(e)
                 return []
         if isinstance(e, ast.IfExp):
             before = self.expr(e.test, where)
@@ -589,19 +590,16 @@ class _Builder:
                 nodes += self.expr(child, where)
         return nodes
 
-    def name(self, e: ast.Name) -> None:
+    def name_use(self, e: ast.Name) -> None:
         if not isinstance(e.ctx, ast.Load):
             return
-        if e.id == self.name_of_run():
+        if e.id == self.run_name:
             self.problem(e, f"run refers to itself ({e.id}): the outline cannot draw recursion; loop instead")
             return
         fn = self.lookup(e.id)
         if fn is not None and self.uses_ctx(fn) is not None:
             self.problem(e, f"{e.id}() uses ctx and is called or passed here: a function defined in run that uses "
                             "ctx may only be listed as a ctx.all member; call ctx directly in run")
-
-    def name_of_run(self) -> str:
-        return self.name
 
     def boolop(self, e: ast.BoolOp, index: int, where: _Where) -> list[_Draft]:
         nodes = self.expr(e.values[index], where)
@@ -638,7 +636,7 @@ class _Builder:
         """ctx, or a part of it, used without calling it: only `ctx.run_id` may be."""
         if where.zone is not None:
             self.problem(e, where.zone)
-        elif chain != ["run_id"]:
+        elif chain[:1] != ["run_id"]:
             self.problem(e, self.misuse(e, chain))
         return []
 
@@ -667,8 +665,6 @@ class _Builder:
             return f"{shown} is returned: {direct}"
         if isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
             return f"{shown} is put in a {type(parent).__name__.lower()}: {direct}"
-        if chain and chain[-1] in VALUES:
-            return f"{shown} is not something ctx has: ctx.run_id is read from ctx itself"
         return f"{shown} is used as a value here: {direct}"
 
     def call(self, e: ast.Call, where: _Where) -> list[_Draft]:
@@ -689,6 +685,10 @@ class _Builder:
         if not chain:
             self.problem(e, "ctx itself is called: call an operation or a built-in, ctx.<vendor>.<resource>.<op>(...)")
             return []
+        if chain[0] in VALUES:
+            if len(chain) == 1:
+                self.problem(e, f"ctx.{chain[0]} is a value, not something to call")
+            return [n for arg in [*e.args, *(kw.value for kw in e.keywords)] for n in self.expr(arg, where)]
         if chain == ["all"]:
             return self.all_call(e, where)
         nodes = [n for arg in e.args for n in self.expr(arg, where)]
@@ -852,6 +852,33 @@ def outline_of_source(source: str, function_name: str, file: str = "<source>", *
     return Outline(workflow, file, function_name, builder.span(fn), nodes, tuple(problems), sites)
 
 
+def outlines_in_source(source: str, file: str = "<source>") -> list[Outline]:
+    """The outline of each `define_workflow(..., run=...)` in a file's text, without importing it
+    (for a lint): `run=` a function's name or a lambda; one outline with the problem for a syntax error."""
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        tree = ast.parse(source, filename=file)
+    except SyntaxError:
+        return [outline_of_source(source, "run", file)]
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = node.func
+        if not (isinstance(called, ast.Name) and called.id == "define_workflow"
+                or isinstance(called, ast.Attribute) and called.attr == "define_workflow"):
+            continue
+        keywords = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+        name = keywords.get("name")
+        workflow = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+        run = keywords.get("run")
+        if isinstance(run, ast.Name):
+            found.append(outline_of_source(source, run.id, file, workflow=workflow))
+        elif isinstance(run, ast.Lambda):
+            found.append(outline_of_source(source, "<lambda>", file, line=run.lineno, workflow=workflow))
+    return sorted(found, key=lambda o: o.span.line if o.span else 0)
+
+
 _CACHE: weakref.WeakKeyDictionary[WorkflowDefinition, Outline] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
@@ -934,6 +961,15 @@ def call_in_outline(definition: WorkflowDefinition, where: FrameType | tuple[str
     return site is not None and (call is None or site.call == call)
 
 
+def _position(frame: FrameType) -> tuple[int | None, ...] | None:
+    """(line, end line, column, end column) of the instruction `frame` is executing; columns are 0-based UTF-8."""
+    index = frame.f_lasti // 2
+    for found, position in enumerate(frame.f_code.co_positions()):
+        if found == index:
+            return position
+    return None
+
+
 def check_call(definition: WorkflowDefinition, frame: FrameType, call: str) -> str | None:
     """None when the ctx call `call` made by `frame` is in the outline; else why not (the message of
     a `call_not_in_outline` failure)."""
@@ -944,13 +980,9 @@ def check_call(definition: WorkflowDefinition, frame: FrameType, call: str) -> s
     if site is not None and site.call == call:
         return None
     code = frame.f_code
-    position = next(iter(code.co_positions()), None)
-    index = frame.f_lasti // 2
-    positions = list(code.co_positions())
-    if 0 <= index < len(positions):
-        position = positions[index]
-    line = position[0] if position and position[0] is not None else frame.f_lineno
-    column = (position[2] + 1) if position and position[2] is not None else 1
+    position = _position(frame)
+    line = position[0] if position is not None and position[0] is not None else frame.f_lineno
+    column = position[2] + 1 if position is not None and position[2] is not None else 1
     where = f"{code.co_filename}:{line}:{column}"
     direct = f"call ctx directly in run ({sites.file})"
     if site is not None:
@@ -1032,5 +1064,6 @@ __all__ = [
     "outline_of",
     "outline_of_source",
     "outline_problems",
+    "outlines_in_source",
     "site_of",
 ]
