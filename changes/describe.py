@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import inspect
+from pathlib import Path
 from typing import Any
 
 from changes.datafiles import read_datafiles
 from connectors.errors import ConfigError
 from connectors.operations import Connector, Operation
+from runs.config.outline import outline_as_json, outline_of
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Schedule, WorkflowDefinition
 
@@ -53,7 +55,7 @@ def _connector(connector: Connector) -> dict[str, Any]:
             "types": types, "environment": environment}
 
 
-def _workflow(wf: WorkflowDefinition) -> dict[str, Any]:
+def _workflow(wf: WorkflowDefinition, root: Path | None) -> dict[str, Any]:
     try:
         source = inspect.getsource(wf.run)
     except (OSError, TypeError):
@@ -64,7 +66,7 @@ def _workflow(wf: WorkflowDefinition) -> dict[str, Any]:
                    "overlap": wf.trigger.overlap}
     return {"name": wf.name, "title": wf.title, "app": wf.app, "builtin": wf.builtin, "trigger": trigger,
             "input": wf.input.model_json_schema(mode="validation"), "uses": list(wf.ops),
-            "builtins": list(wf.builtins), "source": source}
+            "builtins": list(wf.builtins), "source": source, "outline": outline_as_json(outline_of(wf), root)}
 
 
 def describe_config(config: ResolvedConfig) -> dict[str, Any]:
@@ -78,7 +80,7 @@ def describe_config(config: ResolvedConfig) -> dict[str, Any]:
     return {
         "app": config.app_name,
         "version": config.version,
-        "workflows": [_workflow(wf) for wf in sorted(config.workflows.values(), key=lambda w: w.name)],
+        "workflows": [_workflow(wf, config.root) for wf in sorted(config.workflows.values(), key=lambda w: w.name)],
         "connectors": [_connector(c) for c in config.connectors if isinstance(c, Connector)],
         "collections": sorted(getattr(config, "collections", {}) or {}),
         "resources": declared,

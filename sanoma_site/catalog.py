@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from changes.credentials.selectors import credential_statuses
 from connectors.operations import Connector, Operation
 from features.library.loader import load_scenarios
+from runs.config.outline import outline_as_json, outline_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Schedule, WorkflowDefinition
@@ -130,6 +131,35 @@ def _starters(name: str) -> dict[str, list[str]]:
     return {"users": sorted(users), "groups": sorted(groups), "superusers": sorted(superusers)}
 
 
+def _node_text(node: dict[str, Any]) -> str:
+    kind = node["kind"]
+    if kind == "op":
+        return node.get("op", "")
+    if kind == "approval":
+        return f"approval “{node['title']}”" if node.get("title") else "approval"
+    if kind == "message":
+        return f"wait for a message on “{node['topic']}”" if node.get("topic") else "wait for a message"
+    if kind == "child":
+        action = "start" if node.get("action") == "start" else "wait for"
+        return f"{action} a child run" + (f" of {node['workflow']}" if node.get("workflow") else "")
+    return node.get("label") or kind
+
+
+def outline_lines(nodes: list[dict[str, Any]], depth: int = 0) -> list[dict[str, Any]]:
+    """The outline as indented lines: each node, then its sections' nodes one level in."""
+    lines: list[dict[str, Any]] = []
+    for node in nodes:
+        lines.append({"depth": depth, "kind": node["kind"], "text": _node_text(node), "line": node["span"]["line"]})
+        sections = ([node["body"]] if node.get("body") else []) + node.get("branches", []) + node.get("cases", []) \
+            + node.get("handlers", []) + ([node["orelse"]] if node.get("orelse") else [])
+        for section in sections:
+            label = section.get("label") or ("the way past" if section.get("past") else "")
+            if label:
+                lines.append({"depth": depth + 1, "kind": "section", "text": label, "line": None})
+            lines += outline_lines(section.get("nodes", []), depth + 2 if label else depth + 1)
+    return lines
+
+
 def workflow_page(request: HttpRequest, name: str, *, context: dict[str, Any]) -> HttpResponse:
     config = get_config()
     wf = config.workflows.get(name)
@@ -146,6 +176,8 @@ def workflow_page(request: HttpRequest, name: str, *, context: dict[str, Any]) -
     return TemplateResponse(request, "admin/catalog/workflow.html", {
         **context, "title": wf.title or wf.name, "workflow": wf, "trigger": trigger, "fires": fires,
         "input": fields_of(wf.input), "source": source, "file": wf.file or "",
+        "outline": outline_lines(outline_as_json(outline_of(wf))["nodes"]), "outline_problems": [
+            str(problem) for problem in outline_of(wf).problems],
         "operations": [{"id": op_id, "effect": getattr(config.ops.get(op_id), "effect", "?"),
                         "vendor": op_id.split(".", 1)[0]} for op_id in wf.ops],
         "builtins": list(wf.builtins), "runs": [{"run": r, "started": moment(r.created_at)} for r in runs],

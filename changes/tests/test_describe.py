@@ -34,6 +34,9 @@ def test_the_config_described_holds_workflows_connectors_resources_and_the_polic
     assert workflows["refund"]["input"]["required"] == ["order_id", "amount_cents"]
     assert "shop.order.refund" in workflows["refund"]["uses"] and "def run(ctx" in workflows["refund"]["source"]
     assert workflows["refunds-report"]["trigger"]["schedule"] == "0 8 * * 1-5"
+    outline = workflows["refund"]["outline"]
+    assert outline["file"] == "workflows/refund.py" and outline["problems"] == []
+    assert [n["op"] for n in outline["nodes"] if n["kind"] == "op"][:2] == ["shop.order.get", "shop.order.refund"]
     shop = next(c for c in described["connectors"] if c["vendor"] == "shop")
     assert shop["logo"].startswith("data:image/svg+xml;base64,")
     refund = next(o for o in shop["operations"] if o["id"] == "shop.order.refund")
