@@ -75,7 +75,8 @@ def set_credential(*, name: str, value: str, by: Any) -> Changed:
     if not isinstance(value, str):
         raise InvalidInput(f"The value of {name} must be text", data={"name": name})
     if value.strip() == "":
-        raise InvalidInput(f"The value of {name} is empty: clear it to unset it", data={"name": name})
+        raise InvalidInput(f"The value of {name} is empty: clear it to unset it", data={"name": name, "issues": [
+            {"path": ["value"], "message": "empty: clear it to unset it", "code": "empty"}]})
     stored = runtime.read_stored()
     environ = dict(os.environ)
     for variable in variables:
@@ -83,7 +84,8 @@ def set_credential(*, name: str, value: str, by: Any) -> Changed:
         problem = check_value(connector, name=name, value=value, environ=environ, stored=stored)
         if problem is not None:
             raise InvalidInput(f"{name} was not stored: {variable.connector}'s check refuses the value: {problem}",
-                               data={"name": name})
+                               data={"name": name, "issues": [{"path": ["value"], "message": problem,
+                                                               "code": "refused"}]})
     ciphertext, key_id = encrypt(value)
     now = clock.now()
     with transaction.atomic():

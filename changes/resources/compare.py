@@ -10,7 +10,8 @@ The rules:
 - an `unordered` list is a multiset: order does not count, repeats do;
 - a reference is satisfied by the referenced resource's name, or by the value of any of its
   `by` fields, as declared or as read from the vendor in the same run;
-- a dict is compared key by key: each differing leaf is one `{path, desired, actual}`.
+- a dict is compared key by key, and a list of the same length item by item (`labels.1.color`); a
+  list of another length is compared whole: each differing leaf is one `{path, desired, actual}`.
 """
 from __future__ import annotations
 
@@ -97,6 +98,11 @@ def _leaves(path: str, want: Any, have: Any, shown: Any) -> list[dict[str, Any]]
         found: list[dict[str, Any]] = []
         for key, value in want.items():
             found += _leaves(f"{path}.{key}", value, have.get(key), value)
+        return found
+    if isinstance(want, list) and isinstance(have, list) and len(want) == len(have) and want:
+        found = []  # a list of the same length, item by item; of another length, whole
+        for index, (item, held) in enumerate(zip(want, have, strict=True)):
+            found += _leaves(f"{path}.{index}", item, held, item)
         return found
     if _canonical(want) == _canonical(have):
         return []

@@ -189,7 +189,9 @@ def reader(root: Any, connectors: Sequence[Connector]) -> Callable[[Any, CallCon
 
     def read(i: Any, c: CallContext) -> dict[str, Any]:
         if root is None:
-            return {"files": [], "resources": [], "problems": [], "managed": managed.rows()}
+            return {"files": [], "resources": [], "managed": managed.rows(), "problems": [
+                {"file": "", "line": 0, "column": 0, "resource": None,
+                 "message": "the config has no root folder, so it has no data files: there is nothing to compare"}]}
         found = read_datafiles(root, types)
         return {**found.plain(), "managed": managed.rows()}
 

@@ -86,16 +86,40 @@ def sealed(rt: ResourceType, verb: str, fn: Callable[[Any, CallContext], Any],
                 raise DriverError(scrub(text, values), retryable=getattr(err, "retryable", False) is True,
                                   status=getattr(err, "status", None)) from None
             raise
-        return scrub(reply, values)
+        return unread(rt, scrub(reply, values))
+
+    return call
+
+
+def unread(rt: ResourceType, reply: Any) -> Any:
+    """A reply without the type's write-only fields: the vendor never shows them back, and what a vendor
+    shows of one anyway is neither compared nor recorded."""
+    hidden = {name for name, opts in rt.fields.items() if opts.write_only}
+    held = reply.get("values") if isinstance(reply, Mapping) else None
+    if not hidden or not isinstance(held, Mapping) or not hidden & set(held):
+        return reply
+    return {**reply, "values": {k: v for k, v in held.items() if k not in hidden}}
+
+
+def _reading(rt: ResourceType, fn: Callable[[Any, CallContext], Any]) -> Callable[[Any, CallContext], Any]:
+    def call(payload: Any, context: CallContext) -> Any:
+        return unread(rt, fn(payload, context))
 
     return call
 
 
 def seal(driver: Driver, types: Mapping[str, ResourceType], resolver: Resolver = resolve_secret) -> Driver:
-    """`driver` with each resource type's `create` and `update` wrapped (see `sealed`)."""
+    """`driver` with each resource type's `create` and `update` wrapped (see `sealed`), and its
+    `import` and `read` answering no write-only field (see `unread`)."""
     functions = dict(driver.functions)
     touched = False
     for rt in types.values():
+        if any(opts.write_only for opts in rt.fields.values()):
+            for verb in ("import", "read"):
+                op_id = rt.op_id(verb)
+                if op_id in functions:
+                    functions[op_id] = _reading(rt, functions[op_id])
+                    touched = True
         for verb in ("create", "update"):
             op_id = rt.op_id(verb)
             if op_id in functions:
