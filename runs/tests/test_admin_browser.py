@@ -21,6 +21,7 @@ from runs.tests.test_api import ask_flow, money_needs_bob, nap_flow, refund_flow
 
 try:
     from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
@@ -77,6 +78,16 @@ def full_page(browser, file: Path) -> None:
     browser.set_window_size(1400, min(max(height, 800), 6000))
     browser.save_screenshot(str(file))
     browser.set_window_size(1400, 1100)
+
+
+def text_of(browser, element_id: str) -> str:
+    """An element's text on a page that swaps its content in place: read again if it was swapped."""
+    for _ in range(5):
+        try:
+            return browser.find_element(By.ID, element_id).text
+        except StaleElementReferenceException:
+            time.sleep(0.1)
+    return browser.find_element(By.ID, element_id).text
 
 
 def worker_for(engine, stop: threading.Event) -> threading.Thread:
@@ -206,11 +217,13 @@ def test_the_badge_leads_to_the_inbox_and_a_run_page_shows_the_decision_land_wit
         browser.get(f"{live_server.url}/admin/runs/run/refund-live/change/")
         wait.until(EC.presence_of_element_located((By.ID, "ledger")))
         browser.execute_script("window.sanomaMarker = 'same page'")
-        assert "run.finished" not in browser.find_element(By.ID, "ledger").text
+        assert "run.finished" not in text_of(browser, "ledger")
         decide(run_id="refund-live", decision="approve", by="bob", timeout=0)  # elsewhere: another tab, the API
-        WebDriverWait(browser, 30).until(lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
+        # The page swaps its content in place, so an element read a moment ago may be gone: look again.
+        WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
         assert browser.execute_script("return window.sanomaMarker") == "same page"  # never reloaded
-        assert browser.find_element(By.ID, "inbox-badge").text.lower() == "inbox"  # nothing waits for bob now
+        assert text_of(browser, "inbox-badge").lower() == "inbox"  # nothing waits for bob now
         full_page(browser, shots / "run-live.png")
         # At 800 px the page is still usable: nothing makes it scroll sideways.
         browser.set_window_size(800, 1100)
