@@ -20,3 +20,8 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
     with as_runtime_role(django_db_blocker):
         yield
+    # A credentials watcher (a thread LISTENing on a connection of its own) would keep the test
+    # database from being dropped when the session ends: end it first.
+    from changes.credentials.runtime import stop_watching
+
+    stop_watching()

@@ -150,6 +150,8 @@ class _Cache:
 
 
 _cache = _Cache()
+# Set to end the watcher thread (a test session ending, so its database can be dropped).
+_stopping = threading.Event()
 
 
 def _listen() -> None:
@@ -160,7 +162,7 @@ def _listen() -> None:
     with psycopg.connect(autocommit=True, **params) as conn:
         conn.execute(f"LISTEN {CHANNEL}")
         _cache.reload()  # whatever changed before LISTEN took hold
-        while True:
+        while not _stopping.is_set():
             select.select([conn.fileno()], [], [], LISTEN_WAIT_SECONDS)
             if list(conn.notifies(timeout=0, stop_after=1000)):
                 _cache.reload()
@@ -168,15 +170,15 @@ def _listen() -> None:
 
 def _poll() -> None:
     """SQLite (no NOTIFY): compare the store's version every POLL_SECONDS."""
-    while True:
+    while not _stopping.is_set():
         version = store_version()
         if version != _cache.version:
             _cache.reload(version=version)
-        time.sleep(POLL_SECONDS)
+        _stopping.wait(POLL_SECONDS)
 
 
 def _watch() -> None:
-    while True:
+    while not _stopping.is_set():
         try:
             if connections["default"].vendor == "postgresql":
                 _listen()
@@ -185,7 +187,8 @@ def _watch() -> None:
         except Exception:  # a database hiccup must not end the watching
             log.exception("watching the credentials failed; trying again in 1 s")
             connections.close_all()
-            time.sleep(1.0)
+            _stopping.wait(1.0)
+    connections.close_all()
 
 
 # ---- the engine's hooks (runs.engine.secrets) ---------------------------------------------------
@@ -216,6 +219,14 @@ def startup_check(connectors: Sequence[Connector]) -> list[str]:
     stored = read_stored()
     return [status.describe() for connector in declaring
             for status in evaluate(connector, environ=os.environ, stored=stored) if status.status != "set"]
+
+
+def stop_watching(*, within: float = LISTEN_WAIT_SECONDS * 2) -> None:
+    """End this process's watcher thread and its database connection (when a test session ends)."""
+    _stopping.set()
+    thread = _cache.thread
+    if thread is not None:
+        thread.join(timeout=within)
 
 
 def keep_fresh() -> None:
