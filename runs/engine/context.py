@@ -788,14 +788,8 @@ class RunContext:
             self._commit(step, [record], read=message)
             return step
         if until is not None and clock.now_ms() >= until:
-            error = SanomaError(
-                f"No message on {topic!r} came before the wait's deadline ({clock.from_ms(until).isoformat()})",
-                code=ErrorCode.WAIT_TIMED_OUT, data={"topic": topic, "until": until}, name="WaitTimedOutError",
-            )
-            step = Step(run=self._run, seq=seq, kind=StepKind.MESSAGE, name=topic, error=error_to_dict(error),
-                        next_seq=self._next_seq)
-            self._commit(step)
-            return step
+            return self._timed_out(StepKind.MESSAGE, topic, seq, f"No message on {topic!r} came",
+                                   {"topic": topic, "until": until})
         raise Suspend("message", wake_at=None if until is None else clock.from_ms(until))
 
     # ---- waits ------------------------------------------------------------------------------
@@ -825,6 +819,15 @@ class RunContext:
             raise error_from_dict(step.error)
         return step
 
+    def _timed_out(self, kind: StepKind, name: str, seq: int, what: str, data: dict[str, Any]) -> Step:
+        """A wait's deadline passed: its read step records `wait_timed_out`."""
+        until = clock.from_ms(data["until"]).isoformat()
+        error = SanomaError(f"{what} before the wait's deadline ({until})", code=ErrorCode.WAIT_TIMED_OUT,
+                            data=data, name="WaitTimedOutError")
+        step = Step(run=self._run, seq=seq, kind=kind, name=name, error=error_to_dict(error), next_seq=self._next_seq)
+        self._commit(step)
+        return step
+
     # ---- child runs -----------------------------------------------------------------------
 
     def _read_child_end(self, run_id: str, seq: int, until: int | None) -> Step:
@@ -845,14 +848,8 @@ class RunContext:
             self._commit(step, [self._record(LedgerKind.CHILD_ENDED, seq, body)])
             return step
         if until is not None and clock.now_ms() >= until:
-            error = SanomaError(
-                f"Child run {run_id} had not ended by the wait's deadline ({clock.from_ms(until).isoformat()})",
-                code=ErrorCode.WAIT_TIMED_OUT, data={"child": run_id, "until": until}, name="WaitTimedOutError",
-            )
-            step = Step(run=self._run, seq=seq, kind=StepKind.RUN_END, name=run_id, error=error_to_dict(error),
-                        next_seq=self._next_seq)
-            self._commit(step)
-            return step
+            return self._timed_out(StepKind.RUN_END, run_id, seq, f"Child run {run_id} had not ended",
+                                   {"child": run_id, "until": until})
         raise Suspend("run", wake_at=None if until is None else clock.from_ms(until))
 
     # ---- durability -----------------------------------------------------------------------
