@@ -14,6 +14,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 from pydantic import BaseModel
 
 from connectors.drivers import CallContext, Driver
@@ -46,7 +47,7 @@ def invoke(driver: Driver, op: Operation, parsed: BaseModel, context: CallContex
     """The driver's reply to one attempt, or `DriverTimeout` once `timeout` seconds have passed."""
     if op.vendor in INLINE_VENDORS:
         return driver.call(op.id, parsed, context)
-    future = _executor().submit(driver.call, op.id, parsed, context)
+    future = _executor().submit(_on_pool_thread, driver, op.id, parsed, context)
     try:
         return future.result(timeout=timeout)
     except FutureTimeout:
@@ -55,6 +56,16 @@ def invoke(driver: Driver, op: Operation, parsed: BaseModel, context: CallContex
                 "it may have taken effect at the vendor: check there before running it again")
         raise DriverTimeout(f"{op.id} did not answer within {timeout:g} s; {hint}", retryable=op.idempotent,
                             ) from None
+
+
+def _on_pool_thread(driver: Driver, op_id: str, parsed: BaseModel, context: CallContext) -> Any:
+    """One attempt on a pool thread. A driver that touched the database here opened a connection
+    of this thread's own: it is closed after the call, so no pool thread holds one open for good."""
+    try:
+        return driver.call(op_id, parsed, context)
+    finally:
+        if any(conn.connection is not None for conn in connections.all(initialized_only=True)):
+            connections.close_all()
 
 
 class SiteRetry(Retry):
