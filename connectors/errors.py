@@ -37,6 +37,7 @@ class ErrorCode(StrEnum):
     RUN_CANCELLED = "run_cancelled"  # the run was cancelled
     WORKFLOW_NOT_FOUND = "workflow_not_found"  # no workflow of that name (in this version)
     REPLAY_DIVERGED = "replay_diverged"  # the workflow no longer makes the calls it made before
+    CALL_NOT_IN_OUTLINE = "call_not_in_outline"  # a ctx call from code the workflow's outline does not show
     BAD_RETURN_VALUE = "bad_return_value"  # the workflow returned something that is not JSON
     WAIT_TIMED_OUT = "wait_timed_out"  # ctx.wait_message's deadline passed before a message came
     # calls
@@ -95,6 +96,7 @@ class ProblemKind(StrEnum):
     OPERATIONS = "operations"  # connectors, drivers and workflows do not line up
     WORKFLOW_NAMES = "workflow_names"  # two workflows share a name, or one takes a built-in's
     HALVES = "halves"  # a connector's driver or fake cannot be made
+    OUTLINE = "outline"  # a workflow's body holds what its outline cannot draw
     OTHER = "other"
 
 

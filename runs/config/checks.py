@@ -12,6 +12,7 @@ config root stops the command before it starts:
     sanoma.E005  operations do not line up between connectors, drivers and workflows
     sanoma.E006  two workflows share a name, or one takes a built-in's name
     sanoma.E007  a connector's driver or fake cannot be made
+    sanoma.E008  a workflow's body holds what its outline cannot draw (the file, line and why)
     sanoma.E009  any other reason the config cannot be resolved
 
 A config refused on real drivers (SANOMA_FAKES unset) that resolves on its fakes gets the same ids
@@ -46,6 +47,7 @@ _HINTS = {
     "sanoma.E005": "Each operation a workflow uses is declared by one connector and implemented by its driver.",
     "sanoma.E006": "Give each workflow its own name, other than drift, apply, call and change.",
     "sanoma.E007": "The connector's with_setup(driver=..., fake=...) function raised: see the message.",
+    "sanoma.E008": "Call ctx directly in run, as the README's outline section says: see the line and the reason.",
     "sanoma.E009": "See the message; the worker refuses this config the same way.",
 }
 
@@ -57,6 +59,7 @@ _CHECK_IDS = {
     ProblemKind.OPERATIONS: "sanoma.E005",
     ProblemKind.WORKFLOW_NAMES: "sanoma.E006",
     ProblemKind.HALVES: "sanoma.E007",
+    ProblemKind.OUTLINE: "sanoma.E008",
     ProblemKind.OTHER: "sanoma.E009",
 }
 

@@ -23,6 +23,7 @@ from runs.collections.definition import DATA_VENDOR, Collection, data_connector
 from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
 from runs.config import extensions
+from runs.config.outline import config_problems
 from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
 from runs.policies.cedar import load_cedar_policy
 from runs.policies.python_policies import allow_all
@@ -446,6 +447,8 @@ def resolve_config(
         config.workflows if isinstance(config.workflows, (list, tuple)) else (), discovered, ops, drivers, problems
     )
     _check_schedules(workflows, root, problems)
+    for wf in workflows.values():  # the outline contract: what a workflow's body may hold
+        problems.extend(config_problems(wf, root, kind=ProblemKind.OUTLINE))
     policy = _resolve_policy(config, root, problems)
     if problems:
         raise ConfigError(problems)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from types import FrameType
 from typing import Any
 
 from django.conf import settings
@@ -36,6 +38,7 @@ from connectors.operations import Operation
 from runs import ledger
 from runs.approvals.permissions import grant_approver
 from runs.approvals.rules import may_decide, rejection_error, self_approval_allowed, self_approval_details
+from runs.config import outline
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Approved, WorkflowDefinition
 from runs.engine import (
@@ -154,6 +157,7 @@ class _OperationCall:
                     {"path": [name], "message": "unknown keyword argument", "code": "unknown_keyword"}
                     for name in sorted(options)]},
             )
+        self._ctx._check_in_outline(self._op.id, sys._getframe(1))
         return self._ctx._call(self._op, payload, check_call_options(self._op, timeout, retry))
 
 
@@ -222,6 +226,7 @@ class RunContext:
 
     def now(self) -> datetime:
         """The current time, recorded: a replay sees the same value."""
+        self._check_in_outline("now", sys._getframe(1))
         self._check_open()
         seq = self._take_seq()
         step = self._replayed(seq, StepKind.NOW, "now")
@@ -237,6 +242,7 @@ class RunContext:
     def tag(self, **keys: Any) -> None:
         """Tag the run with business keys to find it by (`ctx.tag(order="1001", customer="ada@...")`):
         recorded (`run.tagged`), searchable in the run list. Tagging a key again replaces its value."""
+        self._check_in_outline("tag", sys._getframe(1))
         self._check_open()
         tags = check_tags(keys)
         seq = self._take_seq()
@@ -250,6 +256,7 @@ class RunContext:
     def sleep(self, until: Any = None, **duration: Any) -> None:
         """Wait until a moment (`until`: ISO 8601 with an offset, epoch ms, or an aware datetime)
         or for a duration (`ms`, `seconds`, `minutes`, `hours`, `days`, summed)."""
+        self._check_in_outline("sleep", sys._getframe(1))
         self._require("sleep")
         self._check_open()
         until_ms, total_ms = check_sleep(until, duration)
@@ -276,6 +283,7 @@ class RunContext:
 
         Two steps: the wait's start (its topic and deadline, so a replay keeps the same deadline)
         and the message it read (its payload, so a replay returns the same one)."""
+        self._check_in_outline("wait_message", sys._getframe(1))
         self._require("wait_message")
         self._check_open()
         topic, timeout_ms = check_wait_message(topic, timeout)
@@ -292,6 +300,7 @@ class RunContext:
         id, input its workflow and input), recorded as `run.child_started`; the child's row is
         written in the same transaction, so a replay returns the same child and never starts a
         second one."""
+        self._check_in_outline("start_run", sys._getframe(1))
         self._require("start_run")
         self._check_open()
         definition = self._config.workflows.get(workflow) if isinstance(workflow, str) else None
@@ -357,6 +366,7 @@ class RunContext:
         child); a cancelled one raises `run_cancelled`. With `timeout` (seconds, or a timedelta)
         the wait raises `wait_timed_out` once that deadline passes. No process is held meanwhile:
         the child's end wakes this run."""
+        self._check_in_outline("wait_run", sys._getframe(1))
         self._require("wait_run")
         self._check_open()
         run_id, timeout_ms = check_wait_run(run_id, timeout)
@@ -375,6 +385,7 @@ class RunContext:
 
     def all(self, members: Any) -> list[Any]:
         """Run zero-argument functions one after another; their records carry the group."""
+        self._check_in_outline("all", sys._getframe(1))
         self._require("all")
         if self._in_all:
             raise InvalidInput("ctx.all cannot be nested: call it from run, not from a member")
@@ -408,6 +419,7 @@ class RunContext:
 
         Raises `approval_rejected` on a rejection and `approval_withdrawn` on a withdrawal.
         """
+        self._check_in_outline("approval", sys._getframe(1))
         self._require("approval")
         self._check_open()
         approver_id, cover_ids, link_list = check_approval_request(title, approver, covers, links, details)
@@ -438,6 +450,13 @@ class RunContext:
             f"ctx.{'.'.join(path)} is not available: add it to `uses` in workflow \"{self._definition.name}\"",
             code=ErrorCode.INVALID_INPUT,
         )
+
+    def _check_in_outline(self, call: str, frame: FrameType) -> None:
+        """A ctx call from code the workflow's outline does not show (a helper in another file, a
+        function that got hold of ctx) fails before anything is decided or called."""
+        why = outline.check_call(self._definition, frame, call)
+        if why is not None:
+            raise SanomaError(why, code=ErrorCode.CALL_NOT_IN_OUTLINE, data={"call": call})
 
     def _require(self, builtin: str) -> None:
         if builtin not in self._definition.builtins:

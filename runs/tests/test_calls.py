@@ -1,6 +1,7 @@
 """Calls through ctx: schemas, idempotency keys, retries, sleeps, ctx.all."""
 from __future__ import annotations
 
+import importlib.util
 from datetime import timedelta
 
 import pytest
@@ -8,6 +9,7 @@ from django.db import DatabaseError
 from django.test import override_settings
 
 from connectors import DriverError
+from connectors.errors import ConfigError
 from runs.config.workflows import define_workflow
 from runs.engine import clock, faults, transitions
 from runs.engine.faults import FaultPoint
@@ -271,13 +273,15 @@ def test_a_failing_member_stops_the_group_and_its_error_is_rethrown(engine_for):
 
 @pytest.mark.parametrize("body, message", [
     (lambda ctx, i: ctx.all([lambda: ctx.all([])]), "ctx.all cannot be nested"),
-    (lambda ctx, i: ctx.all("not a list"), "ctx.all takes a list of functions"),
-    (lambda ctx, i: ctx.all([1, 2]), "ctx.all takes a list of functions"),
+    (lambda ctx, i: ctx.all("not a list"), "ctx.all's members must be written in the call"),
+    (lambda ctx, i: ctx.all([1, 2]), "a ctx.all member must be a lambda or a function defined in run"),
 ])
-def test_ctx_all_refuses_nesting_and_what_is_not_a_list_of_functions(engine_for, body, message):
-    engine = engine_for(wf("all-bad", body))
-    run = engine.run("all-bad")
-    assert run.error["code"] == "invalid_input" and message in run.error["message"]
+def test_ctx_all_refuses_nesting_and_what_is_not_a_list_of_functions_when_the_workflow_resolves(engine_for, body,
+                                                                                                 message):
+    # The outline cannot draw these, so the config is refused before any run: the file, line and why.
+    with pytest.raises(ConfigError) as refused:
+        engine_for(wf("all-bad", body))
+    assert message in str(refused.value) and "test_calls.py:" in str(refused.value)
 
 
 def test_an_empty_ctx_all_returns_an_empty_list_and_writes_nothing(engine_for):
@@ -304,20 +308,39 @@ def test_ctx_now_is_recorded_and_replays_the_same(engine_for):
     assert done.result == clock.from_ms(first).isoformat()
 
 
-def test_a_call_after_the_body_ended_is_refused(engine_for):
+def test_a_workflow_keeping_ctx_for_later_is_refused_when_it_resolves(engine_for):
     kept = {}
 
     def body(ctx, i):
         kept["ctx"] = ctx
         return "done"
 
-    engine = engine_for(wf("leaky", body))
-    run = engine.run("leaky")
-    assert run.status == "finished"
-    with pytest.raises(Exception) as refused:
-        kept["ctx"].acme.mail.send({"to": "late"})
-    assert getattr(refused.value, "code", None) == "run_ended"
-    assert engine.fake.calls == []
+    with pytest.raises(ConfigError) as refused:
+        engine_for(wf("leaky", body))
+    assert 'ctx is stored in kept["ctx"]' in str(refused.value)
+
+
+def test_a_ctx_call_from_outside_the_outline_fails_the_run_before_anything_is_called(engine_for, tmp_path):
+    # A helper in another file that gets hold of ctx behind the outline's back (here by reading its
+    # caller's frame): its call is refused before the policy or the vendor sees it.
+    helper = tmp_path / "sneaky_helper.py"
+    helper.write_text("import sys\n\n\ndef send():\n"
+                      "    ctx = sys._getframe(1).f_locals['ctx']\n"
+                      "    return ctx.acme.mail.send({'to': 'late'})\n")
+    spec = importlib.util.spec_from_file_location("sneaky_helper", helper)
+    assert spec is not None and spec.loader is not None
+    sneaky = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sneaky)
+
+    def body(ctx, i):
+        ctx.acme.order.get({"order_id": "1"})
+        return sneaky.send()
+
+    engine = engine_for(wf("sneaky", body))
+    run = engine.run("sneaky")
+    assert (run.status, run.error["code"]) == ("failed", "call_not_in_outline"), run.error
+    assert "sneaky_helper.py:6" in run.error["message"]
+    assert [c["op"] for c in engine.fake.calls] == ["acme.order.get"]
 
 
 def test_a_workflow_that_changes_its_calls_fails_on_replay_instead_of_calling_blindly(engine_for):

@@ -51,7 +51,14 @@ def run_script(ctx, input: Script):
     results = []
     for call in input.calls:
         try:
-            output = getattr(ctx.data.notes, call.op)(call.input)
+            if call.op == "get":
+                output = ctx.data.notes.get(call.input)
+            elif call.op == "list":
+                output = ctx.data.notes.list(call.input)
+            elif call.op == "put":
+                output = ctx.data.notes.put(call.input)
+            else:
+                output = ctx.data.notes.delete(call.input)
             results.append({"ok": output.model_dump(mode="json")})
         except SanomaError as err:
             results.append({"error": error_code(err), "data": getattr(err, "data", {})})
@@ -68,13 +75,13 @@ class Paging(BaseModel):
 
 
 def page_all(ctx, input: Paging):
-    pages, cursor = [], None
-    while True:
+    pages, cursor, more = [], None, True
+    while more:
         page = ctx.data.notes.list({"prefix": input.prefix, "limit": input.limit, "cursor": cursor})
         pages.append([entry.key for entry in page.records])
-        if page.cursor is None:
-            return {"pages": pages}
         cursor = page.cursor
+        more = cursor is not None
+    return {"pages": pages}
 
 
 pager = define_workflow(name="pager", input=Paging, run=page_all, uses=["data.notes.list"])

@@ -183,14 +183,25 @@ def test_a_bad_retry_or_timeout_declaration_names_what_is_wrong(make, says):
     assert says in str(caught.value)
 
 
-@pytest.mark.parametrize(("call", "says"), [
-    (lambda ctx: ctx.slow.thing.read({}, timeout=-1), "above 0"),
-    (lambda ctx: ctx.slow.thing.read({}, retry=3), "must be a Retry"),
-    (lambda ctx: ctx.slow.thing.pay({}, retry=Retry(attempts=3)), "not idempotent"),
+def negative_timeout(ctx, input):
+    ctx.slow.thing.read({}, timeout=-1)
+
+
+def retry_not_a_retry(ctx, input):
+    ctx.slow.thing.read({}, retry=3)
+
+
+def retry_of_a_payment(ctx, input):
+    ctx.slow.thing.pay({}, retry=Retry(attempts=3))
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    (negative_timeout, "above 0"),
+    (retry_not_a_retry, "must be a Retry"),
+    (retry_of_a_payment, "not idempotent"),
 ])
-def test_a_bad_call_option_fails_the_run_before_anything_is_called(engine_for, call, says):
-    engine = engine_for(define_workflow(name="bad", uses=[READ, PAY], run=lambda ctx, input: call(ctx)),
-                        connectors=[slow])
+def test_a_bad_call_option_fails_the_run_before_anything_is_called(engine_for, body, says):
+    engine = engine_for(define_workflow(name="bad", uses=[READ, PAY], run=body), connectors=[slow])
     run = engine.run("bad")
     assert (run.status, run.error["code"]) == (RunStatus.FAILED, "invalid_input") and says in run.error["message"]
     assert engine.config.fakes["slow"].state["calls"] == []
