@@ -36,16 +36,22 @@ def _operation(op: Operation) -> dict[str, Any]:
     }
 
 
+def logo_data_url(connector: Connector) -> str | None:
+    """The connector's SVG logo as a data URL (None without one): what the desk and the API show."""
+    svg = connector.info.logo
+    return f"data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}" if svg else None
+
+
 def _connector(connector: Connector) -> dict[str, Any]:
     info = connector.info
-    logo = f"data:image/svg+xml;base64,{base64.b64encode(info.logo.encode()).decode()}" if info.logo else None
+    logo = logo_data_url(connector)
     environment = []
     if connector.environment is not None:
         for name, field in connector.environment.model_fields.items():
             environment.append({"name": name, "description": field.description or "",
                                 "required": field.is_required()})
     types = []
-    for type_ in getattr(connector, "types", {}).values():
+    for type_ in connector.types.values():
         types.append({"type": type_.key, "title": type_.title, "identity": list(type_.identity), "host": type_.host,
                       "fields": {name: {k: v for k, v in vars(options).items() if v not in (False, None, ())}
                                  for name, options in type_.fields.items()},

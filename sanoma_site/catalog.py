@@ -9,7 +9,6 @@ and who may start it. Both read the resolved config only; nothing here writes.
 """
 from __future__ import annotations
 
-import base64
 import inspect
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from django.utils import timezone
 from pydantic import BaseModel
 
 from changes.credentials.selectors import credential_statuses
+from changes.describe import logo_data_url
 from connectors.operations import Connector, Operation
 from features.library.loader import load_scenarios
 from runs.config.outline import outline_as_json, outline_of
@@ -52,11 +52,6 @@ def fields_of(model: type[BaseModel]) -> list[dict[str, Any]]:
                      "default": "" if name in required or "default" not in spec else repr(spec["default"]),
                      "limits": ", ".join(limits), "description": spec.get("description", "")})
     return rows
-
-
-def _logo(connector: Connector) -> str:
-    svg = connector.info.logo
-    return f"data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}" if svg else ""
 
 
 def _scenario_uses(config: ResolvedConfig) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -92,19 +87,20 @@ def connector_page(request: HttpRequest, vendor: str, *, context: dict[str, Any]
             used_by.setdefault(op_id, []).append(wf.name)
     by_op, _ = _scenario_uses(config)
     return TemplateResponse(request, "admin/catalog/connector.html", {
-        **context, "title": connector.info.title or connector.vendor, "connector": connector, "logo": _logo(connector),
+        **context, "title": connector.info.title or connector.vendor, "connector": connector,
+        "logo": logo_data_url(connector) or "",
         "operations": [_operation(op, used_by, by_op) for op in connector.operations.values()],
-        "types": [{"key": t.key if hasattr(t, "key") else name, "title": getattr(t, "title", ""),
-                   "identity": getattr(t, "identity", ""), "host": getattr(t, "host", False)}
-                  for name, t in getattr(connector, "types", {}).items()],
+        "types": [{"key": t.key, "title": t.title, "identity": ", ".join(t.identity), "host": t.host}
+                  for t in connector.types.values()],
         "credentials": credential_statuses(among=[connector]),
     })
 
 
 def connectors_page(request: HttpRequest, *, context: dict[str, Any]) -> HttpResponse:
     config = get_config()
-    rows = [{"vendor": c.vendor, "title": c.info.title or c.vendor, "logo": _logo(c), "operations": len(c.operations),
-             "homepage": c.info.homepage or ""} for c in config.connectors if isinstance(c, Connector)]
+    rows = [{"vendor": c.vendor, "title": c.info.title or c.vendor, "logo": logo_data_url(c) or "",
+             "operations": len(c.operations), "homepage": c.info.homepage or ""}
+            for c in config.connectors if isinstance(c, Connector)]
     return TemplateResponse(request, "admin/catalog/connectors.html", {**context, "title": "Connectors",
                                                                       "connectors": rows})
 
