@@ -80,6 +80,22 @@ def full_page(browser, file: Path) -> None:
     browser.set_window_size(1400, 1100)
 
 
+def staff_user(username: str):
+    """A user who may sign in to the admin with PASSWORD."""
+    user = make_user(username)
+    user.is_staff = True
+    user.set_password(PASSWORD)
+    user.save()
+    return user
+
+
+def log_in(browser, site: str, username: str, *, then: str) -> None:
+    browser.get(f"{site}/admin/login/?next={then}")
+    browser.find_element(By.NAME, "username").send_keys(username)
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+
 def text_of(browser, element_id: str) -> str:
     """An element's text on a page that swaps its content in place: read again if it was swapped."""
     for _ in range(5):
@@ -107,10 +123,7 @@ def worker_for(engine, stop: threading.Event) -> threading.Thread:
 
 def test_an_approver_approves_from_the_inbox_and_the_run_page_shows_it(live_server, engine_for, browser, shots):
     engine = engine_for(refund_flow, ask_flow, nap_flow, policy=money_needs_bob)
-    bob = make_user("bob")
-    bob.is_staff = True
-    bob.set_password(PASSWORD)
-    bob.save()
+    staff_user("bob")
     run = engine.run("refund", {"order_id": "1", "amount": 10}, run_id="refund-1")
     assert run.status == "waiting"
 
@@ -119,10 +132,7 @@ def test_an_approver_approves_from_the_inbox_and_the_run_page_shows_it(live_serv
     worker.start()
     wait = WebDriverWait(browser, 20)
     try:
-        browser.get(f"{live_server.url}/admin/login/?next=/admin/runs/approval/")
-        browser.find_element(By.NAME, "username").send_keys("bob")
-        browser.find_element(By.NAME, "password").send_keys(PASSWORD)
-        browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+        log_in(browser, live_server.url, "bob", then="/admin/runs/approval/")
 
         # The inbox lists the held refund with what it lets through.
         wait.until(EC.presence_of_element_located((By.ID, "result_list")))
@@ -165,10 +175,7 @@ def test_the_start_form_shows_the_servers_refusal_on_the_field(live_server, engi
     alice.set_password(PASSWORD)
     alice.save()
     wait = WebDriverWait(browser, 20)
-    browser.get(f"{live_server.url}/admin/login/?next=/admin/runs/run/start/")
-    browser.find_element(By.NAME, "username").send_keys("alice")
-    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    log_in(browser, live_server.url, "alice", then="/admin/runs/run/start/")
 
     wait.until(EC.presence_of_element_located((By.LINK_TEXT, "refund"))).click()
     wait.until(EC.presence_of_element_located((By.ID, "start_form")))
@@ -196,20 +203,14 @@ def test_the_badge_leads_to_the_inbox_and_a_run_page_shows_the_decision_land_wit
     (through the API's service, as another tab would) and the page, never reloaded, shows the
     run finished."""
     engine = engine_for(refund_flow, ask_flow, nap_flow, policy=money_needs_bob)
-    bob = make_user("bob")
-    bob.is_staff = True
-    bob.set_password(PASSWORD)
-    bob.save()
+    staff_user("bob")
     engine.run("refund", {"order_id": "1", "amount": 10}, run_id="refund-live")
     stop = threading.Event()
     worker = worker_for(engine, stop)
     worker.start()
     wait = WebDriverWait(browser, 20)
     try:
-        browser.get(f"{live_server.url}/admin/login/?next=/admin/")
-        browser.find_element(By.NAME, "username").send_keys("bob")
-        browser.find_element(By.NAME, "password").send_keys(PASSWORD)
-        browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+        log_in(browser, live_server.url, "bob", then="/admin/")
         badge = wait.until(EC.presence_of_element_located((By.ID, "inbox-badge")))
         assert badge.text.lower() == "inbox 1"  # the header shows its links in capitals
         badge.click()

@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 
 from runs import recovery, services
-from runs.config.resolution import load_config
+from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine import clock
 from runs.models import LedgerRecord, Run, RunStatus, Step, StepKind
 from runs.testing import make_user
@@ -32,6 +32,15 @@ STARTER = "talk-tester"
 PARENTS = 8
 STALL_SECONDS = 60.0
 KILL_WINDOW_SECONDS = 5.0
+
+
+def _site(tmp_path: Path, version: str, **env: object) -> tuple[ResolvedConfig, dict[str, str]]:
+    """The worker company on file-backed fakes under `tmp_path`, its starter, and a worker's environment."""
+    var = tmp_path / "var"
+    (var / "fakes").mkdir(parents=True)
+    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version=version)
+    make_user(STARTER, perms=["runs.start_workflow"])
+    return config, worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version=version, **env)
 
 
 def _parents() -> dict[str, Run]:
@@ -52,13 +61,8 @@ def _unrecorded_parent_posts(fake) -> set[str]:
 
 
 def test_a_sigkilled_parent_replays_without_starting_a_second_child(tmp_path: Path) -> None:
-    var = tmp_path / "var"
-    (var / "fakes").mkdir(parents=True)
-    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version="talk")
+    config, env = _site(tmp_path, "talk", TALLY_BEFORE_MS=5, TALLY_AFTER_MS=60)
     fake = config.fakes["tally"]
-    make_user(STARTER, perms=["runs.start_workflow"])
-    env = worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version="talk",
-                     TALLY_BEFORE_MS=5, TALLY_AFTER_MS=60)
     worker = Worker(env, tmp_path / "worker.log")
     caught: set[str] = set()
     try:
@@ -106,12 +110,8 @@ def test_a_sigkilled_parent_replays_without_starting_a_second_child(tmp_path: Pa
 
 
 def test_a_message_wait_times_out_while_the_worker_is_up(tmp_path: Path) -> None:
-    var = tmp_path / "var"
-    (var / "fakes").mkdir(parents=True)
-    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version="word")
-    make_user(STARTER, perms=["runs.start_workflow"])
-    worker = Worker(worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version="word"),
-                    tmp_path / "worker.log")
+    config, env = _site(tmp_path, "word")
+    worker = Worker(env, tmp_path / "worker.log")
     try:
         worker.start()
         run = services.start(workflow="await-word", input={"timeout_ms": 1500}, started_by=STARTER,
@@ -140,13 +140,9 @@ def test_a_worker_killed_during_a_durable_retry_wait_loses_nothing_and_retries_o
     """The vendor refuses with a 429 and Retry-After: 5 s. The run waits durably (no thread sleeps);
     the worker is SIGKILLed during the wait and a new one started; the retry happens once, after
     the wait, on the new worker."""
-    var = tmp_path / "var"
-    (var / "fakes").mkdir(parents=True)
-    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version="retry")
+    config, env = _site(tmp_path, "retry")
     fake = config.fakes["tally"]
     fake.rate_limit("tally.entry.count", retry_after=5)
-    make_user(STARTER, perms=["runs.start_workflow"])
-    env = worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version="retry")
     first = Worker(env, tmp_path / "first.log")
     second = Worker(env, tmp_path / "second.log")
     try:
@@ -177,14 +173,9 @@ def test_a_worker_sigkilled_after_an_ignored_key_call_leaves_the_run_in_doubt(tm
     """The vendor answered (its effect is in the fake's file) and the worker was killed before the
     engine recorded the reply. The vendor ignores idempotency keys, so the next worker does not
     send the call again: the run waits in doubt until an operator says what happened."""
-    var = tmp_path / "var"
-    (var / "fakes").mkdir(parents=True)
-    config = load_config(ROOT, fakes="instance", fake_dir=var / "fakes", app_version="doubt")
+    config, env = _site(tmp_path, "doubt", TALLY_AFTER_MS=3000)
     fake = config.fakes["tally"]
-    make_user(STARTER, perms=["runs.start_workflow"])
     make_user("ops", perms=["runs.view_any_run", "runs.operate_runs"])
-    env = worker_env(db_url=database_url(connection.settings_dict), var_dir=var, version="doubt",
-                     TALLY_AFTER_MS=3000)
     first = Worker(env, tmp_path / "first.log")
     second = Worker(env, tmp_path / "second.log")
     try:
