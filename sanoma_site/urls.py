@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from runs.api.views import NotFoundView
 from sanoma_site.api_index import ApiIndexView
+from sanoma_site.api_scenarios import ScenarioListView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
@@ -14,6 +15,7 @@ urlpatterns = [
     path("api/", ApiIndexView.as_view(), name="api-index"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    re_path(r"^api/scenarios(?:/)?$", ScenarioListView.as_view(), name="api-scenarios"),
     path("api/", include("runs.api.urls")),
     path("api/", include("changes.api.urls")),
     re_path(r"^api/", NotFoundView.as_view()),

@@ -23,6 +23,7 @@ from changes.credentials.crypto import SECRETS_KEY_MISSING
 from changes.credentials.declared import VariableStatus
 from connectors.errors import SanomaError
 from runs.api.errors import ApiError, invalid_input
+from runs.api.pagination import Page
 from runs.api.serializers import ErrorSerializer
 from runs.api.views import SanomaAPIView, errors, me
 
@@ -43,10 +44,6 @@ class CredentialStatusSerializer(serializers.Serializer):
     # `source` is also a DRF field's own attribute; here it is the response's key (where the value comes from).
     source = serializers.CharField(  # type: ignore[assignment]
         help_text="Where the value comes from: `environment`, `stored`, `default` or `none`.")
-
-
-class CredentialListSerializer(serializers.Serializer):
-    credentials = CredentialStatusSerializer(many=True)
 
 
 class CredentialChangedSerializer(serializers.Serializer):
@@ -86,17 +83,20 @@ def _changed(changed: services.Changed) -> dict[str, Any]:
 
 
 class CredentialListView(SanomaAPIView):
+    pagination_class = Page
+
     @extend_schema(
         operation_id="credentials_list",
         summary="Every variable connectors' drivers need: status and source, never a value",
-        responses={200: CredentialListSerializer, **errors(403), 503: CREDENTIAL_ERRORS[503]},
+        responses={200: CredentialStatusSerializer(many=True), **errors(400, 403), 503: CREDENTIAL_ERRORS[503]},
     )
     def get(self, request: Request) -> Response:
         try:
             selectors.check_can_view(me(request))
-            return Response({"credentials": _statuses(selectors.credential_statuses())})
+            statuses = _statuses(selectors.credential_statuses())
         except SanomaError as err:
             raise _refusal(err) from None
+        return self.paged(request, statuses, lambda page: page)
 
 
 class CredentialDetailView(SanomaAPIView):

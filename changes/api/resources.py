@@ -3,7 +3,7 @@
 `GET /api/resources/plan` (the changes after a drift run, with the policy's verdicts)."""
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from changes.resources import services as resource_services
 from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from runs.api.serializers import ErrorSerializer
 from runs.api.views import SanomaAPIView, errors, me
 from runs.models import Run
 from runs.selectors import visible_run
@@ -48,7 +49,9 @@ class ResourceListView(SanomaAPIView):
         summary="The resources the data files declare, and their problems",
         description="Resources in file order; a resource with a problem, and every resource referring to one, "
                     "is left out and its problem listed (file, line, column from 1).",
-        responses={200: DeclaredStateSerializer, **errors()},
+        responses={200: DeclaredStateSerializer, **errors(),
+                   503: OpenApiResponse(ErrorSerializer, description="config_invalid: the config has no data files "
+                                                                     "to read (no root folder)")},
     )
     def get(self, request: Request) -> Response:
         return Response(DeclaredStateSerializer(declared_resources().plain()).data)

@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runs.api.errors import ApiError
+from runs.api.pagination import Page
 from runs.api.views import ERRORS, SanomaAPIView, me
 from runs.collections import selectors
 from runs.collections.definition import KEY_MAX_LENGTH, LIST_LIMIT, LIST_LIMIT_MAX, Collection, decode_cursor
@@ -29,10 +30,6 @@ class CollectionSerializer(serializers.Serializer):
     title = serializers.CharField()
     records = serializers.IntegerField(help_text="How many records it holds")
     operations = serializers.ListField(child=serializers.CharField())
-
-
-class CollectionListSerializer(serializers.Serializer):
-    collections = CollectionSerializer(many=True)
 
 
 class RecordSerializer(serializers.Serializer):
@@ -74,12 +71,15 @@ def _collection(name: str) -> Collection:
 
 
 class CollectionListView(SanomaAPIView):
+    pagination_class = Page
+
     @extend_schema(operation_id="collections_list", summary="The collections and how many records each holds",
-                   responses={200: CollectionListSerializer, 403: ERRORS[403], 401: ERRORS[401]})
+                   responses={200: CollectionSerializer(many=True), 400: ERRORS[400], 401: ERRORS[401],
+                              403: ERRORS[403]})
     def get(self, request: Request) -> Response:
         selectors.check_may_read(me(request))
         found = selectors.summaries(get_config().collections)
-        return Response({"collections": CollectionSerializer(found, many=True).data})
+        return self.paged(request, found, lambda page: CollectionSerializer(page, many=True).data)
 
 
 class CollectionRecordsView(SanomaAPIView):

@@ -35,6 +35,8 @@ STATUS_OF_CODE: dict[str, int] = {
     "run_running": status.HTTP_409_CONFLICT,
     "run_exists": status.HTTP_409_CONFLICT,
     "too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    # The site's config cannot be read (say, no root folder for the data files): not the caller's fault.
+    "config_invalid": status.HTTP_503_SERVICE_UNAVAILABLE,
 }
 
 

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from runs import pausing, recovery, selectors
 from runs.api import serializers as s
+from runs.api.pagination import Page
 from runs.api.views import SanomaAPIView, errors, me, run_data
 from runs.models import Pause
 
@@ -80,10 +81,12 @@ def _pause_data(pause: Pause) -> dict[str, Any]:
 
 
 class PausesView(SanomaAPIView):
+    pagination_class = Page
+
     @extend_schema(operation_id="pauses_list", summary="The active pauses, with the runs each holds",
-                   responses={200: s.PauseSerializer(many=True), **errors()})
+                   responses={200: s.PauseSerializer(many=True), **errors(400)})
     def get(self, request: Request) -> Response:
-        return Response([_pause_data(p) for p in pausing.active_pauses()])
+        return self.paged(request, list(pausing.active_pauses()), lambda page: [_pause_data(p) for p in page])
 
     @extend_schema(operation_id="pauses_create", summary="Pause a connector, an operation or a workflow "
                    "(operators: runs.pause)", request=s.PauseInput,
@@ -96,7 +99,7 @@ class PausesView(SanomaAPIView):
 
 class PauseView(SanomaAPIView):
     @extend_schema(operation_id="pauses_delete", summary="Unpause: the runs it held go on",
-                   request=s.UnpauseInput, responses={200: s.PauseSerializer, **errors(400, 403, 415)})
+                   request=s.UnpauseInput, responses={200: s.PauseSerializer, **errors(400, 403, 404, 415)})
     def delete(self, request: Request, kind: str, target: str) -> Response:
         body = self.checked(s.UnpauseInput, self.body(request, required=False))
         pause = pausing.unpause(kind=kind, target=target, by=me(request), reason=body.get("reason", ""))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from datetime import datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -15,9 +16,6 @@ from runs.config.workflows import WorkflowDefinition
 from runs.models import Decision, Run, RunStatus
 from runs.selectors import children_of, waiting_on
 from runs.validation import RUN_ID_RULE, is_valid_run_id
-
-# The largest `offset` a page may start at: a signed 64-bit integer, what every database can take.
-MAX_OFFSET = 2**63 - 1
 
 # ---- input --------------------------------------------------------------------------------------
 
@@ -83,17 +81,43 @@ class WithdrawInput(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class RunListQuery(serializers.Serializer):
+class RunListQuery(StrictSerializer):
+    """The runs list's filters (`limit` and `offset` are the paginator's). Every one given must match."""
+
     status = serializers.ChoiceField(choices=RunStatus.values, required=False)
-    workflow = serializers.CharField(required=False)
-    started_by = serializers.CharField(required=False)
-    error_code = serializers.CharField(required=False, help_text="runs that failed with this code")
-    tag = serializers.ListField(child=serializers.CharField(), required=False,
+    workflow = serializers.CharField(required=False, max_length=200)
+    started_by = serializers.CharField(required=False, max_length=150, help_text="who started it (a username)")
+    error_code = serializers.CharField(required=False, max_length=100, help_text="runs that failed with this code")
+    tag = serializers.ListField(child=serializers.CharField(max_length=500), required=False,
                                 help_text="key=value (ctx.tag); repeat the parameter to narrow")
-    since = serializers.CharField(required=False, help_text="started at or after (ISO 8601)")
-    until = serializers.CharField(required=False, help_text="started before (ISO 8601)")
-    limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=500)
-    offset = serializers.IntegerField(required=False, default=0, min_value=0, max_value=MAX_OFFSET)
+    since = serializers.CharField(required=False, help_text="started at or after (ISO 8601 date or date-time)")
+    until = serializers.CharField(required=False, help_text="started before (ISO 8601 date or date-time)")
+
+    def validate_since(self, value: str) -> str:
+        return _iso_moment("since", value)
+
+    def validate_until(self, value: str) -> str:
+        return _iso_moment("until", value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        known = {*self.fields, "limit", "offset"}
+        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
+        unknown = sorted(set(initial) - known)
+        if unknown:
+            raise serializers.ValidationError(
+                {name: [serializers.ErrorDetail(f"unknown parameter; the runs list takes {', '.join(sorted(known))}",
+                                                code="unknown_field")] for name in unknown})
+        return attrs
+
+
+def _iso_moment(name: str, value: str) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise serializers.ValidationError(
+            f"{name} must be an ISO 8601 date or date-time (e.g. 2026-12-01 or 2026-12-01T09:00+02:00)",
+            code="invalid") from None
+    return value
 
 
 class RunFilterInput(serializers.Serializer):
@@ -144,6 +168,8 @@ class PauseSerializer(serializers.Serializer):
     unpaused_by = serializers.CharField()
     unpaused_at = serializers.DateTimeField(allow_null=True)
     active = serializers.BooleanField()
+    held_runs = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                      help_text="The runs it holds now (none once lifted).")
 
 
 class BulkResultSerializer(serializers.Serializer):
@@ -212,13 +238,6 @@ class RunInFullSerializer(RunSerializer):
     @extend_schema_field(ChildRunSerializer(many=True))
     def get_children(self, run: Run) -> list[dict[str, Any]]:
         return children_of(run)
-
-
-class RunPageSerializer(serializers.Serializer):
-    runs = RunSerializer(many=True)
-    total = serializers.IntegerField()
-    limit = serializers.IntegerField()
-    offset = serializers.IntegerField()
 
 
 class ApprovalSerializer(serializers.Serializer):

@@ -3,10 +3,10 @@ through a serializer. Permissions are the services' (`runs.approvals.permissions
 caller may not see is `404 run_not_found`, as if it did not exist."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.renderers import JSONRenderer
@@ -18,12 +18,13 @@ from connectors.errors import InvalidInput, SanomaError, error_code
 from runs import selectors, services
 from runs.api import serializers as s
 from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
+from runs.api.pagination import LedgerCursor, Page
 from runs.api.parsers import StrictJSONParser
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.permissions import request_principal
 from runs.config.registry import get_config
-from runs.models import Approval, ApprovalStatus, Run, RunStatus
+from runs.models import Approval, ApprovalStatus, LedgerRecord, Run, RunStatus
 from runs.validation import check_run_id
 
 # How long a decision waits for the run to apply it before answering 202.
@@ -49,6 +50,17 @@ class SanomaAPIView(APIView):
 
     renderer_classes = [JSONRenderer]
     parser_classes = [StrictJSONParser]
+    # A list endpoint names its paginator here (the schema reads it from there too) and answers
+    # through `paged`.
+    pagination_class: type[Page] | type[LedgerCursor] | None = None
+
+    def paged(self, request: Request, items: Sequence[Any] | QuerySet[Any],
+              serialize: Callable[[list[Any]], Any]) -> Response:
+        """One page of `items` in DRF's paginated shape, each item as `serialize` makes the page."""
+        assert self.pagination_class is not None, f"{type(self).__name__} names no pagination_class"
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(items, request, view=self)
+        return paginator.get_paginated_response(serialize(list(page or [])))
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         """After authentication: a run id in the path that breaks the run-id rule is 400, stating it."""
@@ -119,15 +131,17 @@ def run_data(run: Run) -> dict[str, Any]:
 
 
 class WorkflowListView(SanomaAPIView):
+    pagination_class = Page
+
     @extend_schema(
         operation_id="workflows_list",
-        summary="The workflows, described",
-        responses={200: s.WorkflowSerializer(many=True), **errors()},
+        summary="The workflows, described, by name",
+        responses={200: s.WorkflowSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
         config = get_config()
         definitions = [config.workflows[name] for name in sorted(config.workflows)]
-        return Response(s.WorkflowSerializer(definitions, many=True).data)
+        return self.paged(request, definitions, lambda page: s.WorkflowSerializer(page, many=True).data)
 
 
 class WorkflowDetailView(SanomaAPIView):
@@ -144,27 +158,32 @@ class WorkflowDetailView(SanomaAPIView):
 
 
 class ConnectorListView(SanomaAPIView):
+    pagination_class = Page
+
     @extend_schema(
         operation_id="connectors_list",
-        summary="The vendors and their operations",
-        responses={200: s.ConnectorSerializer(many=True), **errors()},
+        summary="The vendors and their operations, by vendor",
+        responses={200: s.ConnectorSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
         connectors = sorted(get_config().connectors, key=lambda c: c.vendor)
-        return Response(s.ConnectorSerializer(connectors, many=True).data)
+        return self.paged(request, connectors, lambda page: s.ConnectorSerializer(page, many=True).data)
 
 
 # ---- runs ---------------------------------------------------------------------------------------
 
 
 class RunListView(SanomaAPIView):
+    pagination_class = Page
+
     @extend_schema(
         operation_id="runs_list", summary="The runs you may see, newest first",
+        description="Filters combine (all must match); `tag` repeats. A bad value is 400 naming the parameter.",
         parameters=[s.RunListQuery],
-        responses={200: s.RunPageSerializer, **errors(400)},
+        responses={200: s.RunSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        params: dict[str, Any] = request.query_params.dict()
+        params: dict[str, Any] = {k: v for k, v in request.query_params.items() if k not in ("limit", "offset")}
         if "tag" in request.query_params:
             params["tag"] = request.query_params.getlist("tag")
         query = self.checked(s.RunListQuery, params)
@@ -172,20 +191,24 @@ class RunListView(SanomaAPIView):
             status=query.get("status"), workflow=query.get("workflow"), started_by=query.get("started_by"),
             error_code=query.get("error_code"), tags=query.get("tag") or (), started_after=query.get("since"),
             started_before=query.get("until"))
-        page = selectors.list_runs(viewer=me(request), where=where, limit=query["limit"], offset=query["offset"])
+        paginator = Page()
+        limit, offset = paginator.get_limit(request), paginator.get_offset(request)
+        page = selectors.list_runs(viewer=me(request), where=where, limit=limit, offset=offset)
         counts = pending_counts([run.id for run in page.runs])
         runs = s.RunSerializer(page.runs, many=True, context={"pending_counts": counts}).data
-        return Response({"runs": runs, "total": page.total, "limit": page.limit, "offset": page.offset})
+        return paginator.answer(request, runs, count=page.total, limit=limit, offset=offset)
 
     @extend_schema(
         operation_id="runs_start", summary="Start a run",
         description="201 with the new run; 200 when `run_id` names a run started the same way before. "
-                    "An unknown workflow is 404 `invalid_input` with an issue at `workflow`.",
+                    "An unknown workflow is 404 `invalid_input` with an issue at `workflow`. A scenario is not "
+                    "started over the API (`scenario` is refused: 400, and with `workflow` too, 400 \"Send a "
+                    "workflow or a scenario, not both\"); run scenarios with `manage.py behave`.",
         request=s.StartRunInput,
         responses={201: s.RunSerializer, 200: s.RunSerializer, **errors(400, 403, 404, 409, 413, 415)},
     )
     def post(self, request: Request) -> Response:
-        body = self.checked(s.StartRunInput, self.body(request))
+        body = self.checked(s.StartRunInput, refuse_scenario(self.body(request)))
         run_id = body.get("run_id")
         try:
             run, created = services.start_or_get(workflow=body["workflow"], input=body.get("input"),
@@ -197,6 +220,20 @@ class RunListView(SanomaAPIView):
                                data=err.data) from None
             raise
         return Response(run_data(run), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+def refuse_scenario(body: dict[str, Any]) -> dict[str, Any]:
+    """A start names a workflow; a body naming a scenario is refused, saying why, before anything else."""
+    if "scenario" not in body:
+        return body
+    if "workflow" in body:
+        raise invalid_input("Send a workflow or a scenario, not both", path=["scenario"],
+                            issue="send either workflow or scenario", issue_code="conflict")
+    raise invalid_input("A run cannot be started from a scenario over the API: send "
+                        "{\"workflow\": ..., \"input\": ...} (GET /api/scenarios lists the workflow each "
+                        "scenario runs), or run the scenario with manage.py behave", path=["scenario"],
+                        issue="not offered over the API",
+                        issue_code="unsupported")
 
 
 class RunDetailView(SanomaAPIView):
@@ -217,14 +254,19 @@ class RunDetailView(SanomaAPIView):
 
 
 class RunLedgerView(SanomaAPIView):
+    pagination_class = LedgerCursor
+
     @extend_schema(
         operation_id="run_ledger",
-        summary="A run's ledger records, in order",
-        responses={200: s.LedgerRecordSerializer(many=True), **errors(404)},
+        summary="A run's ledger records, in order, a page at a time",
+        description="Cursor-paged: follow `next` (null on the last page; a running run's ledger grows there).",
+        responses={200: s.LedgerRecordSerializer(many=True), **errors(400, 404)},
     )
     def get(self, request: Request, run_id: str) -> Response:
-        records = selectors.ledger_of(run_id=run_id, viewer=me(request))
-        return Response(s.LedgerRecordSerializer(records, many=True).data)
+        run = self.visible_run(request, run_id)
+        records = LedgerRecord.objects.filter(run_id=run.id)
+        return self.paged(request, records, lambda page: s.LedgerRecordSerializer(
+            [record.as_dict() for record in page], many=True).data)
 
 
 class RunResultView(SanomaAPIView):
@@ -285,15 +327,17 @@ class RunMessagesView(SanomaAPIView):
 
 
 class InboxView(SanomaAPIView):
+    pagination_class = Page
+
     @extend_schema(
         operation_id="inbox_list",
         summary="Your inbox: the pending approvals you may decide, newest first",
-        responses={200: s.InboxItemSerializer(many=True), **errors()},
+        responses={200: s.InboxItemSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
         pending = approval_selectors.pending_for(principal=me(request))
-        items = [{**approval_selectors.approval_state(a), "run": a.run} for a in pending]
-        return Response(s.InboxItemSerializer(items, many=True).data)
+        return self.paged(request, pending, lambda page: s.InboxItemSerializer(
+            [{**approval_selectors.approval_state(a), "run": a.run} for a in page], many=True).data)
 
 
 class DecideMixin:
@@ -316,14 +360,16 @@ DECIDE_RESPONSES = {200: s.ApprovalSerializer, 202: s.ApprovalSerializer, **erro
 
 
 class RunApprovalsView(DecideMixin, SanomaAPIView):
+    pagination_class = Page
+
     @extend_schema(
         operation_id="run_approvals_list",
-        summary="A run's approvals",
-        responses={200: s.ApprovalSerializer(many=True), **errors(404)},
+        summary="A run's approvals, in the order it asked for them",
+        responses={200: s.ApprovalSerializer(many=True), **errors(400, 404)},
     )
     def get(self, request: Request, run_id: str) -> Response:
         states = approval_selectors.approvals_of(run_id=run_id, viewer=me(request))
-        return Response(s.ApprovalSerializer(states, many=True).data)
+        return self.paged(request, states, lambda page: s.ApprovalSerializer(page, many=True).data)
 
     @extend_schema(
         operation_id="run_decide_first_pending",

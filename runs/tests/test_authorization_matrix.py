@@ -126,7 +126,7 @@ def api_answer(action: str, actor: str, run: str) -> str:
     elif action == "list":
         response = client.get("/api/runs?limit=500")
         if response.status_code == 200:
-            listed = {item["run_id"] for item in response.json()["runs"]}
+            listed = {item["run_id"] for item in response.json()["results"]}
             return OK if run_id in listed else NOT_FOUND
     elif action == "ledger":
         response = client.get(f"{base}/ledger")

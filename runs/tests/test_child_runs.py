@@ -317,7 +317,7 @@ def test_the_api_and_the_admin_show_what_a_parent_waits_for_and_link_parent_and_
     shown_child = api.get(f"/api/runs/{child.id}").json()["run"]
     assert shown_child["parent_run"] == run.id
     assert shown_child["waiting"] == {"kind": "message", "until": None, "topic": "go"}
-    assert api.get("/api/runs").json()["runs"][0]["parent_run"] in (run.id, None)
+    assert api.get("/api/runs").json()["results"][0]["parent_run"] in (run.id, None)
 
     alice.is_staff = True
     alice.save()

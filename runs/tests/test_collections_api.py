@@ -78,7 +78,7 @@ def test_the_collections_with_their_record_counts(reader, operator):
     for user in (reader, operator):
         response = api(user).get("/api/collections")
         assert response.status_code == 200, response.content
-        assert response.json() == {"collections": [
+        assert response.json() == {"count": 2, "next": None, "previous": None, "results": [
             {"name": "cards", "app": None, "key": "ref", "title": "Cards", "records": 5,
              "operations": ["data.cards.get", "data.cards.list", "data.cards.put", "data.cards.delete"]},
             {"name": "empties", "app": None, "key": "id", "title": "", "records": 0,

@@ -431,7 +431,7 @@ def test_the_largest_offset_answers_an_empty_page(api, engine):
     engine.start("nap", {})
     response = api.get(f"/api/runs?offset={2**63 - 1}")
     assert response.status_code == 200, response.content
-    assert response.json()["runs"] == []
+    assert response.json()["results"] == []
 
 
 @pytest.mark.parametrize("timeout", ["nan", "inf", "-1", "61", "x"])

@@ -55,7 +55,7 @@ def test_the_api_reruns_forks_and_filters(engine, ops, alice):
     denied = post(api_for(alice), f"/api/runs/{source.id}/rerun")
     assert denied.status_code == 403 and denied.json()["code"] == "permission_denied"
     listed = api.get("/api/runs", {"tag": "order=a", "error_code": "driver_failed"})
-    assert [r["run_id"] for r in listed.json()["runs"]] == [source.id]
+    assert [r["run_id"] for r in listed.json()["results"]] == [source.id]
     assert api.get("/api/runs", {"since": "soon"}).status_code == 400
 
 
@@ -77,7 +77,7 @@ def test_the_api_pauses_lists_and_unpauses(engine, ops):
     made = post(api, "/api/pauses", {"kind": "connector", "target": "acme", "reason": "API down"})
     assert made.status_code == 201, made.content
     run = engine.run("flow")
-    listed = api.get("/api/pauses").json()
+    listed = api.get("/api/pauses").json()["results"]
     assert [(p["target"], p["held_runs"]) for p in listed] == [("acme", [run.id])]
     assert post(api, "/api/pauses", {"kind": "connector", "target": "nope", "reason": "x"}).status_code == 400
     lifted = api.delete("/api/pauses/connector/acme")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from rest_framework.test import APIClient
+
+from runs.testing import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -23,3 +26,30 @@ def test_the_docs_page_serves_swagger_ui_without_a_cdn():
     page = Client().get("/api/docs/").content.decode()
     assert "swagger-ui" in page.lower() and "/static/drf_spectacular_sidecar/" in page
     assert "cdn.jsdelivr" not in page and "unpkg.com" not in page
+
+
+def test_the_scenarios_are_listed_with_file_line_and_the_workflow_each_runs():
+    client = APIClient()
+    client.force_authenticate(make_user("reader"))
+    answer = client.get("/api/scenarios", {"limit": "500"})
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["count"] == len(body["results"]) >= 20 and body["next"] is None
+    by_place = {(s["file"], s["line"]): s for s in body["results"]}
+    shipped = by_place[("scenarios/await_shipment.feature", 10)]
+    assert shipped["name"] == "the warehouse says the order shipped"
+    assert (shipped["workflow"], shipped["problem"]) == ("await-shipment", None)
+    # each entry is a readable scenario with its workflow, or a problem placed at its file and line
+    assert all((s["workflow"] is None) == (s["problem"] is not None) for s in body["results"])
+    assert all(s["file"] and s["line"] for s in body["results"])
+    only = client.get("/api/scenarios", {"workflow": "await-shipment", "limit": "500"}).json()
+    assert only["results"] == [s for s in body["results"] if s["workflow"] == "await-shipment"]
+    assert len(only["results"]) == 3
+    assert client.get("/api/scenarios", {"limit": "0"}).status_code == 400
+    assert client.get("/api/scenarios", {"workflw": "refund"}).json()["issues"][0]["path"] == ["workflw"]
+    assert APIClient().get("/api/scenarios").status_code == 401
+
+
+def test_the_index_lists_the_scenarios_endpoint():
+    paths = {e["path"] for e in Client().get("/api/").json()["endpoints"]}
+    assert {"/api/scenarios", "/api/config", "/api/runs/{run_id}/ledger"} <= paths
