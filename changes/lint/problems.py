@@ -18,6 +18,7 @@ RULES: dict[str, str] = {
     "terminal": "input() waits for a terminal: the workflow's input, or ctx.approval(...)",
     "error-class": "a check on an error's class, which a replay does not keep: error_code(err)",
     "import": "an import beyond what a workflow may use",
+    "outline": "a workflow body its outline cannot draw (the worker refuses it too): call ctx directly in run",
     "syntax": "a file that is not valid Python",
     "policy": "a policy file the policy loader refuses",
     "data-file": "a data file problem (see manage.py resources)",

@@ -92,9 +92,9 @@ def lint(root: Path | str, paths: Sequence[Path | str] | None = None, *,
     problems: list[LintProblem] = []
     chosen_flows = [p for p in flows if p in chosen]
     if chosen_flows:
-        modules = _connector_modules(root)
+        modules, collections = _connector_modules(root), _config_collections(root)
         for path in chosen_flows:
-            problems += _lint_workflow_file(root, path, rel(path), modules)
+            problems += _lint_workflow_file(root, path, rel(path), modules, collections)
     chosen_policies = {rel(p) for p in policies if p in chosen}
     if chosen_policies:
         problems += [p for p in _policy_problems(root) if p.file in chosen_policies]
@@ -126,7 +126,8 @@ def _select(root: Path, paths: Sequence[Path | str] | None, candidates: list[Pat
     return chosen
 
 
-def _lint_workflow_file(root: Path, path: Path, rel: str, modules: frozenset[str]) -> list[LintProblem]:
+def _lint_workflow_file(root: Path, path: Path, rel: str, modules: frozenset[str],
+                        collections: frozenset[str]) -> list[LintProblem]:
     try:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -135,15 +136,14 @@ def _lint_workflow_file(root: Path, path: Path, rel: str, modules: frozenset[str
     is_package = parts[-1] == "__init__"
     module = ".".join((root.name, *(parts[:-1] if is_package else parts)))
     return lint_workflow(rel, source, Allowed(package=root.name, module=module, is_package=is_package,
-                                              connector_modules=modules))
+                                              connector_modules=modules, config_collections=collections))
 
 
 def _connector_modules(root: Path) -> frozenset[str]:
     """The modules `sanoma_config.py` imports the connectors it lists from (read, not run): a
     workflow may import its connectors from there, even from outside the root."""
-    try:
-        tree = ast.parse((root / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+    tree = _config_tree(root)
+    if tree is None:
         return frozenset()
     origin: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -166,6 +166,37 @@ def _connector_modules(root: Path) -> frozenset[str]:
                     elif isinstance(item, ast.Attribute):
                         modules.add(ast.unparse(item.value))
     return frozenset(modules)
+
+
+def _config_tree(root: Path) -> ast.Module | None:
+    try:
+        return ast.parse((root / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+
+
+def _config_collections(root: Path) -> frozenset[str]:
+    """The names `sanoma_config.py` binds to `define_collection(...)` (read, not run): the only
+    names a workflow may import from it."""
+    tree = _config_tree(root)
+    if tree is None:
+        return frozenset()
+    names: set[str] = set()
+    for node in tree.body:
+        value: ast.expr | None
+        targets: list[ast.expr]
+        if isinstance(node, ast.Assign):
+            value, targets = node.value, node.targets
+        elif isinstance(node, ast.AnnAssign):
+            value, targets = node.value, [node.target]
+        else:
+            continue
+        called = value.func if isinstance(value, ast.Call) else None
+        if not (isinstance(called, ast.Name) and called.id == "define_collection"
+                or isinstance(called, ast.Attribute) and called.attr == "define_collection"):
+            continue
+        names.update(target.id for target in targets if isinstance(target, ast.Name))
+    return frozenset(names)
 
 
 def _policy_problems(root: Path) -> list[LintProblem]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from changes.lint.problems import LintProblem
+from runs.config.outline import outlines_in_source
 
 # --- what a workflow may import -------------------------------------------------------------------
 
@@ -34,6 +35,11 @@ VENDOR_HALVES = frozenset({"define_fake", "Fake", "OpFn", "define_driver", "Driv
 ALLOWED_TEXT = ("runs.authoring, connectors (its public names), pydantic, the standard library's "
                 + ", ".join(sorted(ALLOWED_STDLIB - {"__future__"}))
                 + ", the config's connectors, and files inside the config root")
+CONFIG_MODULE = "sanoma_config"
+TESTING = ("is sanoma's testing library, which runs workflows on fakes from the tests: a workflow imports what it "
+           "needs from `runs.authoring`")
+CONFIG = ("is the config the worker is built from (its connectors with their drivers, its wakeups): a workflow "
+          "imports its connectors from their own modules, and from `sanoma_config` only the collections it declares")
 
 # --- what a workflow may not use ------------------------------------------------------------------
 
@@ -50,6 +56,8 @@ MACHINE = ("reads the machine the worker runs on, which may differ on every repl
            "workflow's input, or declare an operation on a connector and call it through ctx")
 OS_MODULE = (": a workflow does not use `os`, which reads the machine the worker runs on and its environment: use a "
              "connector's environment (credentials) or the workflow's input, or declare an operation on a connector")
+DYNAMIC = ("runs code built while the workflow runs, which the lint cannot read and a replay may not repeat: "
+           "write the code out in the workflow, and call vendors through ctx")
 TIME_MODULE = (": a workflow does not use `time`, which reads the worker's clock and holds the worker in sleeps: use "
                "`ctx.now()` for the time, `ctx.sleep(...)` to wait, and `datetime` for dates and times")
 
@@ -85,6 +93,7 @@ MODULES: dict[str, tuple[str, str]] = {
         "imaplib", "telnetlib", "xmlrpc", "websocket", "websockets", "socketserver")},
     **{m: ("concurrency", CONCURRENCY) for m in (
         "threading", "_thread", "multiprocessing", "concurrent", "subprocess", "asyncio", "sched", "signal")},
+    **{m: ("dynamic-code", DYNAMIC) for m in ("importlib", "runpy")},
     "time": ("clock", TIME_MODULE),
     "os": ("environment", OS_MODULE),
 }
@@ -92,9 +101,7 @@ MODULES: dict[str, tuple[str, str]] = {
 BUILTINS: dict[str, tuple[str, str]] = {
     "open": ("files", "reads or writes files on the worker, which may differ on every replay: declare an operation "
                       "on a connector and call it through ctx, or take the content as the workflow's input"),
-    **{name: ("dynamic-code", "runs code built while the workflow runs, which the lint cannot read and a replay "
-                              "may not repeat: write the code out in the workflow, and call vendors through ctx")
-       for name in ("eval", "exec", "compile", "__import__")},
+    **{name: ("dynamic-code", DYNAMIC) for name in ("eval", "exec", "compile", "__import__")},
     "input": ("terminal", "waits for a terminal the worker does not have: take it as the workflow's input, or ask "
                           "a person with `ctx.approval(...)`"),
     "hash": ("process-bound", "differs from one worker process to the next (Python salts it), so a replay elsewhere "
@@ -120,6 +127,7 @@ class Allowed:
     module: str  # the file's module, e.g. "company.workflows.refund" (for relative imports)
     is_package: bool = False  # an `__init__.py`
     connector_modules: frozenset[str] = frozenset()  # modules the config imports its connectors from
+    config_collections: frozenset[str] = frozenset()  # names `sanoma_config.py` binds to `define_collection(...)`
 
 
 def lint_workflow(rel: str, source: str, allowed: Allowed) -> list[LintProblem]:
@@ -133,7 +141,29 @@ def lint_workflow(rel: str, source: str, allowed: Allowed) -> list[LintProblem]:
         return [LintProblem(rel, 1, 1, f"syntax: {err}: the file is not valid Python", "syntax")]
     checker = _Checker(rel, tree, allowed, source.splitlines())
     checker.check()
-    return sorted(set(checker.problems))
+    return sorted({*checker.problems, *_outline_problems(rel, source, tree)})
+
+
+def _outline_problems(rel: str, source: str, tree: ast.Module) -> list[LintProblem]:
+    """What the outline of each workflow the file defines cannot draw (the worker refuses these too,
+    as sanoma.E008). A `run` defined in another file is outlined where the worker reads it, not here."""
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    found = []
+    for outline in outlines_in_source(source, rel):
+        if outline.function != "<lambda>" and outline.function not in defined:
+            continue
+        for problem in outline.problems:
+            found.append(LintProblem(rel, problem.line, _characters(lines, problem.line, problem.column),
+                                     f"outline: {problem.message}", "outline"))
+    return found
+
+
+def _characters(lines: list[str], line: int, utf16_column: int) -> int:
+    """The outline counts columns in UTF-16 units; the lint in characters (they differ past U+FFFF)."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    units = text.encode("utf-16-le")[:(utf16_column - 1) * 2]
+    return len(units.decode("utf-16-le", errors="ignore")) + 1
 
 
 @dataclass
@@ -157,7 +187,10 @@ class _Checker(ast.NodeVisitor):
             for name in _names_bound(node):
                 self.bound.add(name)
                 assigned[name] = assigned.get(name, 0) + 1
+        typing_only = _typing_only_imports(self.tree)
         for node in ast.walk(self.tree):
+            if id(node) in typing_only:
+                continue  # never runs: only a type checker reads it
             if isinstance(node, ast.Import):
                 self.check_import(node)
             elif isinstance(node, ast.ImportFrom):
@@ -234,10 +267,18 @@ class _Checker(ast.NodeVisitor):
     def refused_import(self, module: str, name: str | None) -> tuple[str, str] | None:
         """(rule, reason) when the file may not import `name` from `module` (or `module` itself)."""
         top = module.split(".")[0]
-        if top == self.allowed.package or module in self.allowed.connector_modules:
+        if top == self.allowed.package:
+            config = f"{self.allowed.package}.{CONFIG_MODULE}"
+            if module == config and name not in self.allowed.config_collections or (
+                    module == self.allowed.package and name == CONFIG_MODULE) or module.startswith(f"{config}."):
+                return "import", CONFIG
+            return None
+        if module in self.allowed.connector_modules:
             return None
         if module == AUTHORING or f"{module}.{name}" == AUTHORING:
             return None
+        if "runs.testing" in (module, f"{module}.{name}") or top == "features":
+            return "import", TESTING
         if top == "runs":
             return "import", ("is sanoma's engine, not the authoring API: a workflow imports what it needs from "
                               "`runs.authoring`")
@@ -339,6 +380,20 @@ class _Checker(ast.NodeVisitor):
             if name in ERROR_CLASSES and module in ERROR_MODULES:
                 return ast.unparse(item), name, item
         return None
+
+
+def _typing_only_imports(tree: ast.Module) -> set[int]:
+    """The imports under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`), which never run: names for
+    annotations only, allowed from anywhere. Their `else:` runs, and is checked."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and (
+                isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+                or isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"):
+            for statement in node.body:
+                found.update(id(inner) for inner in ast.walk(statement)
+                             if isinstance(inner, (ast.Import, ast.ImportFrom)))
+    return found
 
 
 def _member_rule(dotted: str) -> tuple[str, str] | None:

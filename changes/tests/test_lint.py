@@ -240,16 +240,17 @@ def test_imports_beyond_the_authoring_api(tmp_path):
     """)
     assert [(line, column, rule) for line, column, rule, _ in found] == [
         (1, 8, "import"), (2, 26, "import"), (3, 26, "import"), (4, 30, "import"), (5, 24, "import"),
-        (6, 28, "import"), (7, 1, "import")]
+        (6, 28, "import"), (7, 1, "import"), (8, 16, "import")]
     messages = [message for _, _, _, message in found]
     assert messages[0].startswith("`import logging` is not among what a workflow may import: runs.authoring, ")
     assert messages[1].startswith("`from django.utils import timezone` is not among")
-    assert messages[2] == ("`from runs.testing import run_workflow` is sanoma's engine, not the authoring API: a "
-                           "workflow imports what it needs from `runs.authoring`")
+    assert messages[2] == ("`from runs.testing import run_workflow` is sanoma's testing library, which runs "
+                           "workflows on fakes from the tests: a workflow imports what it needs from `runs.authoring`")
     assert messages[3].startswith("`from connectors.fakes import define_fake` is a connector's inside")
     assert messages[4].startswith("`from connectors import define_driver` belongs to a vendor's driver or fake")
     assert messages[5].startswith("`from runs.authoring import *` hides which names the workflow uses")
     assert messages[6].startswith("`from ...elsewhere import helper` reaches outside the config root")
+    assert messages[7].startswith("`from .. import sanoma_config` is the config the worker is built from")
 
 
 def test_checks_on_error_classes(tmp_path):

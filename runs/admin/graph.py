@@ -8,7 +8,7 @@ while the run goes on).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from runs.display import duration, moment
@@ -24,6 +24,7 @@ class Node:
     error: str = ""
     link: str = ""  # a child run's id
     seq: int = 0
+    hold: Node | None = None  # a call's policy hold: the approval, with what became of it
 
 
 @dataclass
@@ -59,6 +60,7 @@ def graph_of(records: list[dict[str, Any]], *, ended: bool) -> list[Node | Lanes
     groups: dict[str, Lanes] = {}
     approvals: dict[str, Node] = {}
     children: dict[str, Node] = {}
+    held: dict[str, Node] = {}  # op id -> the call a policy hold stands in for, until the call is recorded
 
     def place(node: Node, record: dict[str, Any]) -> None:
         group = record.get("group")
@@ -73,19 +75,36 @@ def graph_of(records: list[dict[str, Any]], *, ended: bool) -> list[Node | Lanes
         if index < len(lanes.lanes):
             lanes.lanes[index].append(node)
 
-    for record in records:
+    # In the order things happened: a held call's approval is asked (and decided) before the call
+    # is made, though the call's record keeps the call's (smaller) seq.
+    for record in sorted(records, key=lambda r: (r.get("at") or 0, r.get("seq", 0))):
         kind = record.get("type", "")
         seq = record.get("seq", 0)
         if kind == "run.started":
             parent = record.get("parent") or record.get("rerun_of") or record.get("fork_of")
             place(Node("start", "started", f"by {record.get('actor')}", link=parent or "", seq=seq), record)
         elif kind == "op.called":
-            place(_call(record), record)
+            call = _call(record)
+            waiting = held.pop(record.get("op", ""), None)
+            if waiting is None:
+                place(call, record)
+            else:  # the call the policy held: drawn where the hold was, with it
+                call.hold = waiting.hold
+                for name in (f.name for f in fields(Node)):
+                    setattr(waiting, name, getattr(call, name))
         elif kind == "approval.requested":
             node = Node("approval", record.get("title", ""), f"asked of {record.get('approver')}", outcome="waiting",
                         seq=seq)
             approvals[record.get("approval", "")] = node
-            place(node, record)
+            if record.get("requested_by") == "policy" and record.get("op"):
+                holding = held.get(record["op"])
+                if holding is None:
+                    holding = held[record["op"]] = Node("call", record["op"], "not called yet", outcome="held",
+                                                        seq=seq)
+                    place(holding, record)
+                holding.hold = node
+            else:
+                place(node, record)
         elif kind in ("approval.decided", "approval.withdrawn"):
             asked = approvals.get(record.get("approval", ""))
             if asked is not None:

@@ -14,6 +14,7 @@ from runs.config.workflows import define_workflow
 from runs.engine import clock, faults, transitions
 from runs.engine.faults import FaultPoint
 from runs.models import Run, Step
+from runs.policies import allow, define_policy
 from runs.tests.fixtures import GET, PUBLISH, REFUND, SEND
 
 
@@ -336,11 +337,18 @@ def test_a_ctx_call_from_outside_the_outline_fails_the_run_before_anything_is_ca
         ctx.acme.order.get({"order_id": "1"})
         return sneaky.send()
 
-    engine = engine_for(wf("sneaky", body))
+    asked: list[str] = []
+
+    def allow_and_note(call):
+        asked.append(call.op_id)
+        return allow()
+
+    engine = engine_for(wf("sneaky", body), policy=define_policy(allow_and_note, version="t1"))
     run = engine.run("sneaky")
     assert (run.status, run.error["code"]) == ("failed", "call_not_in_outline"), run.error
     assert "sneaky_helper.py:6" in run.error["message"]
-    assert [c["op"] for c in engine.fake.calls] == ["acme.order.get"]
+    assert asked == ["acme.order.get"]  # the policy never saw the helper's call
+    assert [c["op"] for c in engine.fake.calls] == ["acme.order.get"]  # nor did the vendor
 
 
 def test_a_workflow_that_changes_its_calls_fails_on_replay_instead_of_calling_blindly(engine_for):

@@ -120,7 +120,8 @@ def test_the_run_page_says_what_the_run_is_doing_and_draws_it_from_the_ledger(en
     assert lanes is not None, page
     # The first member's call is held for bob (a policy hold drawn on its call); the second member
     # has not started: the group is in progress.
-    assert 'data-kind="approval"' in lanes.group(0) and "not started" in lanes.group(0)
+    assert 'class="sanoma-hold waiting"' in lanes.group(0) and "held by the policy" in lanes.group(0)
+    assert "not started" in lanes.group(0)
     decide(run_id=grouped.id, decision="approve", by="bob", timeout=0)
     engine.drain()
     page = root.get(f"/admin/runs/run/{grouped.id}/change/").content.decode()
