@@ -17,7 +17,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from changes import admin_resources  # noqa: F401  (registers the Resources page)
+from changes import admin_changes, admin_resources  # noqa: F401  (register the Changes and Resources pages)
 from changes.credentials import selectors, services
 from changes.models import Credential, CredentialChange
 from connectors.errors import SanomaError

@@ -1,8 +1,10 @@
 from django.apps import AppConfig
 
 from changes.credentials import runtime
+from changes.lifecycle import extension as change_extension
 from changes.resources import extension
 from runs.engine import secrets
+from runs.worker_lifecycle import on_worker_start
 
 
 class ChangesConfig(AppConfig):
@@ -18,3 +20,7 @@ class ChangesConfig(AppConfig):
         secrets.install_refresher(runtime.keep_fresh)
         # The engine resolves every config with what the declared state adds: drift, apply, people.
         extension.install()
+        # And, asked after it, what the life of a change adds: its operations and the `change` workflow.
+        change_extension.install()
+        # A worker starting on a deployed version takes over the change runs that deployed it.
+        on_worker_start("changes", "changes.lifecycle.services.take_over_deployed")

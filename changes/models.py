@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from django.db import models
 
+from changes.lifecycle.models import ChangeRun, ChangeState
 from changes.resources.models import DriftVerdict, ManagedResource
 
-__all__ = ["Credential", "CredentialChange", "CredentialChangeAction", "DriftVerdict", "ManagedResource"]
+__all__ = ["ChangeRun", "ChangeState", "Credential", "CredentialChange", "CredentialChangeAction", "DriftVerdict",
+           "ManagedResource"]
 
 
 class Credential(models.Model):

@@ -53,6 +53,14 @@ class ErrorCode(StrEnum):
     NOT_APPROVER = "not_approver"  # the decider is not the approval's approver
     NO_PENDING_APPROVAL = "no_pending_approval"  # nothing (or not that approval) waits for a decision
     ALREADY_DECIDED = "already_decided"
+    # changes (the repo's remote)
+    BRANCH_NOT_FOUND = "branch_not_found"  # the remote has no such branch (or pull request)
+    MERGE_CONFLICT = "merge_conflict"  # the branch does not merge cleanly: data.files names the files
+    HEAD_CHANGED = "head_changed"  # the branch moved since its checks: nothing was merged
+    NOT_MERGEABLE = "not_mergeable"  # the remote refuses the merge (closed, required reviews or checks)
+    CHECKS_FAILED = "checks_failed"  # a change's checks failed on its head
+    WEBHOOK_NOT_CONFIGURED = "webhook_not_configured"  # a webhook came, and the site has no secret to check it
+    BAD_SIGNATURE = "bad_signature"  # a webhook's signature does not match its body and the site's secret
 
 
 KNOWN_CODES = frozenset(code.value for code in ErrorCode)
@@ -142,7 +150,7 @@ class ConfigError(SanomaError):
 class DriverError(SanomaError):
     """A vendor said no. `retryable` says whether trying again may succeed."""
 
-    code = ErrorCode.DRIVER_FAILED
+    code: str | None = ErrorCode.DRIVER_FAILED
 
     def __init__(
         self,
@@ -171,6 +179,19 @@ class DriverTimeout(DriverError):
     """The vendor did not answer within the call's timeout: the call was abandoned."""
 
     code = ErrorCode.DRIVER_TIMEOUT
+
+
+class RemoteError(DriverError):
+    """A repository's remote said no, with a code of its own (`merge_conflict`, `head_changed`,
+    `branch_not_found`, `not_mergeable`, or `driver_failed`) and JSON-safe `data` (the files in
+    conflict, the head it found)."""
+
+    def __init__(self, message: str, *, code: str = ErrorCode.DRIVER_FAILED, retryable: bool = False,
+                 data: dict[str, Any] | None = None, status: int | None = None,
+                 retry_after: float | None = None, cause: BaseException | None = None) -> None:
+        super().__init__(message, retryable=retryable, status=status, retry_after=retry_after, cause=cause)
+        self.code = code
+        self.data = dict(data or {})
 
 
 def retryable_status(status: int) -> bool:

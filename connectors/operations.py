@@ -105,6 +105,7 @@ class OperationSpec:
     idempotency_key: str = "honoured"
     reconcile: str | None = None
     summary: str | None = None
+    approve_each_target: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,8 @@ class Operation:
     # What one call does, in a sentence built from its input, for the person asked to approve it:
     # "Refund {amount_cents:money} on order {order_id}" (see `summarize`).
     summary: str | None = None
+    # An approval the policy asks for covers calls of the same target only (`cover`).
+    approve_each_target: bool = False
 
     def plain(self) -> dict[str, str]:
         """What a policy sees of the operation: no schemas, no functions."""
@@ -145,6 +148,11 @@ class Operation:
             "name": self.name,
             "effect": self.effect,
         }
+
+    def cover(self, target: str | None) -> str:
+        """What an approval of a call of this operation covers: the operation, or, when each target
+        is approved on its own, `<op id>@<target>`."""
+        return f"{self.id}@{target}" if self.approve_each_target and target else self.id
 
     def same_contract(self, other: Operation) -> bool:
         return self.effect == other.effect and self.idempotent == other.idempotent
@@ -169,6 +177,8 @@ class Connector:
     driver: Callable[[], Any] | None = None
     fake: Callable[[Path | None], Any] | None = None  # called with the fake's state file, or None
     steps: Any = None
+    # Makes its remote half (`connectors.remotes.Remote`): how a change reaches repositories it hosts.
+    remote: Callable[[], Any] | None = None
     # The environment its driver needs: a pydantic model whose fields are the variables' names.
     environment: type[BaseModel] | None = None
     # Its resource types by name (`define_connector(..., types=[...])`), each bound to this vendor.
@@ -213,6 +223,7 @@ def op(
     idempotency_key: str = "honoured",
     reconcile: str | None = None,
     summary: str | None = None,
+    approve_each_target: bool = False,
 ) -> OperationSpec:
     """Declare an operation; `define_connector` gives it its vendor and resource.
 
@@ -221,7 +232,10 @@ def op(
     `idempotency_key="ignored"` says the vendor does not deduplicate on the key: a call whose
     effect may have happened (the worker died before recording the reply) is then in doubt rather
     than sent again; `reconcile` names a read of the same resource (same input, output
-    `{happened: bool, output: ...}`) that settles the doubt by asking the vendor."""
+    `{happened: bool, output: ...}`) that settles the doubt by asking the vendor.
+    `approve_each_target=True` (with a `target`): an approval the policy asks for lets through only
+    calls of the same target, not every later call of the operation in the run (a merge approved for
+    one commit does not merge the next)."""
     if effect not in EFFECTS:
         raise ValueError(f"effect must be one of {', '.join(EFFECTS)}; got {effect!r}")
     for name, schema in (("input", input), ("output", output)):
@@ -229,6 +243,8 @@ def op(
             raise TypeError(f"{name} must be a pydantic model class; got {schema!r}")
     if target is not None and not callable(target):
         raise TypeError("target must be a function of the parsed input returning a string")
+    if approve_each_target and target is None:
+        raise ValueError("approve_each_target needs a target: the approval is for the target a call names")
     timeout = check_timeout(timeout, what="op")
     if summary is not None:
         check_summary(summary, input)
@@ -262,6 +278,7 @@ def op(
         idempotency_key=idempotency_key,
         reconcile=reconcile,
         summary=summary,
+        approve_each_target=bool(approve_each_target),
     )
 
 
@@ -338,6 +355,7 @@ def define_connector(
                 idempotency_key=spec.idempotency_key,
                 summary=spec.summary,
                 reconcile=f"{vendor}.{resource}.{spec.reconcile}" if spec.reconcile else None,
+                approve_each_target=spec.approve_each_target,
             )
     _check_reconciles(vendor, operations)
     bound = _bind_types(vendor, types, operations)
@@ -440,13 +458,15 @@ def with_setup(
     driver: Callable[[], Any] | None = None,
     fake: Callable[[Path | None], Any] | None = None,
     steps: Any = None,
+    remote: Callable[[], Any] | None = None,
 ) -> Connector:
-    """The connector with its halves attached: makers of its driver and fake, and step sets."""
+    """The connector with its halves attached: makers of its driver, fake and remote, and step sets."""
     return dataclasses.replace(
         connector,
         driver=driver or connector.driver,
         fake=fake or connector.fake,
         steps=steps if steps is not None else connector.steps,
+        remote=remote or connector.remote,
     )
 
 

@@ -23,7 +23,7 @@ DEMO_PEOPLE: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("admin", (), True),
     ("alice", ("staff",), False),
     ("finance-lead", ("staff", "finance"), False),
-    ("sam", ("staff", "security"), False),
+    ("sam", ("staff", "security", "owners"), False),
     ("support-lead", ("staff", "support"), False),
 )
 # What the demo's staff group sees in the admin.

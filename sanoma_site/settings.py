@@ -280,7 +280,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, plus the run-id rule and the 400/404 a path parameter can bring (runs/api/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "runs.api.schema.SanomaAutoSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "sanoma", "VERSION": "0.1.0",
@@ -319,6 +320,13 @@ for _index, _key in enumerate(SANOMA_SECRETS_KEY, start=1):
         )
 # Separation of duties: a run's starter may not decide its approvals unless this is on (site-wide).
 SANOMA_ALLOW_SELF_APPROVAL = _read(env.bool, "SANOMA_ALLOW_SELF_APPROVAL", False)
+# The life of a change (changes/lifecycle): the repository changes are merged into (unset: the live
+# root's git remote `origin`), GitHub's addresses (GitHub Enterprise has its own), and how long a
+# change's checks may take in their own process.
+SANOMA_REPO_URL = _read(env.str, "SANOMA_REPO_URL", "")
+SANOMA_GITHUB_URL = _read(env.str, "SANOMA_GITHUB_URL", "https://github.com")
+SANOMA_GITHUB_API_URL = _read(env.str, "SANOMA_GITHUB_API_URL", "https://api.github.com")
+SANOMA_CHECKS_TIMEOUT_SECONDS = _read(env.float, "SANOMA_CHECKS_TIMEOUT_SECONDS", 900.0, validate=_POSITIVE)
 
 # django-q2 is the dispatch vehicle, never the source of truth: store no
 # successes, ack failures (the engine owns retries), poll often, prefetch little, and keep

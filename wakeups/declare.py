@@ -53,7 +53,7 @@ class WakeupDeclaration:
         return f"<wakeup {self.id} ({self.type}, host={self.host!r})>"
 
 
-def _hand_to_supervisor(payload: RegisterInput, context: CallContext) -> dict[str, Any]:
+def hand_to_supervisor(payload: RegisterInput, context: CallContext) -> dict[str, Any]:
     """`sanoma.wakeup.register`: the deadline goes on the wakeup row (the stop rule writes it); on
     PostgreSQL a NOTIFY tells a listening supervisor to read it again."""
     if connection.vendor == "postgresql":
@@ -64,7 +64,7 @@ def _hand_to_supervisor(payload: RegisterInput, context: CallContext) -> dict[st
 
 def sanoma_wakeup(*, host: str = "supervisor", id: str = "sanoma.wakeup") -> WakeupDeclaration:
     """The built-in wakeup: `manage.py supervise` (or a systemd timer) starts the worker again."""
-    return WakeupDeclaration(id=id, register=_hand_to_supervisor, type="sanoma.wakeup", host=host)
+    return WakeupDeclaration(id=id, register=hand_to_supervisor, type="sanoma.wakeup", host=host)
 
 
 def declared_wakeups(config: ResolvedConfig) -> list[WakeupDeclaration]:

@@ -5,4 +5,5 @@ urlpatterns = [
     path("", include("changes.api.resources_urls")),
     path("", include("changes.api.credentials_urls")),
     path("", include("changes.api.config_urls")),
+    path("", include("changes.api.changes_urls")),
 ]

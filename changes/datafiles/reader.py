@@ -39,7 +39,7 @@ from connectors.resources import Ref, ResourceType, Secret, plain_value
 
 RUNTIME_PACKAGE = "changes.datafiles"
 RUNTIME_MODULE = "changes.datafiles.sanoma"
-RUNTIME_FUNCTIONS = ("group", "person", "secret")
+RUNTIME_FUNCTIONS = ("group", "local", "person", "secret")
 WHAT_TO_IMPORT = ("import connectors from their module (from company.vendors.shop import shop), resources from "
                   "other data files (from company.resources.people import alice), and secret, person and group "
                   "from changes.datafiles.sanoma (or: from changes.datafiles import sanoma)")
@@ -438,7 +438,7 @@ class _Reader:
         return None
 
     def runtime_type(self, decl: _Decl, node: ast.AST, function: str) -> ResourceType | None:
-        if function in ("person", "group"):
+        if function in ("person", "group", "local"):
             return BUILTIN_TYPES[f"sanoma.{function}"]
         if function == "secret":
             self.problem(decl.file, node, "secret(...) is a value, not a resource: give it to a write-only field, "

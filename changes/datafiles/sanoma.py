@@ -44,7 +44,24 @@ GROUP: ResourceType = define_resource(
     find=lambda desired: desired["name"],
     description="A group of people: a Django group",
 ).bound("sanoma")
-BUILTIN_TYPES: dict[str, ResourceType] = {PERSON.key: PERSON, GROUP.key: GROUP}
+
+
+class LocalHostFields(BaseModel):
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_-]*$")
+    branch: str = Field(default="main", min_length=1, max_length=200)
+    revision: str = Field(default="", max_length=64)
+
+
+LOCAL: ResourceType = define_resource(
+    type="local", title="This machine", identity="name", schema=LocalHostFields,
+    find=lambda desired: desired["name"],
+    # Deploying new code is a change to what every workflow does.
+    effects={"create": "write", "update": "write", "delete": "write"},
+    host=True,
+    description="The live config root on this machine, a git working tree: deploying checks the branch's "
+                "revision out into it and starts the workers again on the new code",
+).bound("sanoma")
+BUILTIN_TYPES: dict[str, ResourceType] = {PERSON.key: PERSON, GROUP.key: GROUP, LOCAL.key: LOCAL}
 
 
 def secret(name: str) -> Secret:
@@ -62,4 +79,10 @@ def group(**values: Any) -> Declaration:
     return GROUP(**values)
 
 
-__all__ = ["BUILTIN_TYPES", "GROUP", "PERSON", "group", "person", "secret"]
+def local(**values: Any) -> Declaration:
+    """The live config root on this machine as a deploy target: `sanoma.local(name="live", branch="main")`.
+    Its revision is not declared: it is where the branch points at the repository's remote."""
+    return LOCAL(**values)
+
+
+__all__ = ["BUILTIN_TYPES", "GROUP", "LOCAL", "PERSON", "group", "local", "person", "secret"]

@@ -25,7 +25,8 @@ from django.db import transaction
 from pydantic import BaseModel, Field
 
 from changes.datafiles import read_datafiles
-from changes.datafiles.sanoma import GROUP, PERSON
+from changes.datafiles.sanoma import GROUP, LOCAL, PERSON
+from changes.lifecycle.hosts import SOURCE_OPS, local_functions
 from changes.resources import managed
 from connectors.drivers import CallContext, Driver, define_driver
 from connectors.errors import DriverError
@@ -71,8 +72,8 @@ def builtin_connector() -> Connector:
             "record": op(effect="write", input=RecordInput, output=Recorded, idempotent=True,
                          target=lambda i: f"{i.type}/{i.import_id}",
                          description="Note that an apply created (or deleted) an instance at a vendor"),
-        }},
-        types=[PERSON, GROUP],
+        }, **SOURCE_OPS},
+        types=[PERSON, GROUP, LOCAL],
     )
 
 
@@ -218,6 +219,7 @@ def connector_for(root: Any, connectors: Sequence[Connector]) -> Connector:
                        "update": person_update, "delete": person_delete},
             "group": {"import": group_look, "read": group_look, "create": group_create,
                       "update": group_update, "delete": group_delete},
+            **local_functions(root, lambda: connectors),
         })
 
     return with_setup(connector, driver=make_driver)

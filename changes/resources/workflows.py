@@ -18,7 +18,7 @@ Replay-safe: everything the bodies decide on comes from recorded calls, in a fix
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -30,11 +30,12 @@ from connectors.resources import ResourceType
 from runs.config.workflows import WorkflowDefinition, define_workflow
 
 READ_OP = "sanoma.resources.read"
+SOURCE_OP = "sanoma.source.resolve"
 RECORD_OP = "sanoma.resources.record"
 STATUSES = ("clean", "drifted", "gone", "error")
 
 
-def _call(ctx: Any, op_id: str, payload: dict[str, Any]) -> Any:
+def call_op(ctx: Any, op_id: str, payload: dict[str, Any]) -> Any:
     """`ctx.<vendor>.<type>.<verb>(payload)`; `import` is a keyword, so the path is walked by name."""
     target = ctx
     for part in op_id.split("."):
@@ -46,11 +47,18 @@ def _error(err: BaseException) -> dict[str, Any]:
     return {"code": error_code(err) or type(err).__name__, "message": str(err) or type(err).__name__}
 
 
-def observe(ctx: Any, types: Mapping[str, ResourceType]) -> dict[str, Any]:
-    """Read the data files and import each declared resource; compare once all are read (a
-    reference may be satisfied by what a later import read)."""
-    read = _call(ctx, READ_OP, {})
-    declared: list[dict[str, Any]] = list(read.resources)
+def _part(read: Any, name: str) -> list[Any]:
+    """A part of `sanoma.resources.read`'s answer (a reply from ctx, or the same as a plain mapping)."""
+    return list(read.get(name, []) if isinstance(read, Mapping) else getattr(read, name))
+
+
+def observe(ctx: Any, types: Mapping[str, ResourceType], read: Any = None) -> dict[str, Any]:
+    """Read the data files (or take `read`, another tree's) and import each declared resource;
+    compare once all are read (a reference may be satisfied by what a later import read). A host's
+    revision is where its branch points at the repository's remote (`sanoma.source.resolve`)."""
+    if read is None:
+        read = call_op(ctx, READ_OP, {})
+    declared: list[dict[str, Any]] = [dict(r) for r in _part(read, "resources")]
     by_id = {r["id"]: r for r in declared}
     sent = Declared(by_id, {})
     entries: list[dict[str, Any]] = []
@@ -70,8 +78,17 @@ def observe(ctx: Any, types: Mapping[str, ResourceType]) -> dict[str, Any]:
         except ValueError as err:
             entry["error"] = {"code": "invalid_input", "message": str(err)}
             continue
+        if rt.host:
+            try:
+                source = call_op(ctx, SOURCE_OP, {"host": resource["id"],
+                                                "branch": resource["values"].get("branch") or "main"})
+            except Exception as err:  # the remote cannot say: this host's error, the run goes on
+                entry["error"] = {**_error(err), "message": f"its revision could not be resolved: {err}"}
+                continue
+            resource["values"] = {**resource["values"], "revision": source.revision}
+            entry["values"] = resource["values"]
         try:
-            found = _call(ctx, rt.op_id("import"), {"id": entry["import_id"]})
+            found = call_op(ctx, rt.op_id("import"), {"id": entry["import_id"]})
         except Exception as err:  # no driver, the vendor, the policy: this resource's error, the run goes on
             entry["error"] = _error(err)
             continue
@@ -94,8 +111,9 @@ def observe(ctx: Any, types: Mapping[str, ResourceType]) -> dict[str, Any]:
     counts = dict.fromkeys(STATUSES, 0)
     for entry in entries:
         counts[entry["status"]] += 1
-    return {"resources": entries, "summary": counts, "problems": list(read.problems), "files": list(read.files),
-            "managed": list(read.managed), "declared": declared, "observed": observed, "handles": handles}
+    return {"resources": entries, "summary": counts, "problems": _part(read, "problems"),
+            "files": _part(read, "files"), "managed": _part(read, "managed"), "declared": declared,
+            "observed": observed, "handles": handles}
 
 
 def report_of(observation: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,67 +130,76 @@ def drift_body(types: Mapping[str, ResourceType]) -> Any:
 
 def apply_body(types: Mapping[str, ResourceType]) -> Any:
     def apply(ctx: Any, input: Any) -> dict[str, Any]:
-        seen = observe(ctx, types)
-        changes = make_plan(declared=seen["declared"], report=seen["resources"], managed=seen["managed"],
-                            types=types, observed=seen["observed"])
-        # A resource whose state is unknown, or whose change did not happen, holds back what refers to it.
-        managed = {(row["type"], row["import_id"]) for row in seen["managed"]}
-        failed = {e["id"]: f"its state could not be read ({e['error']['message']})"
-                  for e in seen["resources"] if e["status"] == "error"}
-        done: list[dict[str, Any]] = []
-        for change in changes:
-            result = {key: value for key, value in change.items() if key != "calls"}
-            result["ops"] = [call["op"] for call in change["calls"]]
-            blocked = [ref for ref in change["refers_to"] if ref in failed]
-            if blocked:
-                result.update(status="skipped", error={
-                    "code": "skipped", "message": f"it refers to {blocked[0]}, whose change did not happen: "
-                                                  f"{failed[blocked[0]]}"})
-                failed[change["resource"]] = "it was skipped"
-                done.append(result)
-                continue
-            result["status"] = "done"
-            for call in change["calls"]:
-                payload = dict(call["input"])
-                handle = seen["handles"].get(change["resource"] or "")
-                if handle and "id" in payload and call["op"].endswith((".update", ".delete")):
-                    payload["handle"] = handle
-                verb = call["op"].rsplit(".", 1)[1]
-                calling = call["op"]
-                try:
-                    reply = _call(ctx, calling, payload)
-                    # What sanoma made (or ended) is noted by this run, on the worker's own connection.
-                    calling = RECORD_OP
-                    if verb == "create":
-                        _call(ctx, RECORD_OP, {"type": change["type"], "import_id": reply.id, "action": "created"})
-                    elif verb == "delete" and (change["type"], payload["id"]) in managed:
-                        _call(ctx, RECORD_OP, {"type": change["type"], "import_id": payload["id"],
-                                               "action": "deleted"})
-                except Exception as err:  # a denial, a rejection, the vendor: this change fails, apply goes on
-                    done_at_vendor = "" if calling == call["op"] else f"{call['op']} was made, but "
-                    result.update(status="failed", error={**_error(err), "op": calling,
-                                                          "message": done_at_vendor + _error(err)["message"]})
-                    if change["resource"]:
-                        failed[change["resource"]] = f"{calling} failed: {err}"
-                    break
-            done.append(result)
-        counts = {status: sum(1 for r in done if r["status"] == status) for status in ("done", "failed", "skipped")}
-        return {"summary": {**counts, **{f"planned_{k}": v for k, v in summary(changes).items()}},
-                "drift": seen["summary"], "changes": done, "problems": seen["problems"]}
+        return apply_observed(ctx, types, observe(ctx, types))
 
     return apply
+
+
+def apply_observed(ctx: Any, types: Mapping[str, ResourceType], seen: Mapping[str, Any],
+                   keep: Callable[[Mapping[str, Any]], bool] | None = None) -> dict[str, Any]:
+    """Make the plan of what `observe` saw as calls (those `keep` keeps: a deploy keeps its hosts')."""
+    changes = make_plan(declared=seen["declared"], report=seen["resources"], managed=seen["managed"],
+                        types=types, observed=seen["observed"])
+    if keep is not None:
+        changes = [change for change in changes if keep(change)]
+    # A resource whose state is unknown, or whose change did not happen, holds back what refers to it.
+    managed = {(row["type"], row["import_id"]) for row in seen["managed"]}
+    failed = {e["id"]: f"its state could not be read ({e['error']['message']})"
+              for e in seen["resources"] if e["status"] == "error"}
+    done: list[dict[str, Any]] = []
+    for change in changes:
+        result = {key: value for key, value in change.items() if key != "calls"}
+        result["ops"] = [call["op"] for call in change["calls"]]
+        blocked = [ref for ref in change["refers_to"] if ref in failed]
+        if blocked:
+            result.update(status="skipped", error={
+                "code": "skipped", "message": f"it refers to {blocked[0]}, whose change did not happen: "
+                                              f"{failed[blocked[0]]}"})
+            failed[change["resource"]] = "it was skipped"
+            done.append(result)
+            continue
+        result["status"] = "done"
+        for call in change["calls"]:
+            payload = dict(call["input"])
+            handle = seen["handles"].get(change["resource"] or "")
+            if handle and "id" in payload and call["op"].endswith((".update", ".delete")):
+                payload["handle"] = handle
+            verb = call["op"].rsplit(".", 1)[1]
+            calling = call["op"]
+            try:
+                reply = call_op(ctx, calling, payload)
+                # What sanoma made (or ended) is noted by this run, on the worker's own connection.
+                calling = RECORD_OP
+                if verb == "create":
+                    call_op(ctx, RECORD_OP, {"type": change["type"], "import_id": reply.id, "action": "created"})
+                elif verb == "delete" and (change["type"], payload["id"]) in managed:
+                    call_op(ctx, RECORD_OP, {"type": change["type"], "import_id": payload["id"],
+                                           "action": "deleted"})
+            except Exception as err:  # a denial, a rejection, the vendor: this change fails, apply goes on
+                done_at_vendor = "" if calling == call["op"] else f"{call['op']} was made, but "
+                result.update(status="failed", error={**_error(err), "op": calling,
+                                                      "message": done_at_vendor + _error(err)["message"]})
+                if change["resource"]:
+                    failed[change["resource"]] = f"{calling} failed: {err}"
+                break
+        done.append(result)
+    counts = {status: sum(1 for r in done if r["status"] == status) for status in ("done", "failed", "skipped")}
+    return {"summary": {**counts, **{f"planned_{k}": v for k, v in summary(changes).items()}},
+            "drift": seen["summary"], "changes": done, "problems": seen["problems"]}
 
 
 def builtin_workflows(types: Mapping[str, ResourceType], ops: Mapping[str, Operation]) -> list[WorkflowDefinition]:
     """`drift` and `apply` for these types: each uses the read and its types' operations."""
     imports = [ops[rt.op_id("import")] for rt in types.values() if rt.op_id("import") in ops]
+    sources = [ops[SOURCE_OP]] if SOURCE_OP in ops and any(rt.host for rt in types.values()) else []
     every = [ops[rt.op_id(verb)] for rt in types.values() for verb in ("import", "create", "update", "delete")
              if rt.op_id(verb) in ops]
-    drift = define_workflow(name="drift", run=drift_body(types), uses=[ops[READ_OP], *imports],
+    drift = define_workflow(name="drift", run=drift_body(types), uses=[ops[READ_OP], *sources, *imports],
                             title="Compare what the vendors hold with the data files")
-    apply = define_workflow(name="apply", run=apply_body(types), uses=[ops[READ_OP], ops[RECORD_OP], *every],
+    apply = define_workflow(name="apply", run=apply_body(types), uses=[ops[READ_OP], ops[RECORD_OP], *sources, *every],
                             title="Make the vendors hold what the data files declare")
     return [replace(drift, builtin=True, file=__file__), replace(apply, builtin=True, file=__file__)]
 
 
-__all__ = ["READ_OP", "RECORD_OP", "STATUSES", "apply_body", "builtin_workflows", "drift_body", "observe", "report_of"]
+__all__ = ["READ_OP", "RECORD_OP", "SOURCE_OP", "STATUSES", "apply_body", "apply_observed", "builtin_workflows",
+           "call_op", "drift_body", "observe", "report_of"]

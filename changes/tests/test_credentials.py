@@ -26,7 +26,10 @@ from runs.testing import drain, make_user
 
 pytestmark = pytest.mark.django_db
 
-NAMES = ("VAULT_URL", "VAULT_TOKEN", "VAULT_REGION", "VAULT_FLAKY", "MAILER_KEY")
+# The config's connectors' variables, then the ones sanoma's change connector declares for the built-in
+# remotes (every config has that connector).
+NAMES = ("VAULT_URL", "VAULT_TOKEN", "VAULT_REGION", "VAULT_FLAKY", "MAILER_KEY", "GITHUB_TOKEN",
+         "SANOMA_GITHUB_WEBHOOK_SECRET")
 TOKEN = "tok-Plain-5e3f9a1c77"  # a value that must never show up where it should not
 
 
@@ -63,6 +66,9 @@ def test_statuses_set_missing_invalid_and_a_check_that_threw(config, admin_user,
     assert statuses["VAULT_URL"].description == "the vault's API base URL"
     assert (statuses["VAULT_REGION"].status, statuses["VAULT_REGION"].source) == ("set", "default")
     assert (statuses["MAILER_KEY"].connector, statuses["MAILER_KEY"].status) == ("mailer", "missing")
+    for builtin in ("GITHUB_TOKEN", "SANOMA_GITHUB_WEBHOOK_SECRET"):
+        assert (statuses[builtin].connector, statuses[builtin].status, statuses[builtin].source) == \
+            ("sanoma", "set", "default")
 
     monkeypatch.setenv("VAULT_URL", "http://vault.internal")  # the check wants https
     monkeypatch.setenv("VAULT_FLAKY", "boom")  # the check raises RuntimeError on this one
@@ -110,8 +116,8 @@ def test_set_encrypts_clear_removes_and_both_are_recorded_without_the_value(conf
 
 @pytest.mark.parametrize(("name", "value", "code", "says"), [
     ("NOT_DECLARED", TOKEN, "unknown_credential",
-     "No connector declares NOT_DECLARED: the declared variables are MAILER_KEY, VAULT_FLAKY, VAULT_REGION, "
-     "VAULT_TOKEN, VAULT_URL"),
+     "No connector declares NOT_DECLARED: the declared variables are GITHUB_TOKEN, MAILER_KEY, "
+     "SANOMA_GITHUB_WEBHOOK_SECRET, VAULT_FLAKY, VAULT_REGION, VAULT_TOKEN, VAULT_URL"),
     ("VAULT_TOKEN", "", "invalid_input", "The value of VAULT_TOKEN is empty: clear it to unset it"),
     ("VAULT_TOKEN", "  \n", "invalid_input", "The value of VAULT_TOKEN is empty: clear it to unset it"),
     ("VAULT_TOKEN", "tok-Sh", "invalid_input",
@@ -140,7 +146,9 @@ def test_a_name_that_looks_like_a_value_is_not_repeated(config, admin_user) -> N
     with pytest.raises(SanomaError) as refused:
         services.set_credential(name="sk-live/" + TOKEN, value="whatever-123", by=admin_user)
     assert TOKEN not in str(refused.value)
-    assert str(refused.value).startswith("No connector declares that name: the declared variables are MAILER_KEY")
+    assert str(refused.value) == ("No connector declares that name: the declared variables are GITHUB_TOKEN, "
+                                  "MAILER_KEY, SANOMA_GITHUB_WEBHOOK_SECRET, VAULT_FLAKY, VAULT_REGION, "
+                                  "VAULT_TOKEN, VAULT_URL")
 
 
 def test_clear_refuses_an_undeclared_name_and_changes_nothing(config, admin_user) -> None:

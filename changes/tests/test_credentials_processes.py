@@ -39,7 +39,10 @@ from runs.testing import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NAMES = ("VAULT_URL", "VAULT_TOKEN", "VAULT_REGION", "VAULT_FLAKY", "MAILER_KEY")
+# The config's connectors' variables, then the ones sanoma's change connector declares for the built-in
+# remotes (every config has that connector).
+NAMES = ("VAULT_URL", "VAULT_TOKEN", "VAULT_REGION", "VAULT_FLAKY", "MAILER_KEY", "GITHUB_TOKEN",
+         "SANOMA_GITHUB_WEBHOOK_SECRET")
 TOKEN = "tok-Process-3b9e71f0d2"
 PATIENCE = 60.0
 CONSOLE = services.Console("tester")
@@ -129,7 +132,8 @@ def test_manage_credentials_set_refuses_empty_input_an_argument_and_a_bad_value(
     assert TOKEN not in bad.stdout + bad.stderr
     unknown = manage("credentials", "set", "NOPE", env=site.env(), input=TOKEN)
     assert unknown.returncode == 1
-    assert "No connector declares NOPE: the declared variables are MAILER_KEY, VAULT_FLAKY" in unknown.stderr
+    assert ("No connector declares NOPE: the declared variables are GITHUB_TOKEN, MAILER_KEY, "
+            "SANOMA_GITHUB_WEBHOOK_SECRET, VAULT_FLAKY, VAULT_REGION, VAULT_TOKEN, VAULT_URL") in unknown.stderr
     no_key = manage("credentials", "set", "VAULT_TOKEN", env=site.env(SANOMA_SECRETS_KEY=""), input=TOKEN)
     assert no_key.returncode == 1 and "SANOMA_SECRETS_KEY is not set" in no_key.stderr
     assert not Credential.objects.exists() and not CredentialChange.objects.exists()

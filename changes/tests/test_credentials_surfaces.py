@@ -18,7 +18,10 @@ from runs.testing import make_user
 
 pytestmark = pytest.mark.django_db
 
-NAMES = ("VAULT_URL", "VAULT_TOKEN", "VAULT_REGION", "VAULT_FLAKY", "MAILER_KEY")
+# The config's connectors' variables, then the ones sanoma's change connector declares for the built-in
+# remotes (every config has that connector).
+NAMES = ("VAULT_URL", "VAULT_TOKEN", "VAULT_REGION", "VAULT_FLAKY", "MAILER_KEY", "GITHUB_TOKEN",
+         "SANOMA_GITHUB_WEBHOOK_SECRET")
 TOKEN = "tok-Surface-81d0c2e4aa"
 
 
@@ -52,10 +55,11 @@ def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_val
     keeper = make_user("api-keeper", perms=["changes.manage_credentials"])
     listed = api(keeper).get("/api/credentials")
     assert listed.status_code == 200, listed.content
-    rows = body(listed)["credentials"]
+    rows = body(listed)["results"]
     assert [r["name"] for r in rows] == list(NAMES)
     assert rows[1] == {"connector": "vault", "name": "VAULT_TOKEN", "description": "a vault token with read scope",
                        "status": "missing", "problem": None, "source": "none"}
+    assert [(r["connector"], r["status"], r["source"]) for r in rows[-2:]] == [("sanoma", "set", "default")] * 2
 
     put = api(keeper).put("/api/credentials/VAULT_TOKEN", {"value": TOKEN}, format="json")
     assert put.status_code == 200, put.content
@@ -69,7 +73,7 @@ def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_val
     assert selectors.secret_value("VAULT_TOKEN") == TOKEN
     listed = api(keeper).get("/api/credentials/")
     assert TOKEN not in listed.content.decode()
-    assert {r["name"]: r["source"] for r in body(listed)["credentials"]}["VAULT_TOKEN"] == "stored"
+    assert {r["name"]: r["source"] for r in body(listed)["results"]}["VAULT_TOKEN"] == "stored"
 
     deleted = api(keeper).delete("/api/credentials/VAULT_TOKEN")
     assert deleted.status_code == 200, deleted.content
@@ -82,8 +86,8 @@ def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_val
 
 @pytest.mark.parametrize(("name", "payload", "status", "code", "says"), [
     ("NOT_DECLARED", {"value": TOKEN}, 404, "unknown_credential",
-     "No connector declares NOT_DECLARED: the declared variables are MAILER_KEY, VAULT_FLAKY, VAULT_REGION, "
-     "VAULT_TOKEN, VAULT_URL"),
+     "No connector declares NOT_DECLARED: the declared variables are GITHUB_TOKEN, MAILER_KEY, "
+     "SANOMA_GITHUB_WEBHOOK_SECRET, VAULT_FLAKY, VAULT_REGION, VAULT_TOKEN, VAULT_URL"),
     ("VAULT_TOKEN", {"value": ""}, 400, "invalid_input", "The value of VAULT_TOKEN is empty: clear it to unset it"),
     ("VAULT_TOKEN", {"value": "tok-Sh"}, 400, "invalid_input",
      "VAULT_TOKEN was not stored: vault's check refuses the value: String should have at least 8 characters"),

@@ -204,7 +204,8 @@ def by_name(report: dict) -> dict[str, dict]:
 
 # ---- credentials -------------------------------------------------------------------------------
 
-CRED_NAMES = ("VAULT_URL", "VAULT_TOKEN", "VAULT_REGION", "VAULT_FLAKY", "MAILER_KEY")
+CRED_NAMES = ("VAULT_URL", "VAULT_TOKEN", "VAULT_REGION", "VAULT_FLAKY", "MAILER_KEY", "GITHUB_TOKEN",
+              "SANOMA_GITHUB_WEBHOOK_SECRET")
 
 
 @pytest.fixture
@@ -297,7 +298,9 @@ def test_setting_is_refused_for_an_undeclared_name_an_empty_by_a_refused_or_empt
     with pytest.raises(SanomaError) as undeclared:
         services.set_credential(name="NOPE", value="whatever-1", by=keeper)
     assert undeclared.value.code == "unknown_credential"
-    assert str(undeclared.value).startswith("No connector declares NOPE: the declared variables are MAILER_KEY")
+    assert str(undeclared.value) == ("No connector declares NOPE: the declared variables are GITHUB_TOKEN, "
+                                     "MAILER_KEY, SANOMA_GITHUB_WEBHOOK_SECRET, VAULT_FLAKY, VAULT_REGION, "
+                                     "VAULT_TOKEN, VAULT_URL")
     for nobody in ("", "   "):
         with pytest.raises(SanomaError) as no_one:
             services.set_credential(name="VAULT_TOKEN", value="tok-0123456789", by=nobody)
@@ -516,8 +519,11 @@ def test_resource_types_without_drivers_still_have_drift_and_each_resource_repor
     config = forge_site(fakes="", connector=bare_forge)
     described = {w["name"]: w for w in describe_config(config)["workflows"]}
     assert described["drift"]["builtin"] is True
+    # sanoma's own types include the host type sanoma.local, whose resources drift resolves to a
+    # revision (sanoma.source.resolve) before it imports them.
     assert set(described["drift"]["uses"]) == {READ_OP, "forge.repository.import", "forge.branch_protection.import",
-                                                "sanoma.person.import", "sanoma.group.import"}
+                                                "sanoma.person.import", "sanoma.group.import",
+                                                "sanoma.local.import", "sanoma.source.resolve"}
     _, report = drift(config)
     assert [(e["name"], e["status"], e["error"]["code"]) for e in report["resources"]] == [
         ("api", "error", "no_driver"), ("web", "error", "no_driver"), ("api_main", "error", "no_driver")]

@@ -29,6 +29,15 @@ def test_a_config_with_resource_types_gets_drift_and_apply_as_builtins():
     assert config.workflows["drift"].builtin and config.workflows["apply"].builtin
     assert READ_OP in config.ops and RECORD_OP in config.ops and "sanoma.person.create" in config.ops
     assert config.ops[RECORD_OP].effect == "write" and config.ops["sanoma.person.import"].effect == "read"
+    # sanoma's own types (person, group, and the host type local), the data files' read and record, the
+    # source resolve drift and apply call for a host, the runtime's wakeup (there is a host type), and
+    # the change connector every config has
+    assert sorted(op_id for op_id in config.ops if op_id.startswith("sanoma.")) == sorted([
+        "sanoma.apps.list", *(f"sanoma.change.{verb}" for verb in ("check", "merge", "plan", "resolve")),
+        *(f"sanoma.{kind}.{verb}" for kind in ("group", "local", "person")
+          for verb in ("create", "delete", "import", "read", "update")),
+        READ_OP, RECORD_OP, "sanoma.source.resolve", "sanoma.wakeup.register"])
+    assert sorted(config.workflows) == ["apply", "change", "drift"]
     assert extensions.extend(config) is config  # extending again adds nothing
 
 
@@ -36,7 +45,11 @@ def test_a_config_without_types_or_data_files_gets_neither(tmp_path):
     plain = define_connector("pinger", {"ping": {"send": op(effect="send", input=Ping, output=Ping)}})
     config = resolve_config(SanomaConfig(app_name="p", connectors=[plain], root=tmp_path))
     assert "drift" not in config.workflows and "apply" not in config.workflows
-    assert not any(op_id.startswith("sanoma.") for op_id in config.ops)
+    # Every config has sanoma's change connector and its workflow; the declared-state ops are not added.
+    assert list(config.workflows) == ["change"] and config.workflows["change"].builtin
+    assert sorted(op_id for op_id in config.ops if op_id.startswith("sanoma.")) == [
+        "sanoma.apps.list", "sanoma.change.check", "sanoma.change.merge", "sanoma.change.plan",
+        "sanoma.change.resolve"]
 
 
 def test_a_connector_named_sanoma_is_a_config_problem():

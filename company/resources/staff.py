@@ -7,10 +7,12 @@ finance = sanoma.group(name="finance")
 security = sanoma.group(name="security")
 """Approves staff access in the shop (policies/shop.cedar: access-needs-security)."""
 support = sanoma.group(name="support")
+"""Own the company's repo: a change is merged only once one of them approves (policies/changes.cedar)."""
+owners = sanoma.group(name="owners")
 
 alice = sanoma.person(username="alice", email="alice@acme.example", name="Alice Lind", groups=[staff])
 finance_lead = sanoma.person(username="finance-lead", email="finance-lead@acme.example", name="Fiona Berg",
                              groups=[staff, finance])
-sam = sanoma.person(username="sam", email="sam@acme.example", name="Sam Aalto", groups=[staff, security])
+sam = sanoma.person(username="sam", email="sam@acme.example", name="Sam Aalto", groups=[staff, security, owners])
 support_lead = sanoma.person(username="support-lead", email="support-lead@acme.example", name="Sanna Koski",
                              groups=[staff, support])

@@ -82,7 +82,9 @@ def extensions(request: Request) -> list[tuple[str, Extension]]:
     found: list[tuple[str, Extension]] = []
     for name, provider in providers:
         try:
-            answer = provider(request)
+            # Each provider sees the connectors those asked before it added (a host type, say).
+            answer = provider(dataclasses.replace(
+                request, connectors=(*request.connectors, *(c for _, e in found for c in e.connectors))))
         except Exception as err:  # reported as a config problem, with the others
             found.append((name, Extension(problems=(f"the {name} extension failed: {type(err).__name__}: {err}",))))
             continue

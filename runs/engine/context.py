@@ -675,7 +675,7 @@ class RunContext:
                 approval = self._request_approval(
                     seq=self._take_seq(), title=decision.get("title") or f"{op.id} needs {shown}",
                     approver=approver, requested_by=ApprovalRequester.POLICY,
-                    covers=list(dict.fromkeys([op.id, *decision.get("covers", [])])),
+                    covers=list(dict.fromkeys([op.cover(target), *decision.get("covers", [])])),
                     op=op.id, op_input=input_json, op_seq=seq,
                     details=self_approval_details(None, decision.get("self_approval") is True),
                 )

@@ -18,5 +18,5 @@ def build_policy_call(
     )
     return PolicyCall(
         op=op.plain(), effect=op.effect, target=target, input=input_json, actor=actor, groups=tuple(groups),
-        run=RunInfo(id=run_id, workflow=workflow, approvals=views),
+        run=RunInfo(id=run_id, workflow=workflow, approvals=views), cover=op.cover(target),
     )

@@ -456,7 +456,7 @@ class CedarPolicy:
                 return denied
             newly: list[CedarRule] = []
             for rule in rules:  # every determining forbid holds the call: lifted, or wait
-                approval = approval_for(call.run.approvals, op_id, rule.approver)
+                approval = approval_for(call.run.approvals, call.covered_by, rule.approver)
                 if approval is None:
                     # Ask nobody to approve what would be denied anyway once every hold is lifted.
                     if self._hold_ids - removed:
@@ -529,7 +529,7 @@ class CedarPolicy:
                 "source": rule.source,
             }
             if rule.holds:
-                approval = approval_for(call.run.approvals, call.op_id, rule.approver)
+                approval = approval_for(call.run.approvals, call.covered_by, rule.approver)
                 entry["approver"] = rule.approver
                 entry["lifted_by"] = _approval_id(approval) if approval is not None else None
             out.append(entry)

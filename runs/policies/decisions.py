@@ -54,6 +54,11 @@ class PolicyCall:
     actor: str  # who started the run
     groups: tuple[str, ...]
     run: RunInfo
+    cover: str = ""  # what an approval must cover to let this call through: the op id, or `<op id>@<target>`
+
+    @property
+    def covered_by(self) -> str:
+        return self.cover or self.op_id
 
     @property
     def op_id(self) -> str:

@@ -1,7 +1,5 @@
-"""Running a real `manage.py worker` from a test, against the database pytest-django made.
-
-Not part of the config root: the worker never imports this file (only `sanoma_config.py` and
-`workflows/*.py` are loaded), the tests do.
+"""Running real `manage.py` processes (a worker, a supervisor) from a test, against the database
+pytest-django made.
 
 Pointing the worker at the test database: pytest-django creates the test database and rewrites
 the connection's settings in place, so inside a test `connection.settings_dict` (the same dict as
@@ -25,8 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-REPO = Path(__file__).resolve().parents[3]
-ROOT = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
 READY_LINE = "worker started:"
 
 
@@ -53,20 +50,36 @@ def database_url(settings_dict: Mapping[str, Any]) -> str:
     raise RuntimeError(f"No DATABASE_URL for a {engine} database")
 
 
-def worker_env(*, db_url: str, var_dir: Path, version: str, **extra: Any) -> dict[str, str]:
+def worker_env(*, db_url: str, var_dir: Path, version: str, root: Path, **extra: Any) -> dict[str, str]:
+    """The environment of a process on the test database, with `root` as its config root; an empty
+    `version` leaves the app version to the code (its hash)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DJANGO_SETTINGS"))}
     env.update(
         DATABASE_URL=db_url,
         DJANGO_SETTINGS_MODULE="sanoma_site.settings",
-        SANOMA_ROOT=str(ROOT),
+        SANOMA_ROOT=str(root),
         SANOMA_FAKES="instance",
         SANOMA_VAR_DIR=str(var_dir),
-        SANOMA_APP_VERSION=version,
         SANOMA_LEASE_SECONDS="3",
         PYTHONUNBUFFERED="1",
     )
+    if version:
+        env["SANOMA_APP_VERSION"] = version
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def wait_until(condition: Callable[[], Any], *, within: float, what: str, describe: Callable[[], str],
+               every: float = 0.05) -> Any:
+    """Poll `condition` until truthy; after `within` s fail, saying what was awaited and `describe()`
+    (the processes' output). The bound only turns a hang into a failure."""
+    ends = time.monotonic() + within
+    while time.monotonic() < ends:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}\n{describe()}")
 
 
 def group_members(pgid: int) -> list[int]:

@@ -105,7 +105,7 @@ def test_workflows_are_described_with_their_input_schema(engine, people):
     client = client_for(people["carol"])
     response = client.get("/api/workflows")
     assert response.status_code == 200
-    by_name = {w["name"]: w for w in response.json()}
+    by_name = {w["name"]: w for w in response.json()["results"]}
     assert set(by_name) >= {"refund", "ask", "nap"}
     refund = by_name["refund"]
     assert refund["title"] == "Refund an order"
@@ -125,8 +125,10 @@ def test_workflows_are_described_with_their_input_schema(engine, people):
 def test_connectors_list_operations_with_their_contracts(engine, people):
     response = client_for(people["carol"]).get("/api/connectors")
     assert response.status_code == 200
-    [acme] = response.json()
-    assert acme["vendor"] == "acme"
+    by_vendor = {c["vendor"]: c for c in response.json()["results"]}
+    # The config's own connector, and sanoma's (the change's operations, in every config).
+    assert set(by_vendor) == {"acme", "sanoma"}
+    acme = by_vendor["acme"]
     ops = {o["id"]: o for o in acme["operations"]}
     assert set(ops) == {"acme.order.get", "acme.order.refund", "acme.mail.send", "acme.post.publish"}
     assert ops["acme.order.refund"]["effect"] == "money" and ops["acme.order.refund"]["idempotent"] is False
@@ -235,7 +237,7 @@ def test_token_auth_works_and_acts_as_the_tokens_user(engine, people):
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     response = post(client, "/api/runs", {"workflow": "nap"})
     assert response.status_code == 201 and response.json()["started_by"] == "alice"
-    assert client.get("/api/runs/").json()["total"] == 1  # a trailing slash is fine too
+    assert client.get("/api/runs/").json()["count"] == 1  # a trailing slash is fine too
 
 
 def test_session_auth_works_and_needs_csrf_for_changes(engine, people):
@@ -296,15 +298,16 @@ def test_list_runs_filters_and_pages(engine, people):
     client = client_for(people["olga"])
 
     every = client.get("/api/runs").json()
-    assert every["total"] == 3 and [r["run_id"] for r in every["runs"]] == ["refund-1", "nap-2", "nap-1"]
-    assert client.get("/api/runs?workflow=nap").json()["total"] == 2
-    assert [r["run_id"] for r in client.get("/api/runs?started_by=dave").json()["runs"]] == ["nap-2"]
-    waiting = client.get("/api/runs?status=waiting").json()["runs"]
+    assert every["count"] == 3 and [r["run_id"] for r in every["results"]] == ["refund-1", "nap-2", "nap-1"]
+    assert client.get("/api/runs?workflow=nap").json()["count"] == 2
+    assert [r["run_id"] for r in client.get("/api/runs?started_by=dave").json()["results"]] == ["nap-2"]
+    waiting = client.get("/api/runs?status=waiting").json()["results"]
     assert {r["run_id"] for r in waiting} == {"nap-1", "nap-2", "refund-1"}
     assert [r["pending_approvals"] for r in waiting if r["run_id"] == "refund-1"] == [1]
-    assert client.get("/api/runs?status=finished").json()["total"] == 0
+    assert client.get("/api/runs?status=finished").json()["count"] == 0
     page = client.get("/api/runs?limit=1&offset=1").json()
-    assert page["limit"] == 1 and page["offset"] == 1 and [r["run_id"] for r in page["runs"]] == ["nap-2"]
+    assert [r["run_id"] for r in page["results"]] == ["nap-2"]
+    assert page["next"].endswith("/api/runs?limit=1&offset=2") and page["previous"].endswith("/api/runs?limit=1")
 
     bad = client.get("/api/runs?limit=0")
     assert bad.status_code == 400 and bad.json()["issues"][0]["path"] == ["limit"]
@@ -314,7 +317,7 @@ def test_list_runs_filters_and_pages(engine, people):
 
 def test_runs_are_listed_only_to_who_may_see_them(held, engine, people):
     engine.run("nap", run_id="nap-1")
-    ids = lambda user: {r["run_id"] for r in client_for(people[user]).get("/api/runs").json()["runs"]}
+    ids = lambda user: {r["run_id"] for r in client_for(people[user]).get("/api/runs").json()["results"]}
     assert ids("alice") == {held.id, "nap-1"}
     assert ids("bob") == {held.id}  # the approver
     assert ids("olga") == {held.id, "nap-1"}  # an operator
@@ -339,7 +342,7 @@ def test_a_run_is_visible_to_its_starter_approver_and_operators_only(held, peopl
 
 def test_ledger_lists_the_records_in_order(held, people):
     client = client_for(people["alice"])
-    records = client.get(f"/api/runs/{held.id}/ledger").json()
+    records = client.get(f"/api/runs/{held.id}/ledger").json()["results"]
     assert [r["seq"] for r in records] == sorted(r["seq"] for r in records)
     assert records[0]["type"] == "run.started" and records[0]["input"] == {"order_id": "1", "amount": 10}
     assert [r["type"] for r in records] == ["run.started", "op.called", "approval.requested"]
@@ -396,7 +399,7 @@ def test_the_inbox_lists_what_you_may_decide_with_what_it_lets_through(held, eng
     engine.run("ask", run_id="ask-1")
     inbox = client_for(people["bob"]).get("/api/approvals")
     assert inbox.status_code == 200
-    items = inbox.json()
+    items = inbox.json()["results"]
     assert [(i["run"]["run_id"], i["id"]) for i in items] == [("ask-1", "approval-1"), (held.id, "approval-1")]
     refund = items[1]
     assert refund["op"] == "acme.order.refund" and refund["input"] == {"order_id": "1", "amount": 10}
@@ -404,7 +407,7 @@ def test_the_inbox_lists_what_you_may_decide_with_what_it_lets_through(held, eng
     assert refund["requested_by"] == "policy" and refund["title"] == "Refunds need bob"
     assert refund["run"] == {"run_id": held.id, "workflow": "refund", "status": "waiting", "started_by": "alice"}
     for user in ("carol", "alice"):
-        assert client_for(people[user]).get("/api/approvals").json() == []
+        assert client_for(people[user]).get("/api/approvals").json()["results"] == []
 
 
 def test_a_user_who_is_not_the_approver_gets_403_and_nothing_is_sent(held, people):

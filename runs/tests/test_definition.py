@@ -68,7 +68,7 @@ def test_a_workflow_under_apps_is_named_for_its_app_and_one_at_the_root_is_not(t
         "apps/crm/workflows/sync.py": SYNC,
     })
     config = load_config(root, fakes="instance")
-    assert set(config.workflows) == {"sync", "shop.sync", "crm.sync"}
+    assert set(config.workflows) - {"change"} == {"sync", "shop.sync", "crm.sync"}  # and the built-in change
     assert config.workflows["shop.sync"].app == "shop"
     assert config.workflows["crm.sync"].app == "crm"
     assert config.workflows["sync"].app is None
@@ -87,7 +87,7 @@ def test_two_definitions_with_one_name_are_refused_but_one_listed_twice_is_not()
     with pytest.raises(ConfigError, match='Two different workflow definitions are named "twin"'):
         resolve_config(SanomaConfig(connectors=[acme], workflows=[first, second]), fakes="instance")
     config = resolve_config(SanomaConfig(connectors=[acme], workflows=[first, first]), fakes="instance")
-    assert list(config.workflows) == ["twin"]
+    assert list(config.workflows) == ["twin", "change"]  # and the built-in change
 
 
 class Anything(BaseModel):
@@ -173,20 +173,6 @@ def test_scenarios_are_found_in_apps_without_a_root_scenarios_folder(tmp_path):
     root = make_root(tmp_path, {"sanoma_config.py": CONFIG, "apps/crm/scenarios/leads.feature": "Feature: x\n"})
     config = load_config(root, fakes="instance")
     assert config.scenarios == [root / "apps" / "crm" / "scenarios"]
-
-
-def test_the_demo_banner_links_start_with_these_apps_only_when_configured(capsys):
-    from runs.management.commands.demo import Command
-
-    with_link = resolve_config(
-        SanomaConfig(connectors=[acme], demo={"start": "https://apps.example.com/start"}), fakes="instance"
-    )
-    command = Command()
-    command._banner(with_link, 8000, [])
-    without = resolve_config(SanomaConfig(connectors=[acme]), fakes="instance")
-    command._banner(without, 8000, [])
-    out = capsys.readouterr().out
-    assert out.count("Start with these apps: https://apps.example.com/start") == 1
 
 
 def test_a_schedule_trigger_is_checked():

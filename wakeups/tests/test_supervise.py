@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from runs import services
 from runs.config.resolution import load_config
 from runs.models import Run, RunStatus
 from runs.testing import make_user
+from runs.tests.processes import wait_until
 from wakeups.models import WakeupRow
 from wakeups.tests.worker_company.harness import REPO, database_url, group_members
 
@@ -33,13 +33,7 @@ PATIENCE = 60.0
 
 
 def wait_for(condition: Callable[[], Any], *, within: float, what: str, log: Path) -> Any:
-    ends = time.monotonic() + within
-    while time.monotonic() < ends:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}\n{log.read_text(errors='replace')[-6000:]}")
+    return wait_until(condition, within=within, what=what, describe=lambda: log.read_text(errors="replace")[-6000:])
 
 
 def worker_pids(log: Path) -> list[int]:

@@ -1,5 +1,11 @@
 """`manage.py demo`: the example company on the embedded database, with a worker and the admin.
 
+The company runs from its own git repository, `var/demo/company` (copied from the project's
+`company/` the first time), with an embedded remote beside it (`var/demo/company.git`): a user
+clones the remote, changes the company on a branch, pushes, and opens a change; its deploy checks
+the merge out into `var/demo/company` and starts the worker again on it. A SANOMA_ROOT set to
+another folder is used as it is.
+
 The worker and the web server are child processes, each in its own session (so its own process
 group: the worker's django-q2 cluster forks into it). SIGTERM, SIGINT or SIGHUP to the demo stops
 both: SIGTERM to each child (the worker then stops its cluster and lets the segment in flight
@@ -27,11 +33,13 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from changes.lifecycle.embedded import prepare_live_root
 from connectors.errors import ConfigError, SanomaError
 from runs import services
-from runs.config.registry import get_config
+from runs.config.registry import get_config, set_config
 from runs.seed import DEMO_PEOPLE, seed_demo_company
 from runs.versions import sync_workflow_entries
+from runs.worker_lifecycle import RESTART_EXIT
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -137,6 +145,9 @@ class _Flag:
 
 class Command(BaseCommand):
     help = "Run the example company: migrate, create its people, start a worker and the admin, start example runs."
+    repo: Path | None = None  # the company repo's embedded remote, when the demo made one
+    # Checked once the demo has chosen its root (its repo): the checks resolve the config.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--port", type=int, default=8000)
@@ -158,6 +169,8 @@ class Command(BaseCommand):
         """Prepare, start the children, wait for a signal (or the end); returns why it failed, or ''."""
         os.environ["SANOMA_FAKES"] = "instance"
         settings.SANOMA_FAKES = "instance"
+        self.repo = self._company_repo()
+        call_command("check")
         self.stdout.write("sanoma demo: preparing the database ...")
         call_command("migrate", interactive=False, verbosity=0)
         try:
@@ -188,6 +201,12 @@ class Command(BaseCommand):
                 self._banner(config, options["port"], started)
             ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
             while not signals.received and (ends is None or time.monotonic() < ends):
+                for name, child in list(children.items()):
+                    if _exited(child) and child.returncode == RESTART_EXIT:  # a deploy: start it on the new code
+                        self.stdout.write(f"sanoma demo: {name} asked to start again on new code; starting it")
+                        children[name] = subprocess.Popen(
+                            commands[name], env=os.environ.copy(), stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=_die_with_parent())
                 gone = [name for name, child in children.items() if _exited(child)]
                 if gone:
                     failed = f"{' and '.join(gone)} stopped"
@@ -202,6 +221,26 @@ class Command(BaseCommand):
             self.stdout.write(f"sanoma demo stopped ({codes or 'nothing was started'})")
             self.stdout.flush()
         return failed
+
+    def _company_repo(self) -> Path | None:
+        """The demo's company repo and its embedded remote (made the first time); None when
+        SANOMA_ROOT names another root, which is then used as it is."""
+        if Path(settings.SANOMA_ROOT).resolve() != (Path(settings.BASE_DIR) / "company").resolve():
+            return None
+        live = Path(settings.VAR_DIR) / "demo" / "company"
+        remote = live.parent / "company.git"
+        self.stdout.write(f"sanoma demo: the company's repo is {live}, its remote {remote} ...")
+        hook_env = {"SANOMA_ROOT": str(live), "SANOMA_VAR_DIR": str(settings.VAR_DIR), "SANOMA_FAKES": "instance"}
+        if os.environ.get("DATABASE_URL"):
+            hook_env["DATABASE_URL"] = os.environ["DATABASE_URL"]
+        try:
+            prepare_live_root(source=Path(settings.BASE_DIR) / "company", live=live, remote=remote, hook_env=hook_env)
+        except SanomaError as err:
+            raise CommandError(f"the demo's company repo cannot be prepared: {err}") from None
+        os.environ["SANOMA_ROOT"] = str(live)
+        settings.SANOMA_ROOT = live
+        set_config(None)  # resolved again, from the repo
+        return remote
 
     def _example_runs(self) -> list[str]:
         examples = [
@@ -234,6 +273,12 @@ class Command(BaseCommand):
             "          .venv/bin/python manage.py decide <refund run id> approve --as finance-lead --note 'ok'",
             "          .venv/bin/python manage.py show <run id>",
         ]
+        if self.repo is not None:
+            lines += [
+                f"  change the company: git clone {self.repo} acme && cd acme && git checkout -b my-change",
+                "          edit, commit, git push origin my-change; then open a change in the admin (Changes)",
+                "          or: .venv/bin/python manage.py change open --branch my-change --title '...' --as alice",
+            ]
         start = (config.demo or {}).get("start")
         if start:
             lines.append(f"  Start with these apps: {start}")

@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand
 from django.db import connection, connections
 
 from runs.engine import clock
+from runs.worker_lifecycle import RESTART_EXIT
 from wakeups.declare import WAKEUP_CHANNEL
 from wakeups.listen import RUNNABLE, Listener, listens
 
@@ -101,6 +102,11 @@ class Command(BaseCommand):
         pid = self.worker.pid
         self._reap_group(pid)
         self.worker = None
+        if code == RESTART_EXIT:
+            log.info("worker %s stopped to start again on new code", pid)
+            self.backoff = 1.0
+            self.start_worker("the last one asked to start again (a deploy)")
+            return
         if code == 0:
             log.info("worker %s stopped itself (idle)", pid)
             self.backoff = 1.0

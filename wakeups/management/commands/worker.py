@@ -29,6 +29,7 @@ from connectors.errors import ConfigError
 from runs.config.registry import get_config
 from runs.engine import clock, secrets
 from runs.versions import startup_report, sync_workflow_entries
+from runs.worker_lifecycle import RESTART_EXIT, restart_requested, worker_started
 from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
 from wakeups.idle import StopRule, next_sleeper
@@ -62,6 +63,7 @@ class Command(BaseCommand):
                                  "declared wakeup (needs exactly one wakeup declared)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        started_at = time.time()  # a restart asked for before this moment is the one that started us
         try:
             config = get_config()
         except ConfigError as err:
@@ -74,6 +76,8 @@ class Command(BaseCommand):
             raise CommandError("The worker cannot start: " + ", ".join(problems) + "; set each in the worker's "
                                "environment, or store it with `manage.py credentials set NAME`")
         sync_workflow_entries(config)
+        for failure in worker_started(config):  # e.g. change runs stamped onto this version after a deploy
+            self.stderr.write(self.style.WARNING(f"at start: {failure}"))
         for warning in startup_report(config, promote=options["promote"]):
             self.stderr.write(self.style.WARNING(warning))
         self.stdout.write(f"worker for {config.version}: {len(config.workflows)} workflow(s)")
@@ -95,6 +99,7 @@ class Command(BaseCommand):
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, lambda signum, _frame: stop.append(signum))
         cluster.start()
+        restart: dict[str, Any] | None = None
         listener: Listener | None = None
         if listens():
             read_fd, write_fd = os.pipe()
@@ -112,6 +117,9 @@ class Command(BaseCommand):
         try:
             while not stop and (ends is None or time.monotonic() < ends):
                 try:
+                    restart = restart_requested(since=started_at)
+                    if restart is not None:  # a deploy put new code in the live root: start again on it
+                        break
                     sweep(version=config.version, cluster=str(settings.Q_CLUSTER["name"]))
                     firer.fire()
                     if rule is not None and rule.enabled and time.monotonic() >= next_check:
@@ -140,10 +148,13 @@ class Command(BaseCommand):
                                   f"{stopped_idle.at.isoformat() if stopped_idle.at else 'none'}")
                 rule.stopped(stopped_idle.at, cluster.stop)
             else:
-                self.stdout.write("worker stopping")
+                self.stdout.write("worker stopping" + (f" to start again: {restart['why']}" if restart else ""))
                 cluster.stop()
             if listener is not None:
                 listener.close()
+        if restart is not None:
+            self.stdout.flush()
+            raise SystemExit(RESTART_EXIT)
 
     @staticmethod
     def _wait(version: str, firer: Firer, next_check: float | None) -> float:

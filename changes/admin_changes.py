@@ -1,0 +1,197 @@
+"""Changes in the admin (*Changes › Change runs*): the list of changes the signed-in user may see
+(whoever may see a change's run: its opener, its approvers, operators), an *Open a change* form,
+and each change's page: its checks report (each problem at `file:line`), the plan of what apply
+would do with the change's tree and the policy's verdict on each call, the approval the merge
+waits for (decided on the run's page), what was merged and deployed, and a link to the run.
+
+Nothing is edited here: a change is opened through `changes.lifecycle.services.open_change`, as
+the signed-in user, and its run (a worker runs it) records everything else on the row.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.validators import RegexValidator
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from pydantic import ValidationError
+
+from changes.lifecycle import selectors, services
+from changes.lifecycle.models import ChangeRun
+from changes.lifecycle.workflow import ChangeInput
+from connectors.errors import SanomaError
+from runs.admin.common import ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.display import moment
+from runs.models import Run
+
+BASE = "main"
+BRANCH_RULE = "letters, digits, '.', '_', '/' and '-'"
+
+
+class OpenChangeForm(forms.Form):
+    """What a change from a branch needs; checked as the `change` workflow checks its input."""
+
+    branch = forms.CharField(
+        max_length=200, widget=forms.TextInput(attrs={"class": "vTextField", "autofocus": True}),
+        validators=[RegexValidator(r"^[A-Za-z0-9._/-]+$", f"A branch name is {BRANCH_RULE}", code="invalid_branch")],
+        help_text=f"The branch to check, merge into {BASE} and deploy: it must be pushed to the company's repository.")
+    title = forms.CharField(max_length=200, widget=forms.TextInput(attrs={"class": "vTextField"}))
+    description = forms.CharField(required=False, max_length=5000, strip=False,
+                                  widget=forms.Textarea(attrs={"rows": 4, "cols": 60, "class": "vLargeTextField"}))
+
+    def clean_branch(self) -> str:
+        branch: str = self.cleaned_data["branch"]
+        if branch == BASE:
+            raise forms.ValidationError(f"This is the base ({BASE}): a change merges another branch into it",
+                                        code="is_base")
+        return branch
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        try:
+            ChangeInput.model_validate({k: cleaned.get(k, "") for k in ("branch", "title", "description")})
+        except ValidationError as err:
+            for problem in err.errors():
+                where = problem["loc"][0] if problem["loc"] else None
+                self.add_error(where if where in self.fields else None, problem["msg"])
+        return cleaned
+
+
+def verdict_text(verdict: dict[str, Any] | None) -> str:
+    """The policy's verdict on a planned call: `allow`, `held for <approver>`, `deny: <reason>`."""
+    verdict = verdict or {}
+    decision = verdict.get("decision")
+    if decision == "allow":
+        return "allow"
+    if decision == "held":
+        return f"held for {verdict.get('approver') or 'an approver'}"
+    if decision == "deny":
+        return f"deny: {verdict['reason']}" if verdict.get("reason") else "deny"
+    return f"cannot be decided: {verdict.get('reason') or 'no verdict'}"
+
+
+def checks_rows(report: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each check as shown: its name, ok / failed / skipped, its summary, its problems as `file:line: message`."""
+    rows = []
+    for check in (report or {}).get("checks", []):
+        mark = "ok" if check.get("ok") else ("skipped" if check.get("skipped") else "failed")
+        problems = [(f"{p['file']}:{p.get('line') or 0}: " if p.get("file") else "") + str(p.get("message", ""))
+                    for p in check.get("problems") or []]
+        rows.append({"name": check.get("name", "?"), "mark": mark, "problems": problems,
+                     "summary": check.get("skipped") if mark == "skipped" else check.get("summary", "")})
+    return rows
+
+
+def plan_rows(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each planned change with its calls and their verdicts."""
+    rows = []
+    for change in (plan or {}).get("changes", []):
+        where = f"{change['file']}:{change['line']}" if change.get("file") else ""
+        rows.append({"action": change.get("action", "?"), "type": change.get("type", ""),
+                     "name": change.get("name") or change.get("import_id") or change.get("resource") or "",
+                     "where": where, "fields": change.get("fields") or [],
+                     "calls": [{"op": call.get("op", "?"), "decision": (call.get("verdict") or {}).get("decision"),
+                                "verdict": verdict_text(call.get("verdict"))} for call in change.get("calls", [])]})
+    return rows
+
+
+@admin.register(ChangeRun)
+class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("title", "branch", "state", "run_status", "opened_by", "opened", "merged", "deployed")
+    list_display_links = ("title",)
+    list_filter = ("state",)
+    search_fields = ("title", "branch", "run_id")
+    ordering = ("-opened_at", "-run_id")
+    list_per_page = 50
+    missing_noun = "change"
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_staff(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Which changes: get_queryset keeps those whose runs the user may see.
+        return is_staff(request)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ChangeRun]:
+        run = Run.objects.filter(pk=OuterRef("run_id"))
+        return (selectors.visible_changes(me(request))
+                .annotate(run_status=Subquery(run.values("status")[:1]),
+                          run_waiting_for=Subquery(run.values("waiting_for")[:1])))
+
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [path("open/", wrap(self.open_view), name="changes_changerun_open"), *super().get_urls()]
+
+    # ---- the list's columns ----
+
+    @admin.display(description="run", ordering="run_status")
+    def run_status(self, row: ChangeRun) -> str:
+        status = getattr(row, "run_status", None) or "-"
+        waiting = getattr(row, "run_waiting_for", "")
+        return f"{status} ({waiting})" if waiting else status
+
+    @admin.display(description="opened", ordering="opened_at")
+    def opened(self, row: ChangeRun) -> str:
+        return moment(row.opened_at)
+
+    @admin.display(description="merged")
+    def merged(self, row: ChangeRun) -> str:
+        return row.merged_sha[:12] if row.merged_sha else "-"
+
+    @admin.display(description="deployed")
+    def deployed(self, row: ChangeRun) -> str:
+        if not row.deployed_revision:
+            return "-"
+        return f"{row.deployed_revision[:12]} on {row.deployed_version}" if row.deployed_version \
+            else row.deployed_revision[:12]
+
+    # ---- the pages ----
+
+    def _context(self, request: HttpRequest, **extra: Any) -> dict[str, Any]:
+        return {**self.admin_site.each_context(request), "opts": self.opts, **extra}
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        row = self.get_object(request, unquote(object_id))
+        if row is None or not self.has_view_permission(request, row):
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        run = Run.objects.get(pk=row.run_id)
+        picture = selectors.picture(row, run)
+        approvals = [{**a, "url": reverse("admin:runs_approval_change", args=[a["id"]])}
+                     for a in picture["approvals"]]
+        return TemplateResponse(request, "admin/changes/changerun/change.html", self._context(
+            request, title=row.title, original=row, p=picture, run_link=run_link(run.id),
+            run_url=reverse("admin:runs_run_change", args=[quote(run.id)]), approvals=approvals,
+            checks=checks_rows(row.checks), checks_ok=(row.checks or {}).get("ok"), plan=row.plan or None,
+            plan_rows=plan_rows(row.plan), opened=moment(row.opened_at), updated=moment(row.updated_at),
+            ended=moment(run.ended_at) if run.ended_at else ""))
+
+    def open_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_module_permission(request):
+            messages.error(request, "You may not open changes here")
+            return redirect("admin:index")
+        form = OpenChangeForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                run = services.open_change(branch=data["branch"], title=data["title"],
+                                           description=data["description"], base=BASE, by=me(request))
+            except SanomaError as err:
+                form.add_error(None, refusal(err))
+            else:
+                messages.success(request, f"Opened the change of {data['branch']} as run {run.id}: a worker checks "
+                                          "it; this page shows how far it got")
+                return redirect("admin:changes_changerun_change", quote(run.id))
+        return TemplateResponse(request, "admin/changes/changerun/open.html", self._context(
+            request, title="Open a change", form=form, base=BASE))
+
+
+__all__ = ["ChangeRunAdmin", "OpenChangeForm", "checks_rows", "plan_rows", "verdict_text"]

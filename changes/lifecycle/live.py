@@ -1,0 +1,116 @@
+"""The live config root as a git working tree: where it is, what revision it runs, and moving it to
+another revision (the `sanoma.local` host's deploy).
+
+The root must be the top of its working tree: deploying checks the whole tree out, so a root that
+is a folder inside a larger repository (as the example company is inside this project) is never
+moved. Every git call has a timeout and its stderr in the error.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from django.conf import settings
+
+from changes.remotes.git import GIT_LOCAL_ENV
+from connectors.errors import DriverError, ErrorCode, RemoteError
+
+GIT_TIMEOUT = 120.0
+
+
+def git(*args: str, cwd: Path | str, timeout: float = GIT_TIMEOUT, check: bool = True) -> str:
+    """`git <args>` in `cwd`: its stdout, stripped. A failure is a DriverError with git's own words."""
+    # Never the repository a hook this process runs under was pushed into (GIT_DIR, ...).
+    env = {**{k: v for k, v in os.environ.items() if k not in GIT_LOCAL_ENV}, "GIT_TERMINAL_PROMPT": "0",
+           "LC_ALL": "C"}
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise DriverError(f"git {args[0]} in {cwd} did not finish within {timeout:g} s", retryable=True) from None
+    except FileNotFoundError as err:
+        raise DriverError(f"git cannot run in {cwd}: {err}", retryable=False) from None
+    if check and done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise DriverError(f"git {' '.join(args[:2])} in {cwd} failed: {' / '.join(said[-3:]) or done.returncode}",
+                          retryable=False)
+    return done.stdout.strip()
+
+
+def work_tree_top(root: Path | str) -> Path | None:
+    """The top of the git working tree `root` is in, or None (not in one, or git is missing)."""
+    try:
+        top = git("rev-parse", "--show-toplevel", cwd=root, check=True)
+    except (DriverError, OSError):
+        return None
+    return Path(top).resolve() if top else None
+
+
+def check_deployable(root: Path | str) -> Path:
+    """`root` when it is the top of a git working tree; else a clear refusal saying why."""
+    path = Path(root).resolve()
+    if not path.is_dir():
+        raise RemoteError(f"the live config root {path} is not a folder", code=ErrorCode.INVALID_INPUT)
+    top = work_tree_top(path)
+    if top is None:
+        raise RemoteError(f"the live config root {path} is not a git working tree: run `git init` there (./demo "
+                          "does it for the example company)", code=ErrorCode.INVALID_INPUT)
+    if top != path:
+        raise RemoteError(f"the live config root {path} is a folder inside the git working tree {top}: a deploy "
+                          "checks out the whole tree, so the root must be the top of its own repository",
+                          code=ErrorCode.INVALID_INPUT)
+    return path
+
+
+def head(root: Path | str) -> str:
+    """The commit the live root has checked out."""
+    return git("rev-parse", "HEAD", cwd=check_deployable(root))
+
+
+def current_branch(root: Path | str) -> str:
+    """The branch the live root is on ("" when detached)."""
+    return git("symbolic-ref", "--quiet", "--short", "HEAD", cwd=check_deployable(root), check=False)
+
+
+def repo_url(root: Path | str | None = None) -> str:
+    """The repository changes are merged into: SANOMA_REPO_URL, else the live root's remote `origin`."""
+    configured = str(getattr(settings, "SANOMA_REPO_URL", "") or "")
+    if configured:
+        return configured
+    where = Path(root or settings.SANOMA_ROOT)
+    if work_tree_top(where) is None:
+        return ""
+    return git("remote", "get-url", "origin", cwd=where, check=False)
+
+
+def uncommitted(root: Path | str) -> list[str]:
+    """Tracked files changed in the live root and not committed: a deploy would lose them."""
+    out = git("status", "--porcelain", "--untracked-files=no", cwd=root)
+    return sorted(line[3:] for line in out.splitlines() if line.strip())
+
+
+def check_out(root: Path | str, *, url: str, branch: str, revision: str) -> str:
+    """Move the live root to `revision` of `branch` fetched from `url`; answers the revision now
+    checked out. Refuses, changing nothing, when the root has uncommitted changes to tracked files
+    or the branch at the remote does not contain `revision`."""
+    path = check_deployable(root)
+    if head(path) == revision and current_branch(path) == branch:
+        return revision  # a retried deploy: already there
+    dirty = uncommitted(path)
+    if dirty:
+        raise RemoteError(f"the live root {path} has uncommitted changes to {', '.join(dirty[:5])}"
+                          f"{' ...' if len(dirty) > 5 else ''}: commit or discard them before a deploy",
+                          code=ErrorCode.INVALID_INPUT, data={"files": dirty})
+    git("fetch", "--quiet", url, f"refs/heads/{branch}", cwd=path)
+    fetched = git("rev-parse", "FETCH_HEAD", cwd=path)
+    contains = subprocess.run(["git", "merge-base", "--is-ancestor", revision, fetched], cwd=path,
+                              capture_output=True, timeout=GIT_TIMEOUT).returncode == 0
+    if not contains:
+        raise RemoteError(f"{branch} at {url} (now {fetched[:12]}) does not contain {revision[:12]}: nothing was "
+                          "checked out", code=ErrorCode.HEAD_CHANGED, data={"expected": revision, "found": fetched})
+    git("checkout", "--quiet", "-B", branch, revision, cwd=path)
+    return git("rev-parse", "HEAD", cwd=path)
+
+
+__all__ = ["check_deployable", "check_out", "current_branch", "git", "head", "repo_url", "uncommitted",
+           "work_tree_top"]

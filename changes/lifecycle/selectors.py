@@ -1,0 +1,99 @@
+"""Reading changes: the list and one change, each only where the viewer may see its run."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from changes.lifecycle.models import ChangeRun
+from changes.lifecycle.workflow import NAME
+from connectors.errors import ErrorCode, SanomaError
+from runs.approvals.permissions import Principal, principal_of, visible_runs
+from runs.models import Approval, ApprovalStatus, Run
+from runs.selectors import visible_run
+
+
+def visible_changes(viewer: str | Principal) -> QuerySet[ChangeRun]:
+    """The changes whose runs `viewer` may see, newest first."""
+    runs = visible_runs(principal_of(viewer)).filter(workflow=NAME).values("id")
+    return ChangeRun.objects.filter(run_id__in=runs).order_by("-opened_at", "-run_id")
+
+
+def changes_for(viewer: str | Principal, *, limit: int = 50) -> list[tuple[ChangeRun, Run]]:
+    """The newest changes whose runs `viewer` may see, with their runs."""
+    rows = list(visible_changes(viewer)[:limit])
+    runs = Run.objects.in_bulk([row.run_id for row in rows])
+    return [(row, runs[row.run_id]) for row in rows if row.run_id in runs]
+
+
+def all_changes(*, limit: int = 50) -> list[tuple[ChangeRun, Run]]:
+    """The newest changes, every one (the console, which is trusted as its shell is)."""
+    rows = list(ChangeRun.objects.order_by("-opened_at")[:limit])
+    runs = Run.objects.in_bulk([row.run_id for row in rows])
+    return [(row, runs[row.run_id]) for row in rows if row.run_id in runs]
+
+
+def change_of_any(run_id: str) -> tuple[ChangeRun, Run]:
+    return change_of(run_id, None)
+
+
+def change_of(run_id: str, viewer: str | Principal | None) -> tuple[ChangeRun, Run]:
+    """One change; `run_not_found` when there is none or the viewer may not see its run (None:
+    the runtime, or the console, which sees every run)."""
+    run = visible_run(run_id=run_id, viewer=viewer)
+    row = ChangeRun.objects.filter(run_id=run.id).first()
+    if row is None:
+        raise SanomaError(f"No change {run_id}, or you may not see it", code=ErrorCode.RUN_NOT_FOUND,
+                          data={"run_id": run_id})
+    return row, run
+
+
+def picture(row: ChangeRun, run: Run) -> dict[str, Any]:
+    """A change as the surfaces show it: what it is, how far it got, its checks and plan, what
+    waits (the merge's approval), what was merged and deployed, and how the run ended."""
+    pending = list(Approval.objects.filter(run_id=run.id, status=ApprovalStatus.PENDING)
+                   .values("id", "title", "approver", "op"))
+    return {
+        "run": run.id, "status": run.status, "waiting_for": run.waiting_for, "state": row.state,
+        "branch": row.branch, "base": row.base, "title": row.title, "description": row.description,
+        "pull_request": row.pull_request or None, "repository": row.repo_url, "opened_by": row.opened_by,
+        "opened_at": row.opened_at.isoformat(), "head": row.head_sha or None, "checks": row.checks or None,
+        "plan": row.plan or None, "approvals": pending, "merged": row.merged_sha or None,
+        "deployed": ({"revision": row.deployed_revision, "version": row.deployed_version}
+                     if row.deployed_revision else None),
+        "version": run.app_version, "result": run.result, "error": run.error,
+    }
+
+
+def describe(p: dict[str, Any]) -> list[str]:
+    """A change's picture as lines of text (`manage.py change show`)."""
+    lines = [f"{p['run']}: {p['title']}", f"  {p['branch']} -> {p['base']} at {p['repository']}, opened by "
+             f"{p['opened_by']} at {p['opened_at']}", f"  state: {p['state']} (run {p['status']}"
+             + (f", waiting for {p['waiting_for']})" if p["waiting_for"] else ")")]
+    if p["head"]:
+        lines.append(f"  head: {p['head']}")
+    checks = p["checks"] or {}
+    for check in checks.get("checks", []):
+        mark = "ok" if check.get("ok") else ("skipped" if check.get("skipped") else "FAILED")
+        lines.append(f"  check {check['name']}: {mark} {check.get('summary') or check.get('skipped') or ''}".rstrip())
+        for problem in check.get("problems", [])[:20]:
+            where = f"{problem['file']}:{problem['line']}: " if problem.get("file") else ""
+            lines.append(f"    {where}{problem['message']}")
+    plan = p["plan"] or {}
+    for change in plan.get("changes", []):
+        verdicts = ", ".join(f"{c['op']} {c.get('verdict', {}).get('decision', '?')}" for c in change.get("calls", []))
+        lines.append(f"  plan: {change.get('action')} {change.get('resource') or change.get('type')}: {verdicts}")
+    if plan and plan.get("empty"):
+        lines.append("  plan: nothing to change at the vendors")
+    for approval in p["approvals"]:
+        lines.append(f"  waiting for {approval['approver']} to approve {approval['title']!r} ({approval['op']})")
+    if p["merged"]:
+        lines.append(f"  merged: {p['merged']}")
+    if p["deployed"]:
+        lines.append(f"  deployed: {p['deployed']['revision']} on {p['deployed']['version']}")
+    if p["error"]:
+        lines.append(f"  ended with {p['error'].get('code')}: {p['error'].get('message')}")
+    return lines
+
+
+__all__ = ["visible_changes", "all_changes", "change_of", "change_of_any", "changes_for", "describe", "picture"]
