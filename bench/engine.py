@@ -316,9 +316,11 @@ def collections_config(config: Any, var: Path) -> Any:
     bench_notes = define_collection("bench_notes", record=BenchNote, key="key")
     puts_workflow = define_workflow(name="puts", input=PutsInput, uses=[bench_notes.put], run=put_notes)
     listen_workflow = define_workflow(name="listen", uses=["wait_message"], run=listen)
+    # The config's own connectors and workflows (sanoma's and the built-in workflows come again with it).
     return resolve_config(
-        SanomaConfig(app_name="bench", connectors=config.connectors,
-                     workflows=[*config.workflows.values(), puts_workflow, listen_workflow],
+        SanomaConfig(app_name="bench", connectors=[c for c in config.connectors if c.vendor != "sanoma"],
+                     workflows=[*(wf for wf in config.workflows.values() if not wf.builtin), puts_workflow,
+                                listen_workflow],
                      collections=[bench_notes]),
         fakes="instance", fake_dir=var / "fakes", app_version=VERSION)
 
