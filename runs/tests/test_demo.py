@@ -10,6 +10,7 @@ turn a hang into a failure; a failure prints the demo's output.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -228,6 +229,24 @@ def test_when_the_demo_is_killed_its_children_stop_too(demo: Demo) -> None:
     assert demo.exit_code() == -signal.SIGKILL
     assert_all_gone(demo, tree)
     assert "worker stopping" in demo.output(), demo.describe()  # the worker stopped itself, cleanly
+
+
+@needs_proc
+def test_a_worker_asking_to_start_again_after_a_deploy_is_started_again_on_the_new_code(
+        demo: Demo, var_dir: Path) -> None:
+    running_demo(demo)
+    # What a deploy on this machine writes (runs.worker_lifecycle.request_restart), in the demo's folder.
+    (var_dir / "restart-requested.json").write_text(json.dumps({"why": "a test deploy", "revision": "",
+                                                                "at": time.time()}))
+    demo.wait_for(lambda: "asked to start again on new code" in demo.output(), within=READY_WITHIN,
+                  what="the demo to see the worker ask to start again")
+    demo.wait_for(lambda: demo.output().count("worker started:") == 2, within=READY_WITHIN,
+                  what="a worker to start again")
+    output = demo.output()
+    assert "worker stopping to start again: a test deploy" in output, demo.describe()
+    assert demo.proc.poll() is None and demo.admin_answers(), demo.describe()  # the demo and its admin go on
+    demo.proc.send_signal(signal.SIGTERM)
+    assert demo.exit_code() == 0, demo.describe()
 
 
 # ---- the demo's people: runs.seed ------------------------------------------------------------------

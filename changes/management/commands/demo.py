@@ -82,6 +82,21 @@ def _exited(child: subprocess.Popen) -> bool:
         return True
 
 
+def _restarting(child: subprocess.Popen) -> bool:
+    """For a child that has exited: whether it asked to be started again (RESTART_EXIT, after a
+    deploy). Such a child is reaped here, what is left of its group killed first."""
+    if child.returncode is None:
+        try:
+            status = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except ChildProcessError:
+            status = None
+        if status is None or status.si_code != os.CLD_EXITED or status.si_status != RESTART_EXIT:
+            return False
+        _kill_group(child)
+        child.wait()
+    return child.returncode == RESTART_EXIT
+
+
 def _kill_group(child: subprocess.Popen) -> None:
     try:
         os.killpg(child.pid, signal.SIGKILL)  # started in a new session: its pid is its group's id
@@ -202,7 +217,7 @@ class Command(BaseCommand):
             ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
             while not signals.received and (ends is None or time.monotonic() < ends):
                 for name, child in list(children.items()):
-                    if _exited(child) and child.returncode == RESTART_EXIT:  # a deploy: start it on the new code
+                    if _exited(child) and _restarting(child):  # a deploy: start it again, on the new code
                         self.stdout.write(f"sanoma demo: {name} asked to start again on new code; starting it")
                         children[name] = subprocess.Popen(
                             commands[name], env=os.environ.copy(), stdin=subprocess.DEVNULL,
@@ -277,7 +292,8 @@ class Command(BaseCommand):
             lines += [
                 f"  change the company: git clone {self.repo} acme && cd acme && git checkout -b my-change",
                 "          edit, commit, git push origin my-change; then open a change in the admin (Changes)",
-                "          or: .venv/bin/python manage.py change open --branch my-change --title '...' --as alice",
+                f"          or: SANOMA_ROOT={self.repo.with_suffix('')} .venv/bin/python manage.py change open "
+                "--branch my-change --title '...' --as alice",
             ]
         start = (config.demo or {}).get("start")
         if start:
