@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,7 +55,8 @@ FILES = {
 @pytest.fixture
 def site(tmp_path: Path, db, monkeypatch) -> Iterator[tuple[Repo, GitHubServer, ResolvedConfig]]:
     repo = Repo(tmp_path / "github", FILES)
-    root = tmp_path / "site" / "gitco"
+    # A package name of its own: a config root is imported by its folder's name, once per process.
+    root = tmp_path / "site" / f"gitco_{uuid.uuid4().hex[:8]}"
     for name, text in FILES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
