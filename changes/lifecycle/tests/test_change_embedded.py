@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,31 +12,13 @@ import pytest
 
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.services import notify, open_change
+from changes.lifecycle.tests.gitco import use, write_root
 from changes.remotes.git import init_embedded
 from runs.config.registry import set_config
-from runs.config.resolution import ResolvedConfig, load_config
+from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import Approval, Run, RunStatus
-from runs.testing import make_user
 
-POLICY = """\
-@id("reads-open")
-permit(principal, action in Action::"read", resource);
-
-@id("staff-may-act")
-permit(principal in Group::"staff", action, resource);
-
-@id("merges-need-owners")
-@approve("group:owners")
-forbid(principal, action == Action::"sanoma.change.merge", resource);
-"""
-FILES = {
-    "__init__.py": "",
-    "sanoma_config.py": "from runs.authoring import SanomaConfig\n\nconfig = SanomaConfig(app_name=\"gitco\", "
-                        "connectors=[])\n",
-    "policies/main.cedar": POLICY,
-    "workflows/__init__.py": "",
-}
 GIT = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
        "GIT_COMMITTER_EMAIL": "dev@example.com"}
 
@@ -49,18 +30,12 @@ def git(*args: str, cwd: Path) -> str:
 
 @pytest.fixture
 def site(tmp_path: Path, db) -> Iterator[tuple[Path, Path, ResolvedConfig]]:
-    # A package name of its own: a config root is imported by its folder's name, once per process.
-    root = tmp_path / "site" / f"gitco_{uuid.uuid4().hex[:8]}"
-    for name, text in FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
+    root = write_root(tmp_path / "site")
     remote = tmp_path / "gitco.git"
     init_embedded(root, remote)
     clone = tmp_path / "clone"
     git("clone", "--quiet", str(remote), str(clone), cwd=tmp_path)
-    make_user("alice", groups=["staff"], perms=["runs.start_workflow"])
-    config = load_config(root, fakes="instance", fake_dir=tmp_path / "fakes")
-    set_config(config)
+    config = use(root, tmp_path / "fakes")
     try:
         yield remote, clone, config
     finally:

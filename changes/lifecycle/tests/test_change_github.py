@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,53 +19,27 @@ from django.test import override_settings
 
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.services import open_change
+from changes.lifecycle.tests.gitco import FILES, use, write_root
 from changes.remotes.tests.github_server import GitHubServer, Repo
 from runs import selectors
 from runs.approvals.services import decide
 from runs.config.registry import set_config
-from runs.config.resolution import ResolvedConfig, load_config
+from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import Approval, RunStatus
-from runs.testing import make_user
 
 TOKEN = "ghp_test_token_not_a_secret"
 URL = "https://github.com/acme/gitco"
-POLICY = """\
-@id("reads-open")
-permit(principal, action in Action::"read", resource);
-
-@id("staff-may-act")
-permit(principal in Group::"staff", action, resource);
-
-@id("merges-need-owners")
-@approve("group:owners")
-@title("Merge a change")
-forbid(principal, action == Action::"sanoma.change.merge", resource);
-"""
-FILES = {
-    "__init__.py": "",
-    "sanoma_config.py": "from runs.authoring import SanomaConfig\n\nconfig = SanomaConfig(app_name=\"gitco\", "
-                        "connectors=[])\n",
-    "policies/main.cedar": POLICY,
-    "README.md": "The gitco company.\n",
-}
 
 
 @pytest.fixture
 def site(tmp_path: Path, db, monkeypatch) -> Iterator[tuple[Repo, GitHubServer, ResolvedConfig]]:
     repo = Repo(tmp_path / "github", FILES)
-    # A package name of its own: a config root is imported by its folder's name, once per process.
-    root = tmp_path / "site" / f"gitco_{uuid.uuid4().hex[:8]}"
-    for name, text in FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    make_user("alice", groups=["staff"], perms=["runs.start_workflow"])
-    make_user("sam", groups=["staff", "owners"])
+    root = write_root(tmp_path / "site")
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     with GitHubServer({"acme/gitco": repo.bare}, token=TOKEN).running() as github, \
             override_settings(SANOMA_GITHUB_API_URL=github.url, SANOMA_GITHUB_URL="https://github.com"):
-        config = load_config(root, fakes="instance", fake_dir=tmp_path / "fakes")
-        set_config(config)
+        config = use(root, tmp_path / "fakes")
         try:
             yield repo, github, config
         finally:
