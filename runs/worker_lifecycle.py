@@ -74,9 +74,13 @@ def request_restart(*, why: str, revision: str = "") -> None:
 
 
 def restart_requested(*, since: float) -> dict[str, Any] | None:
-    """The restart asked for after `since` (epoch seconds), or None."""
+    """The restart asked for after `since` (epoch seconds), or None. Asked on every turn of a
+    worker's loop: a request written before `since` is not read again (its file's time says so)."""
+    path = _file()
     try:
-        body = json.loads(_file().read_text())
+        if path.stat().st_mtime < since - 1:  # written before then (a second's slack for coarse clocks)
+            return None
+        body = json.loads(path.read_text())
     except (FileNotFoundError, ValueError):
         return None
     at = body.get("at")

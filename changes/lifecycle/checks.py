@@ -14,7 +14,6 @@ from typing import Any
 
 from django.conf import settings
 
-from connectors.errors import DriverError
 from connectors.remotes import Remote
 
 # What the check process must not inherit: it has its own database, files and root.
@@ -50,9 +49,7 @@ def run(remote: Remote, *, url: str, sha: str, root_name: str, timeout: float) -
                                 + " / ".join(said[-5:]))
         report["sha"] = sha
         return report
-    except DriverError:
-        raise  # the remote could not give the commit's files: the call fails (and may be retried)
-    finally:
+    finally:  # a remote that cannot give the commit's files fails the call (which may be retried)
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -12,7 +12,6 @@ Each notes how far its change got on the change's row (`ChangeRun`), read by the
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -124,7 +123,9 @@ class AppsOutput(BaseModel):
 def change_connector() -> Connector:
     """The operations, their driver not yet attached (see `connector_for`)."""
     timeout = float(settings.SANOMA_CHECKS_TIMEOUT_SECONDS) + 60
-    connector = define_connector(VENDOR, {
+    # The built-in remotes' variables (GITHUB_TOKEN, the webhook secret) are this connector's, so the
+    # credentials store takes them.
+    return define_connector(VENDOR, {
         "change": {
             "resolve": op(effect="read", input=ResolveInput, output=Head, idempotent=True,
                           target=lambda i: i.branch or i.pull_request,
@@ -145,8 +146,7 @@ def change_connector() -> Connector:
             "list": op(effect="read", input=AppsInput, output=AppsOutput, idempotent=True,
                        description="The config's apps and their workflows"),
         },
-    })
-    return connector
+    }, environment=RemoteEnvironment)
 
 
 def note(run_id: str, **fields: Any) -> None:
@@ -195,9 +195,8 @@ def connector_for(root: Path | None, connectors: Callable[[], Sequence[Connector
     def apps(i: AppsInput, c: CallContext) -> dict[str, Any]:
         by_app: dict[str, list[str]] = {}
         for wf in workflows():
-            app = getattr(wf, "app", None)
-            if app:
-                by_app.setdefault(app, []).append(wf.name)
+            if wf.app:
+                by_app.setdefault(wf.app, []).append(wf.name)
         return {"apps": [{"name": name, "workflows": sorted(names)} for name, names in sorted(by_app.items())]}
 
     def make_driver() -> Driver:
@@ -205,7 +204,7 @@ def connector_for(root: Path | None, connectors: Callable[[], Sequence[Connector
                                                     "merge": merge},
                                          "apps": {"list": apps}})
 
-    return with_setup(_with_environment(connector), driver=make_driver)
+    return with_setup(connector, driver=make_driver)
 
 
 def _only(made: dict[str, Any], resources: set[str], delete_types: set[str]) -> dict[str, Any]:
@@ -224,10 +223,6 @@ def _only(made: dict[str, Any], resources: set[str], delete_types: set[str]) -> 
     return {**made, "changes": kept, "summary": counts, "empty": not kept, "holds": holds}
 
 
-def _with_environment(connector: Connector) -> Connector:
-    """The built-in remotes' variables (GITHUB_TOKEN, the webhook secret) are this connector's, so
-    the credentials store takes them."""
-    return dataclasses.replace(connector, environment=RemoteEnvironment)
 
 
 __all__ = ["change_connector", "connector_for", "note"]

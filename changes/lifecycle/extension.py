@@ -6,7 +6,6 @@ one: then the change plans the tree's resources and deploys to the declared host
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from django.utils.module_loading import import_string
@@ -28,17 +27,15 @@ def _plan(drift: dict[str, Any], by: str) -> dict[str, Any]:
     return plan(drift, by=by, config=get_config())
 
 
-def _apps(root: Path | None) -> Any:
-    def apps() -> list[WorkflowDefinition]:
-        return list(get_config().workflows.values())
-
-    return apps
+def _workflows() -> list[WorkflowDefinition]:
+    """This process's workflows, read when `sanoma.apps.list` is called."""
+    return list(get_config().workflows.values())
 
 
 def provide(request: extensions.Request) -> extensions.Extension:
     connectors = [c for c in request.connectors if isinstance(c, Connector)]
     types = resource_types(connectors)
-    connector = connector_for(request.root, lambda: connectors, _apps(request.root), _plan)
+    connector = connector_for(request.root, lambda: connectors, _workflows, _plan)
 
     def workflows(ops: Mapping[str, Any], drivers: Mapping[str, Driver]) -> list[WorkflowDefinition]:
         return [change_workflow(types, ops)]

@@ -7,34 +7,21 @@ moved. Every git call has a timeout and its stderr in the error.
 """
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 from django.conf import settings
 
-from changes.remotes.git import GIT_LOCAL_ENV
+from changes.remotes.git import run_git
 from connectors.errors import DriverError, ErrorCode, RemoteError
 
 GIT_TIMEOUT = 120.0
 
 
 def git(*args: str, cwd: Path | str, timeout: float = GIT_TIMEOUT, check: bool = True) -> str:
-    """`git <args>` in `cwd`: its stdout, stripped. A failure is a DriverError with git's own words."""
-    # Never the repository a hook this process runs under was pushed into (GIT_DIR, ...).
-    env = {**{k: v for k, v in os.environ.items() if k not in GIT_LOCAL_ENV}, "GIT_TERMINAL_PROMPT": "0",
-           "LC_ALL": "C"}
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise DriverError(f"git {args[0]} in {cwd} did not finish within {timeout:g} s", retryable=True) from None
-    except FileNotFoundError as err:
-        raise DriverError(f"git cannot run in {cwd}: {err}", retryable=False) from None
-    if check and done.returncode != 0:
-        said = (done.stderr or done.stdout).strip().splitlines()
-        raise DriverError(f"git {' '.join(args[:2])} in {cwd} failed: {' / '.join(said[-3:]) or done.returncode}",
-                          retryable=False)
-    return done.stdout.strip()
+    """`git <args>` in `cwd` (the repository may be in a folder above it): its stdout, stripped. A
+    failure is a `RemoteError` with git's own words; with `check=False` any exit status answers."""
+    done = run_git(args, Path(cwd), timeout=timeout, contained=False, ok=(0,) if check else range(256))
+    return done.stdout.decode("utf-8", "replace").strip()
 
 
 def work_tree_top(root: Path | str) -> Path | None:
@@ -62,14 +49,14 @@ def check_deployable(root: Path | str) -> Path:
     return path
 
 
-def head(root: Path | str) -> str:
-    """The commit the live root has checked out."""
-    return git("rev-parse", "HEAD", cwd=check_deployable(root))
+def head(root: Path) -> str:
+    """The commit the live root (as `check_deployable` answered it) has checked out."""
+    return git("rev-parse", "HEAD", cwd=root)
 
 
-def current_branch(root: Path | str) -> str:
-    """The branch the live root is on ("" when detached)."""
-    return git("symbolic-ref", "--quiet", "--short", "HEAD", cwd=check_deployable(root), check=False)
+def current_branch(root: Path) -> str:
+    """The branch the live root (as `check_deployable` answered it) is on ("" when detached)."""
+    return git("symbolic-ref", "--quiet", "--short", "HEAD", cwd=root, check=False)
 
 
 def repo_url(root: Path | str | None = None) -> str:
@@ -103,8 +90,8 @@ def check_out(root: Path | str, *, url: str, branch: str, revision: str) -> str:
                           code=ErrorCode.INVALID_INPUT, data={"files": dirty})
     git("fetch", "--quiet", url, f"refs/heads/{branch}", cwd=path)
     fetched = git("rev-parse", "FETCH_HEAD", cwd=path)
-    contains = subprocess.run(["git", "merge-base", "--is-ancestor", revision, fetched], cwd=path,
-                              capture_output=True, timeout=GIT_TIMEOUT).returncode == 0
+    contains = run_git(["merge-base", "--is-ancestor", revision, fetched], path, ok=(0, 1), timeout=GIT_TIMEOUT,
+                       contained=False).returncode == 0
     if not contains:
         raise RemoteError(f"{branch} at {url} (now {fetched[:12]}) does not contain {revision[:12]}: nothing was "
                           "checked out", code=ErrorCode.HEAD_CHANGED, data={"expected": revision, "found": fetched})

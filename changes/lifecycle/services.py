@@ -81,13 +81,15 @@ def take_over_deployed(config: ResolvedConfig) -> list[str]:
     """At a worker's start: the change runs that merged and deployed the code this worker runs are
     moved onto its version (when their change workflow is this same code) and told `deployed`.
     Answers the runs told."""
-    if config.root is None or live.work_tree_top(config.root) != config.root.resolve():
+    if config.root is None:
         return []
-    revision = live.head(config.root)
-    code = change_code()
     candidates = list(ChangeRun.objects.filter(
-        state__in=(ChangeState.MERGED, ChangeState.DEPLOYED), deployed_version="", change_code=code,
+        state__in=(ChangeState.MERGED, ChangeState.DEPLOYED), deployed_version="", change_code=change_code(),
         run_id__in=Run.objects.filter(workflow=NAME, status__in=UNFINISHED).values("id")))
+    # Most starts have none to take over: git is asked only when some change merged.
+    if not candidates or live.work_tree_top(config.root) != config.root.resolve():
+        return []
+    revision = live.head(config.root.resolve())
     told: list[str] = []
     for change in candidates:
         if not change.merged_sha or not _contains(config.root, revision, change.merged_sha):

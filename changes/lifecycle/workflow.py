@@ -31,7 +31,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from changes.resources.workflows import READ_OP, RECORD_OP, SOURCE_OP, apply_observed, call_op, observe, report_of
+from changes.lifecycle.checks import problems_of
+from changes.resources.workflows import (
+    READ_OP,
+    RECORD_OP,
+    SOURCE_OP,
+    apply_observed,
+    call_op,
+    observe,
+    part_of,
+    report_of,
+)
 from connectors.errors import ErrorCode, SanomaError, error_code
 from connectors.operations import Operation
 from connectors.resources import ResourceType
@@ -71,16 +81,7 @@ def change_code() -> str:
 
 
 def _checks_failed(report: Any) -> SanomaError:
-    lines: list[str] = []
-    for check in report.checks:
-        if check.get("ok"):
-            continue
-        if check.get("skipped"):
-            lines.append(f"{check['name']}: skipped ({check['skipped']})")
-            continue
-        for p in check.get("problems") or [{"message": check.get("summary") or "failed"}]:
-            where = f"{p['file']}:{p['line']}: " if p.get("file") else ""
-            lines.append(f"{check['name']}: {where}{p['message']}")
+    lines = problems_of({"checks": report.checks})
     return SanomaError(f"the checks of {report.sha[:12]} failed:\n" + "\n".join(f"- {line}" for line in lines),
                        code=ErrorCode.CHECKS_FAILED, data={"sha": report.sha, "failed": list(report.failed),
                                                            "problems": lines[:50]})
@@ -89,11 +90,8 @@ def _checks_failed(report: Any) -> SanomaError:
 def _changed(head: Any, live: Any) -> tuple[set[str], set[str]]:
     """The resources the head declares that the live root does not (or declares otherwise), and the
     types of those the live root declares and the head no longer does."""
-    def declared(read: Any) -> dict[str, dict[str, Any]]:
-        resources = read.get("resources", []) if isinstance(read, Mapping) else getattr(read, "resources", [])
-        return {r["id"]: r for r in resources}
-
-    mine, theirs = declared(head), declared(live)
+    mine = {r["id"]: r for r in part_of(head, "resources")}
+    theirs = {r["id"]: r for r in part_of(live, "resources")}
     changed = {rid for rid, r in mine.items()
                if rid not in theirs or (r.get("type"), r.get("values")) != (theirs[rid].get("type"),
                                                                             theirs[rid].get("values"))}

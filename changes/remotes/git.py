@@ -67,13 +67,14 @@ def committer() -> tuple[str, str]:
     return name, email
 
 
-def _env(cwd: Path) -> dict[str, str]:
+def _env(cwd: Path, contained: bool = True) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in GIT_LOCAL_ENV}
     name, email = committer()
     env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="", SSH_ASKPASS="", LC_ALL="C", LANGUAGE="C",
                GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name, GIT_COMMITTER_EMAIL=email,
-               # git looks for the repository in `cwd` itself, never in a folder above it
-               GIT_CEILING_DIRECTORIES=str(cwd.parent))
+               )
+    if contained:  # git looks for the repository in `cwd` itself, never in a folder above it
+        env["GIT_CEILING_DIRECTORIES"] = str(cwd.parent)
     return env
 
 
@@ -82,13 +83,15 @@ def _text(data: bytes) -> str:
 
 
 def run_git(args: Sequence[str], cwd: Path, *, input: bytes | None = None, ok: Sequence[int] = (0,),
-            timeout: float = GIT_TIMEOUT_SECONDS, what: str = "") -> subprocess.CompletedProcess[bytes]:
+            timeout: float = GIT_TIMEOUT_SECONDS, what: str = "", contained: bool = True
+            ) -> subprocess.CompletedProcess[bytes]:
     """`git <args>` in `cwd`; an exit status outside `ok`, or no answer within `timeout` seconds, is
-    a `RemoteError` (`driver_failed`) carrying git's stderr."""
+    a `RemoteError` (`driver_failed`) carrying git's stderr. `contained=False` lets git find the
+    repository in a folder above `cwd` (to tell that `cwd` is inside one)."""
     cmd = ["git", *args]
     label = what or f"git {' '.join(args[:2])}"
     try:
-        done = subprocess.run(cmd, cwd=cwd, env=_env(cwd), input=input, capture_output=True, timeout=timeout,
+        done = subprocess.run(cmd, cwd=cwd, env=_env(cwd, contained), input=input, capture_output=True, timeout=timeout,
                               stdin=None if input is not None else subprocess.DEVNULL)
     except subprocess.TimeoutExpired as err:
         raise RemoteError(f"{label} in {cwd} did not finish within {timeout:g}s", retryable=True,

@@ -47,7 +47,7 @@ def _error(err: BaseException) -> dict[str, Any]:
     return {"code": error_code(err) or type(err).__name__, "message": str(err) or type(err).__name__}
 
 
-def _part(read: Any, name: str) -> list[Any]:
+def part_of(read: Any, name: str) -> list[Any]:
     """A part of `sanoma.resources.read`'s answer (a reply from ctx, or the same as a plain mapping)."""
     return list(read.get(name, []) if isinstance(read, Mapping) else getattr(read, name))
 
@@ -58,7 +58,7 @@ def observe(ctx: Any, types: Mapping[str, ResourceType], read: Any = None) -> di
     revision is where its branch points at the repository's remote (`sanoma.source.resolve`)."""
     if read is None:
         read = call_op(ctx, READ_OP, {})
-    declared: list[dict[str, Any]] = [dict(r) for r in _part(read, "resources")]
+    declared: list[dict[str, Any]] = [dict(r) for r in part_of(read, "resources")]
     by_id = {r["id"]: r for r in declared}
     sent = Declared(by_id, {})
     entries: list[dict[str, Any]] = []
@@ -111,8 +111,8 @@ def observe(ctx: Any, types: Mapping[str, ResourceType], read: Any = None) -> di
     counts = dict.fromkeys(STATUSES, 0)
     for entry in entries:
         counts[entry["status"]] += 1
-    return {"resources": entries, "summary": counts, "problems": _part(read, "problems"),
-            "files": _part(read, "files"), "managed": _part(read, "managed"), "declared": declared,
+    return {"resources": entries, "summary": counts, "problems": part_of(read, "problems"),
+            "files": part_of(read, "files"), "managed": part_of(read, "managed"), "declared": declared,
             "observed": observed, "handles": handles}
 
 
@@ -202,4 +202,4 @@ def builtin_workflows(types: Mapping[str, ResourceType], ops: Mapping[str, Opera
 
 
 __all__ = ["READ_OP", "RECORD_OP", "SOURCE_OP", "STATUSES", "apply_body", "apply_observed", "builtin_workflows",
-           "call_op", "drift_body", "observe", "report_of"]
+           "call_op", "drift_body", "observe", "part_of", "report_of"]
