@@ -155,7 +155,9 @@ def _is_transcript(code: str) -> bool:
 
 
 def pages_with_tests(docs: Path = DOCS) -> list[Path]:
-    return sorted(page for page in docs.rglob("*.md") if "docs-test:" in page.read_text(encoding="utf-8"))
+    """The pages that mark at least one block (a page may also show the directives as examples)."""
+    return sorted(page for page in docs.rglob("*.md")
+                  if "docs-test:" in page.read_text(encoding="utf-8") and parse_page(page))
 
 
 # ---- matching output ------------------------------------------------------------------------------

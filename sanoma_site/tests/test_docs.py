@@ -70,6 +70,18 @@ def test_every_setting_is_in_the_settings_page() -> None:
     assert names and [name for name in names if f"`{name}`" not in text] == []
 
 
+def test_the_readme_is_one_screen_and_its_links_lead_somewhere() -> None:
+    import re
+
+    readme = (PROJECT / "README.md").read_text()
+    lines = readme.splitlines()
+    assert len(lines) <= 80
+    assert "./demo" in lines[2] and "./test" in lines[3]  # the two commands come first
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    local = [t for t in targets if not t.startswith(("http://", "https://"))]
+    assert local and [t for t in local if not (PROJECT / t).exists()] == []
+
+
 # ---- the machinery: each test shows a way a page can fail -----------------------------------------
 
 def test_a_transcript_passes_when_each_command_prints_what_the_page_shows(tmp_path: Path) -> None:
