@@ -47,7 +47,7 @@ _HINTS = {
     "sanoma.E005": "Each operation a workflow uses is declared by one connector and implemented by its driver.",
     "sanoma.E006": "Give each workflow its own name, other than drift, apply, call and change.",
     "sanoma.E007": "The connector's with_setup(driver=..., fake=...) function raised: see the message.",
-    "sanoma.E008": "Call ctx directly in run, as the README's outline section says: see the line and the reason.",
+    "sanoma.E008": "Call ctx directly in run, as docs/reference/outline.md says: see the line and the reason.",
     "sanoma.E009": "See the message; the worker refuses this config the same way.",
 }
 
