@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.contrib import admin, messages
@@ -15,6 +16,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.text import smart_split, unescape_string_literal
 
 from connectors.errors import SanomaError
 from runs import ledger, recovery, selectors, services
@@ -26,7 +28,7 @@ from runs.approvals.permissions import can_operate, can_rerun, can_send_message,
 from runs.approvals.selectors import approvals_of
 from runs.display import duration, moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
-from runs.selectors import children_of, waiting_on
+from runs.selectors import WAITING_FOR, children_of, parse_tag, runs_waiting_for, tagged, waiting_on
 from runs.validation import parse_json
 
 
@@ -98,12 +100,79 @@ class ErrorCodeFilter(admin.SimpleListFilter):
         return queryset.filter(error__code=self.value()) if self.value() else queryset
 
 
+class WaitingForFilter(admin.SimpleListFilter):
+    """Runs by what they wait for: every kind there is, listed whether or not a run waits for it
+    now (the list refreshes itself, so a choice made stays meaningful)."""
+
+    title = "waiting for"
+    parameter_name = "waiting_for"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(kind, WAITING_LABELS[kind]) for kind in WAITING_FOR]
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        kind = self.value()
+        if not kind:
+            return queryset
+        if kind not in WAITING_FOR:
+            messages.error(request, f"waiting_for must be one of {', '.join(WAITING_FOR)}; got {kind!r}")
+            return queryset.none()
+        return runs_waiting_for(queryset, kind)
+
+
+class TagFilter(admin.SimpleListFilter):
+    """`?tag=order=1001`: the runs tagged so (ctx.tag), as the API's `tag=`. Shown in the sidebar
+    while it is applied, with "All" to lift it; the search box finds the same (`order=1001`)."""
+
+    title = "tag"
+    parameter_name = "tag"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        value = self.value()
+        return [(value, value)] if value else []
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        if not self.value():
+            return queryset
+        try:
+            key, value = parse_tag(self.value())
+        except SanomaError as err:
+            messages.error(request, err.message)
+            return queryset.none()
+        return tagged(queryset, key, value)
+
+
+# The waiting-for filter's choices, as a person reads them.
+WAITING_LABELS = {
+    "approval": "an approval", "message": "a message", "sleep": "a sleep to end", "run": "a child run",
+    "in_doubt": "a word on a call in doubt", "paused": "an unpause", "retry": "a call's next try",
+}
+# A search term naming a tag: key=value (the value may be quoted: customer="ada lovelace").
+TAG_TERM = re.compile(r"^([a-z0-9_]+)=(.+)$")
+
+
+def tag_terms(search_term: str) -> tuple[list[tuple[str, str]], str]:
+    """The search box's `key=value` terms (each a tag to match), and the rest of what was typed."""
+    tags, rest = [], []
+    for term in smart_split(search_term):
+        found = TAG_TERM.match(term)
+        if found:
+            value = found.group(2)
+            if len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]:
+                value = unescape_string_literal(value)
+            tags.append((found.group(1), value))
+        else:
+            rest.append(term)
+    return tags, " ".join(rest)
+
+
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     list_display = ("id", "workflow", "status", "started_by", "started", "pending_approvals", "error_code")
-    list_filter = ("status", "waiting_for", ErrorCodeFilter, "workflow", "started_by")
+    list_filter = ("status", WaitingForFilter, ErrorCodeFilter, "workflow", "started_by", TagFilter)
     search_fields = ("id", "tags__value")
-    search_help_text = "Search by run id, or by a value the run was tagged with (ctx.tag): an order number, a customer"
+    search_help_text = ("Search by run id, by a value the run was tagged with (ctx.tag): an order number, a customer; "
+                        "or by a tag, key=value: order=1001")
     date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")
     list_per_page = 50
@@ -156,6 +225,13 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         runs = visible_runs(me(request))
         return runs.annotate(pending_count=Coalesce(Subquery(pending, output_field=IntegerField()), Value(0)))
 
+    def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> tuple[Any, bool]:
+        """Django's search (run id, tag values), and `key=value` terms matching a tag exactly."""
+        tags, rest = tag_terms(search_term)
+        for key, value in tags:
+            queryset = tagged(queryset, key, value)
+        return super().get_search_results(request, queryset, rest)
+
     @admin.display(description="pending approvals", ordering="pending_count")
     def pending_approvals(self, run: Run) -> int:
         return getattr(run, "pending_count", 0)
@@ -175,7 +251,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             what = f'a message on "{waiting["topic"]}"'
         elif waiting["kind"] == "run":
             return format_html("its child run {}{}", run_link(waiting["run_id"]),
-                               f' until {waiting["until"]}' if waiting["until"] else "")
+                               format_html(" until {}", moment(run.wake_at)) if run.wake_at else "")
         elif waiting["kind"] == "paused":
             why = f' ({waiting["reason"]}, paused by {waiting["by"]})' if waiting.get("reason") else ""
             what = f'the unpause of {waiting["target"]}{why}'
@@ -183,7 +259,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             what = ", ".join(f'{a["title"]} ({a["approver"]})' for a in waiting["approvals"]) or "an approval"
         else:
             what = waiting["kind"]
-        return what + (f' until {waiting["until"]}' if waiting["until"] else "")
+        return format_html("{}{}", what, format_html(" until {}", moment(run.wake_at)) if run.wake_at else "")
 
     @admin.display(description="started by run")
     def parent_link(self, run: Run) -> str:
