@@ -115,7 +115,7 @@ class WaitingForFilter(admin.SimpleListFilter):
         if not kind:
             return queryset
         if kind not in WAITING_FOR:
-            messages.error(request, f"waiting_for must be one of {', '.join(WAITING_FOR)}; got {kind!r}")
+            messages.error(request, f"“{kind}” is not what a run waits for: one of {', '.join(WAITING_FOR)}")
             return queryset.none()
         return runs_waiting_for(queryset, kind)
 

@@ -22,6 +22,7 @@ from runs.approvals.services import decide
 from runs.authoring import define_workflow
 from runs.config.registry import set_config
 from runs.config.resolution import load_config
+from runs.engine import pauses
 from runs.models import Run
 from runs.tests import test_admin_browser as admin_browser
 from runs.tests.fixtures import GET
@@ -375,7 +376,15 @@ def scheduled(ctx, input):
     return {}
 
 
-def test_every_moment_on_the_lists_reads_the_desks_one_way(live_server, engine_for, browser, shots):
+@pytest.fixture
+def fresh_pauses():
+    """The engine keeps the pauses it read for a moment: none of another test's, none left after."""
+    pauses.forget()
+    yield
+    pauses.forget()
+
+
+def test_every_moment_on_the_lists_reads_the_desks_one_way(live_server, engine_for, browser, shots, fresh_pauses):
     engine = engine_for(orders, define_workflow(name="nightly", run=scheduled,
                                                 trigger={"schedule": "0 3 * * *", "timezone": "Europe/Helsinki"}))
     register_version(version=engine.config.version, promote=True)
