@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from django.contrib import admin, messages
@@ -16,19 +15,19 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
-from django.utils.text import smart_split, unescape_string_literal
 
 from connectors.errors import SanomaError
 from runs import ledger, recovery, selectors, services
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
 from runs.admin.graph import graph_of
 from runs.admin.now import sentence
+from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
 from runs.approvals.selectors import approvals_of
 from runs.display import duration, moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
-from runs.selectors import WAITING_FOR, children_of, parse_tag, runs_waiting_for, tagged, waiting_on
+from runs.selectors import children_of, tagged, waiting_on
 from runs.validation import parse_json
 
 
@@ -98,72 +97,6 @@ class ErrorCodeFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: Any) -> Any:
         return queryset.filter(error__code=self.value()) if self.value() else queryset
-
-
-class WaitingForFilter(admin.SimpleListFilter):
-    """Runs by what they wait for: every kind there is, listed whether or not a run waits for it
-    now (the list refreshes itself, so a choice made stays meaningful)."""
-
-    title = "waiting for"
-    parameter_name = "waiting_for"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(kind, WAITING_LABELS[kind]) for kind in WAITING_FOR]
-
-    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
-        kind = self.value()
-        if not kind:
-            return queryset
-        if kind not in WAITING_FOR:
-            messages.error(request, f"“{kind}” is not what a run waits for: one of {', '.join(WAITING_FOR)}")
-            return queryset.none()
-        return runs_waiting_for(queryset, kind)
-
-
-class TagFilter(admin.SimpleListFilter):
-    """`?tag=order=1001`: the runs tagged so (ctx.tag), as the API's `tag=`. Shown in the sidebar
-    while it is applied, with "All" to lift it; the search box finds the same (`order=1001`)."""
-
-    title = "tag"
-    parameter_name = "tag"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        value = self.value()
-        return [(value, value)] if value else []
-
-    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
-        if not self.value():
-            return queryset
-        try:
-            key, value = parse_tag(self.value())
-        except SanomaError as err:
-            messages.error(request, err.message)
-            return queryset.none()
-        return tagged(queryset, key, value)
-
-
-# The waiting-for filter's choices, as a person reads them.
-WAITING_LABELS = {
-    "approval": "an approval", "message": "a message", "sleep": "a sleep to end", "run": "a child run",
-    "in_doubt": "a word on a call in doubt", "paused": "an unpause", "retry": "a call's next try",
-}
-# A search term naming a tag: key=value (the value may be quoted: customer="ada lovelace").
-TAG_TERM = re.compile(r"^([a-z0-9_]+)=(.+)$")
-
-
-def tag_terms(search_term: str) -> tuple[list[tuple[str, str]], str]:
-    """The search box's `key=value` terms (each a tag to match), and the rest of what was typed."""
-    tags, rest = [], []
-    for term in smart_split(search_term):
-        found = TAG_TERM.match(term)
-        if found:
-            value = found.group(2)
-            if len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]:
-                value = unescape_string_literal(value)
-            tags.append((found.group(1), value))
-        else:
-            rest.append(term)
-    return tags, " ".join(rest)
 
 
 @admin.register(Run)
