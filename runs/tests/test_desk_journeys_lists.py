@@ -396,6 +396,7 @@ def test_every_moment_on_the_lists_reads_the_desks_one_way(live_server, engine_f
     pausing.unpause(kind="connector", target="acme", by="olga")
 
     log_in(browser, live_server.url, "olga", then="/admin/")
+    until(browser, EC.presence_of_element_located((By.ID, "inbox-badge")))  # signed in
     pages = {
         "/admin/runs/pause/": "#result_list", "/admin/runs/appversion/": "#result_list",
         "/admin/wakeups/schedulestate/": "#content-main", "/admin/runs/ledgerrecord/": "#result_list",
