@@ -3,8 +3,10 @@
 The home page lists what an operator works with (runs and approvals, declared state, schedules)
 before anything else; the tables Django and its add-ons keep (users, tokens, django-q's task
 records, object permissions) are grouped under one "Administration" heading that only
-superusers see. Every page's header carries the count of approvals waiting for the signed-in
-user, linked to the inbox.
+superusers see. Within a section what an operator opens most comes first, and a table is named
+for the page it is (the wake-ups' ScheduleState is "Schedules"); who may start a workflow is
+granted from the catalog's page of that workflow, so workflows are listed once. Every page's
+header carries the count of approvals waiting for the signed-in user, linked to the inbox.
 """
 from __future__ import annotations
 
