@@ -429,7 +429,10 @@ class WorkflowEntry(models.Model):
 
     class Meta:
         ordering = ["name"]
-        verbose_name = "workflow"
+        # Its list and guardian's page are where starting a workflow is granted; the catalog's
+        # "Workflows" is the list of workflows.
+        verbose_name = "who may start a workflow"
+        verbose_name_plural = "who may start workflows"
         permissions = [("start_workflow", "Can start this workflow")]
 
     def __str__(self) -> str:

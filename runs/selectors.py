@@ -28,6 +28,11 @@ from runs.models import (
 
 RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
+# What a run can wait for, as the run list filters it (`waiting_for=`): a person's decision, a
+# message, the end of a sleep, a child run, an operator's word on a call in doubt, the unpause of
+# what holds it, the next try of a failed call.
+WAITING_FOR = ("approval", "message", "sleep", "run", "in_doubt", "paused", "retry")
+
 
 def visible_run(*, run_id: Any, viewer: str | Principal | None, for_update: bool = False) -> Run:
     """The run if `viewer` may see it, else `run_not_found`: the visibility rule, in one place.
@@ -71,23 +76,21 @@ class RunFilter:
     tags: tuple[tuple[str, str], ...] = ()  # each (key, value) must match
     started_after: datetime | None = None
     started_before: datetime | None = None
+    waiting_for: str | None = None  # one of WAITING_FOR
 
     @classmethod
     def parse(cls, *, status: Any = None, workflow: Any = None, started_by: Any = None, error_code: Any = None,
-              tags: Any = (), started_after: Any = None, started_before: Any = None) -> RunFilter:
+              tags: Any = (), started_after: Any = None, started_before: Any = None,
+              waiting_for: Any = None) -> RunFilter:
         """A filter from strings as the API and the commands get them; `invalid_input` naming the field."""
         if status is not None and status not in RunStatus.values:
             raise _bad("status", f"status must be one of {', '.join(RunStatus.values)}; got {status!r}")
-        pairs = []
-        for tag in tags or ():
-            key, sep, value = tag.partition("=") if isinstance(tag, str) else ("", "", "")
-            if not sep or not key or not value:
-                raise _bad("tag", f"a tag filter is key=value (e.g. order=1001); got {tag!r}")
-            pairs.append((key, value))
+        if waiting_for is not None and waiting_for not in WAITING_FOR:
+            raise _bad("waiting_for", f"waiting_for must be one of {', '.join(WAITING_FOR)}; got {waiting_for!r}")
         return cls(status=status or None, workflow=workflow or None, started_by=started_by or None,
-                   error_code=error_code or None, tags=tuple(pairs),
+                   error_code=error_code or None, tags=tuple(parse_tag(tag) for tag in tags or ()),
                    started_after=_moment("started_after", started_after),
-                   started_before=_moment("started_before", started_before))
+                   started_before=_moment("started_before", started_before), waiting_for=waiting_for or None)
 
     def apply(self, runs: QuerySet[Run]) -> QuerySet[Run]:
         if self.status:
@@ -99,12 +102,35 @@ class RunFilter:
         if self.error_code:
             runs = runs.filter(error__code=self.error_code)
         for key, value in self.tags:
-            runs = runs.filter(pk__in=RunTag.objects.filter(key=key, value=value).values("run_id"))
+            runs = tagged(runs, key, value)
+        if self.waiting_for:
+            runs = runs_waiting_for(runs, self.waiting_for)
         if self.started_after:
             runs = runs.filter(created_at__gte=self.started_after)
         if self.started_before:
             runs = runs.filter(created_at__lt=self.started_before)
         return runs
+
+
+def parse_tag(tag: Any) -> tuple[str, str]:
+    """`order=1001` as ("order", "1001"); `invalid_input` at `tag` for anything else."""
+    key, sep, value = tag.partition("=") if isinstance(tag, str) else ("", "", "")
+    if not sep or not key or not value:
+        raise _bad("tag", f"a tag filter is key=value (e.g. order=1001); got {tag!r}")
+    return key, value
+
+
+def tagged(runs: QuerySet[Run], key: str, value: str) -> QuerySet[Run]:
+    """The runs tagged `key=value` (ctx.tag), exactly."""
+    return runs.filter(pk__in=RunTag.objects.filter(key=key, value=value).values("run_id"))
+
+
+def runs_waiting_for(runs: QuerySet[Run], kind: str) -> QuerySet[Run]:
+    """The runs waiting for `kind` (one of WAITING_FOR). A run a pause holds waits for the unpause
+    whether it was waiting or queued when the pause caught it ("paused <target>")."""
+    if kind == PAUSED:
+        return runs.filter(waiting_for__startswith=f"{PAUSED} ")
+    return runs.filter(status=RunStatus.WAITING, waiting_for=kind)
 
 
 def _bad(field: str, message: str) -> InvalidInput:

@@ -76,31 +76,51 @@ def _operation(op: Operation, used_by: Mapping[str, list[str]], scenarios: Mappi
     }
 
 
+# Built-in vendors, named for what they are: sanoma's own operations (resources and people, its
+# hosts, changes, wake-ups) are declared by several connectors under one vendor, shown as one.
+BUILT_IN_TITLES = {"sanoma": "sanoma's own operations (built in)"}
+
+
+def by_vendor(config: ResolvedConfig) -> dict[str, list[Connector]]:
+    """The connectors of the config by vendor: one entry per vendor, in the config's order."""
+    vendors: dict[str, list[Connector]] = {}
+    for connector in config.connectors:
+        if isinstance(connector, Connector):
+            vendors.setdefault(connector.vendor, []).append(connector)
+    return vendors
+
+
+def vendor_title(connectors: list[Connector]) -> str:
+    vendor = connectors[0].vendor
+    return next((c.info.title for c in connectors if c.info.title), None) or BUILT_IN_TITLES.get(vendor, vendor)
+
+
 def connector_page(request: HttpRequest, vendor: str, *, context: dict[str, Any]) -> HttpResponse:
     config = get_config()
-    connector = next((c for c in config.connectors if isinstance(c, Connector) and c.vendor == vendor), None)
-    if connector is None:
+    connectors = by_vendor(config).get(vendor)
+    if not connectors:
         raise Http404(f"No connector {vendor}")
+    connector = connectors[0]
     used_by: dict[str, list[str]] = {}
     for wf in config.workflows.values():
         for op_id in wf.ops:
             used_by.setdefault(op_id, []).append(wf.name)
     by_op, _ = _scenario_uses(config)
     return TemplateResponse(request, "admin/catalog/connector.html", {
-        **context, "title": connector.info.title or connector.vendor, "connector": connector,
+        **context, "title": vendor_title(connectors), "connector": connector,
         "logo": logo_data_url(connector) or "",
-        "operations": [_operation(op, used_by, by_op) for op in connector.operations.values()],
+        "operations": [_operation(op, used_by, by_op) for c in connectors for op in c.operations.values()],
         "types": [{"key": t.key, "title": t.title, "identity": ", ".join(t.identity), "host": t.host}
-                  for t in connector.types.values()],
-        "credentials": credential_statuses(among=[connector]),
+                  for c in connectors for t in c.types.values()],
+        "credentials": credential_statuses(among=connectors),
     })
 
 
 def connectors_page(request: HttpRequest, *, context: dict[str, Any]) -> HttpResponse:
     config = get_config()
-    rows = [{"vendor": c.vendor, "title": c.info.title or c.vendor, "logo": logo_data_url(c) or "",
-             "operations": len(c.operations), "homepage": c.info.homepage or ""}
-            for c in config.connectors if isinstance(c, Connector)]
+    rows = [{"vendor": vendor, "title": vendor_title(group), "logo": logo_data_url(group[0]) or "",
+             "operations": sum(len(c.operations) for c in group), "homepage": group[0].info.homepage or ""}
+            for vendor, group in by_vendor(config).items()]
     return TemplateResponse(request, "admin/catalog/connectors.html", {**context, "title": "Connectors",
                                                                       "connectors": rows})
 

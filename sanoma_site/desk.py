@@ -3,8 +3,10 @@
 The home page lists what an operator works with (runs and approvals, declared state, schedules)
 before anything else; the tables Django and its add-ons keep (users, tokens, django-q's task
 records, object permissions) are grouped under one "Administration" heading that only
-superusers see. Every page's header carries the count of approvals waiting for the signed-in
-user, linked to the inbox.
+superusers see. Within a section what an operator opens most comes first, and a table is named
+for the page it is (the wake-ups' ScheduleState is "Schedules"); who may start a workflow is
+granted from the catalog's page of that workflow, so workflows are listed once. Every page's
+header carries the count of approvals waiting for the signed-in user, linked to the inbox.
 """
 from __future__ import annotations
 
@@ -26,6 +28,23 @@ from sanoma_site.middleware import TIME_ZONE_SESSION_KEY
 
 # The desk's apps, in the order the home page lists them.
 DESK_APPS = ("runs", "changes", "wakeups")
+# Within a section, what an operator opens most comes first (by model class name); the rest follow
+# in Django's order.
+FIRST = {"runs": ("Run", "Approval", "Pause", "LedgerRecord", "CollectionRecord", "AppVersion")}
+# Tables named for what the page shows rather than for the table.
+NAMES = {("wakeups", "ScheduleState"): "Schedules", ("wakeups", "WakeupRow"): "Worker wake-up"}
+# Tables reached from another page, not from the sidebar: who may start a workflow is granted
+# from that workflow's catalog page (the catalog's Workflows is the one list of workflows).
+UNLISTED = {("runs", "WorkflowEntry")}
+
+
+def _desk_models(app: dict[str, Any]) -> dict[str, Any]:
+    label = app["app_label"]
+    order = FIRST.get(label, ())
+    models = [{**model, "name": NAMES.get((label, model["object_name"]), model["name"])}
+              for model in app["models"] if (label, model["object_name"]) not in UNLISTED]
+    models.sort(key=lambda m: order.index(m["object_name"]) if m["object_name"] in order else len(order))
+    return {**app, "models": models}
 
 
 class DeskSite(admin.AdminSite):
@@ -34,7 +53,8 @@ class DeskSite(admin.AdminSite):
     index_title = "The desk"
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
-        apps = super().get_app_list(request, app_label)
+        apps = [_desk_models(app) if app["app_label"] in DESK_APPS else app
+                for app in super().get_app_list(request, app_label)]
         if app_label is not None:
             return apps
         desk = sorted((a for a in apps if a["app_label"] in DESK_APPS), key=lambda a: DESK_APPS.index(a["app_label"]))

@@ -9,17 +9,27 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
 from connectors.errors import SanomaError
-from runs.admin.common import ReadOnlyMixin
+from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin
 from runs.config.registry import get_config
+from runs.display import moment
 from wakeups.models import ScheduleState, WakeupRow
-from wakeups.selectors import schedules
+from wakeups.selectors import ScheduleView, schedules
 from wakeups.services import run_now
 
 
 @admin.register(WakeupRow)
 class WakeupRowAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("id", "at", "stopped_at", "last_error")
-    readonly_fields = ("id", "at", "stopped_at", "last_error")
+    list_display = ("id", "wakes", "stopped", "last_error")
+    fields = ("id", "wakes", "stopped", "last_error")
+    readonly_fields = fields
+
+    @admin.display(description="wakes the worker at", ordering="at")
+    def wakes(self, row: WakeupRow) -> str:
+        return moment(row.at)
+
+    @admin.display(description="the worker stopped at", ordering="stopped_at")
+    def stopped(self, row: WakeupRow) -> str:
+        return moment(row.stopped_at)
 
 
 @admin.register(ScheduleState)
@@ -43,8 +53,16 @@ class ScheduleAdmin(ReadOnlyMixin, admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "title": "Schedules",
+            "live": LIVE_SECONDS,  # the next fires move on, runs start: the page follows
             "opts": self.model._meta,
-            "schedules": [v.as_dict() for v in schedules(config)],
+            "schedules": [shown(view) for view in schedules(config)],
             "can_run": request.user.has_perm("runs.start_workflow"),
         }
         return TemplateResponse(request, "admin/wakeups/schedules.html", context)
+
+
+def shown(view: ScheduleView) -> dict[str, Any]:
+    """A schedule as the page shows it: its moments the desk's one way (the person's zone, named)."""
+    state = view.state
+    return {**view.as_dict(), "next_fires_shown": [moment(fire) for fire in view.next_fires],
+            "last_fire_shown": moment(state.last_fire_at if state else None)}

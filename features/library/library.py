@@ -31,6 +31,8 @@ from features.library.expressions import (
 from features.library.inputs import Maker
 from features.library.stepsets import StepSet, as_step_set
 from features.library.values import TAKES_OBJECT, Fields, doc_object, plain_value, step_object, table_rows, validate
+from runs.collections.definition import DATA_VENDOR
+from runs.collections.fake import data_fake
 
 OBJECT = TAKES_OBJECT
 JSON_VALUE = "a JSON doc string"
@@ -90,6 +92,19 @@ class Rule:
 _LIBRARIES: weakref.WeakKeyDictionary[Any, StepLibrary] = weakref.WeakKeyDictionary()
 
 
+def scenario_fakes(config: Any) -> dict[str, Any]:
+    """The vendors a scenario runs on fakes of: the config's fakes, and the collections (`data`),
+    which scenarios always run on a fake of their own even where the site keeps them on the
+    database. A site's config (the desk's catalog, `GET /api/scenarios`) reads its scenarios as
+    behave runs them: a step naming `data` is not "no fake for vendor data" there."""
+    fakes = dict(config.fakes)
+    connector = next((c for c in getattr(config, "connectors", ()) if getattr(c, "vendor", None) == DATA_VENDOR),
+                     None)
+    if DATA_VENDOR not in fakes and connector is not None:
+        fakes[DATA_VENDOR] = data_fake(connector, list((getattr(config, "collections", None) or {}).values()))
+    return fakes
+
+
 class StepLibrary:
     """Every step the config's scenarios may use."""
 
@@ -97,7 +112,7 @@ class StepLibrary:
         self.config = config
         self.ops = dict(config.ops)
         self.workflows = dict(config.workflows)
-        self.fakes = dict(config.fakes)
+        self.fakes = scenario_fakes(config)
         self._fields: dict[tuple[str, str], Fields] = {}
         self.types: ParameterTypeRegistry = step_types(
             parameter_type("op", r"\S+", self._known_op),

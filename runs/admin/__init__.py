@@ -9,6 +9,7 @@ imports this package):
 
 - `common`: helpers every page shares (`me`, JSON display, run links, refusals, `ReadOnlyMixin`);
 - `runs`: the run list and page (steps, approvals, ledger timeline), cancelling;
+- `run_filters`: the run list's filters and search by what a run waits for and by tag;
 - `start`: the start-a-run form, built from the workflow's input JSON Schema, and its view;
 - `approvals`: the approvals inbox and the decide / withdraw page;
 - `ledger`: the append-only ledger records;

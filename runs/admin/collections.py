@@ -16,6 +16,7 @@ from django.http import HttpRequest
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, run_link
 from runs.collections import selectors
 from runs.config.registry import get_config
+from runs.display import moment
 from runs.models import CollectionRecord
 
 
@@ -35,21 +36,25 @@ class CollectionFilter(admin.SimpleListFilter):
 
 @admin.register(CollectionRecord)
 class CollectionRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("collection", "key", "version", "updated_at", "run")
+    list_display = ("collection", "key", "version", "updated", "run")
     list_filter = (CollectionFilter,)
     search_fields = ("key",)
     search_help_text = "Search by key"
     ordering = ("collection", "key")
     list_per_page = 100
     actions = None
-    fields = ("collection", "key", "version", "updated_at", "run", "record_json")
-    readonly_fields = ("run", "record_json")
+    fields = ("collection", "key", "version", "updated", "run", "record_json")
+    readonly_fields = ("updated", "run", "record_json")
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_staff(request) and selectors.may_read(me(request))
 
     def has_view_permission(self, request: HttpRequest, obj: CollectionRecord | None = None) -> bool:
         return is_staff(request) and selectors.may_read(me(request))
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, record: CollectionRecord) -> str:
+        return moment(record.updated_at)
 
     @admin.display(description="written by run", ordering="updated_by_run")
     def run(self, record: CollectionRecord) -> str:

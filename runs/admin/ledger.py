@@ -1,13 +1,12 @@
 """The ledger: append-only records, read here and never written."""
 from __future__ import annotations
 
-import datetime as dt
-
 from django.contrib import admin
 from django.http import HttpRequest
 
 from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, run_link
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
+from runs.display import moment
 from runs.models import LedgerRecord, Run
 
 
@@ -47,9 +46,9 @@ class LedgerRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def run(self, record: LedgerRecord) -> str:
         return run_link(record.run_id)
 
-    @admin.display(description="at (UTC)", ordering="at")
+    @admin.display(description="at", ordering="at")
     def when(self, record: LedgerRecord) -> str:
-        return dt.datetime.fromtimestamp(record.at / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        return moment(record.at)  # epoch milliseconds, shown as every moment of the desk is
 
     @admin.display(description="record")
     def body_json(self, record: LedgerRecord) -> str:

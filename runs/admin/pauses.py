@@ -17,6 +17,7 @@ from connectors.errors import SanomaError
 from runs import pausing
 from runs.admin.common import is_staff, me, refusal, run_link
 from runs.config.registry import get_config
+from runs.display import moment
 from runs.models import Pause
 
 
@@ -44,8 +45,7 @@ class PauseForm(forms.ModelForm):
 @admin.register(Pause)
 class PauseAdmin(admin.ModelAdmin):
     form = PauseForm
-    list_display = ("target", "kind", "state", "reason", "paused_by", "paused_at", "unpaused_by", "unpaused_at",
-                    "held")
+    list_display = ("target", "kind", "state", "reason", "paused_by", "paused", "unpaused_by", "unpaused", "held")
     list_filter = ("kind",)
     actions = ("unpause_selected",)
     readonly_fields = ("held",)
@@ -74,6 +74,14 @@ class PauseAdmin(admin.ModelAdmin):
     @admin.display(description="state", boolean=False)
     def state(self, pause: Pause) -> str:
         return "active" if pause.active else "lifted"
+
+    @admin.display(description="paused at", ordering="paused_at")
+    def paused(self, pause: Pause) -> str:
+        return moment(pause.paused_at)
+
+    @admin.display(description="unpaused at", ordering="unpaused_at")
+    def unpaused(self, pause: Pause) -> str:
+        return moment(pause.unpaused_at)
 
     @admin.display(description="runs held")
     def held(self, pause: Pause) -> str:

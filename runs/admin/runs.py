@@ -21,12 +21,13 @@ from runs import ledger, recovery, selectors, services
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
 from runs.admin.graph import graph_of
 from runs.admin.now import sentence
+from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
 from runs.approvals.selectors import approvals_of
 from runs.display import duration, moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
-from runs.selectors import children_of, waiting_on
+from runs.selectors import children_of, tagged, waiting_on
 from runs.validation import parse_json
 
 
@@ -101,9 +102,10 @@ class ErrorCodeFilter(admin.SimpleListFilter):
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     list_display = ("id", "workflow", "status", "started_by", "started", "pending_approvals", "error_code")
-    list_filter = ("status", "waiting_for", ErrorCodeFilter, "workflow", "started_by")
+    list_filter = ("status", WaitingForFilter, ErrorCodeFilter, "workflow", "started_by", TagFilter)
     search_fields = ("id", "tags__value")
-    search_help_text = "Search by run id, or by a value the run was tagged with (ctx.tag): an order number, a customer"
+    search_help_text = ("Search by run id, by a value the run was tagged with (ctx.tag): an order number, a customer; "
+                        "or by a tag, key=value: order=1001")
     date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")
     list_per_page = 50
@@ -156,6 +158,13 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         runs = visible_runs(me(request))
         return runs.annotate(pending_count=Coalesce(Subquery(pending, output_field=IntegerField()), Value(0)))
 
+    def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> tuple[Any, bool]:
+        """Django's search (run id, tag values), and `key=value` terms matching a tag exactly."""
+        tags, rest = tag_terms(search_term)
+        for key, value in tags:
+            queryset = tagged(queryset, key, value)
+        return super().get_search_results(request, queryset, rest)
+
     @admin.display(description="pending approvals", ordering="pending_count")
     def pending_approvals(self, run: Run) -> int:
         return getattr(run, "pending_count", 0)
@@ -175,7 +184,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             what = f'a message on "{waiting["topic"]}"'
         elif waiting["kind"] == "run":
             return format_html("its child run {}{}", run_link(waiting["run_id"]),
-                               f' until {waiting["until"]}' if waiting["until"] else "")
+                               format_html(" until {}", moment(run.wake_at)) if run.wake_at else "")
         elif waiting["kind"] == "paused":
             why = f' ({waiting["reason"]}, paused by {waiting["by"]})' if waiting.get("reason") else ""
             what = f'the unpause of {waiting["target"]}{why}'
@@ -183,7 +192,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             what = ", ".join(f'{a["title"]} ({a["approver"]})' for a in waiting["approvals"]) or "an approval"
         else:
             what = waiting["kind"]
-        return what + (f' until {waiting["until"]}' if waiting["until"] else "")
+        return format_html("{}{}", what, format_html(" until {}", moment(run.wake_at)) if run.wake_at else "")
 
     @admin.display(description="started by run")
     def parent_link(self, run: Run) -> str:

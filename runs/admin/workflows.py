@@ -1,15 +1,20 @@
-"""App versions, and the workflows whose object permissions (guardian) grant who may start them."""
+"""App versions, and who may start each workflow: a row per workflow whose object permissions
+(guardian's page) grant it. The catalog's page of a workflow links here ("Grant…"); the sidebar
+lists workflows once, in the catalog."""
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import quote, unquote
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import path
 from guardian.admin import GuardedModelAdmin
 
 from runs.admin.common import ReadOnlyMixin
 from runs.config.registry import get_config
+from runs.display import moment
 from runs.models import AppVersion, WorkflowEntry
 from runs.versions import sync_workflow_entries
 
@@ -22,9 +27,19 @@ def _number(key: str) -> str:
 
 @admin.register(AppVersion)
 class AppVersionAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("version", "first_started_at", "promoted_at", "current")
+    list_display = ("version", "first_started", "promoted", "current")
     ordering = ("-promoted_at",)
     actions = None
+    fields = ("version", "first_started", "promoted", "current")
+    readonly_fields = fields
+
+    @admin.display(description="first run started", ordering="first_started_at")
+    def first_started(self, version: AppVersion) -> str:
+        return moment(version.first_started_at)
+
+    @admin.display(description="promoted", ordering="promoted_at")
+    def promoted(self, version: AppVersion) -> str:
+        return moment(version.promoted_at)
 
     @admin.display(boolean=True, description="this site's version")
     def current(self, version: AppVersion) -> bool:
@@ -61,6 +76,21 @@ class WorkflowEntryAdmin(GuardedModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: Any = None):
         sync_workflow_entries(get_config())  # every workflow of the config has a row to grant on
         return super().changelist_view(request, extra_context)
+
+    def get_urls(self) -> list[Any]:
+        grant = self.admin_site.admin_view(self.grant_view)
+        return [path("grant/<str:name>/", grant, name="runs_workflowentry_grant"), *super().get_urls()]
+
+    def grant_view(self, request: HttpRequest, name: str) -> HttpResponse:
+        """From a workflow's catalog page to guardian's page granting who may start it."""
+        config = get_config()
+        if name not in config.workflows:
+            raise Http404(f"No workflow {name}")
+        if not self.has_change_permission(request):
+            return redirect("admin:catalog_workflow", name)
+        sync_workflow_entries(config)  # the workflow's row, to grant on
+        entry = WorkflowEntry.objects.get(name=name)
+        return redirect("admin:runs_workflowentry_permissions", quote(str(entry.pk)))
 
     @admin.display(description="title")
     def config_title(self, entry: WorkflowEntry) -> str:

@@ -14,7 +14,7 @@ from rest_framework import serializers
 from runs.config.resolution import input_schema
 from runs.config.workflows import WorkflowDefinition
 from runs.models import Decision, Run, RunStatus
-from runs.selectors import children_of, waiting_on
+from runs.selectors import WAITING_FOR, children_of, waiting_on
 from runs.validation import RUN_ID_RULE, is_valid_run_id
 
 # ---- input --------------------------------------------------------------------------------------
@@ -92,6 +92,9 @@ class RunListQuery(StrictSerializer):
                                 help_text="key=value (ctx.tag); repeat the parameter to narrow")
     since = serializers.CharField(required=False, help_text="started at or after (ISO 8601 date or date-time)")
     until = serializers.CharField(required=False, help_text="started before (ISO 8601 date or date-time)")
+    waiting_for = serializers.ChoiceField(choices=WAITING_FOR, required=False, help_text=(
+        "what the run waits for: approval, message, sleep, run (a child run), in_doubt (an operator's word on a "
+        "call), paused (the unpause of what holds it), retry (the next try of a failed call)"))
 
     def validate_since(self, value: str) -> str:
         return _iso_moment("since", value)

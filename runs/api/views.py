@@ -190,7 +190,7 @@ class RunListView(SanomaAPIView):
         where = selectors.RunFilter.parse(
             status=query.get("status"), workflow=query.get("workflow"), started_by=query.get("started_by"),
             error_code=query.get("error_code"), tags=query.get("tag") or (), started_after=query.get("since"),
-            started_before=query.get("until"))
+            started_before=query.get("until"), waiting_for=query.get("waiting_for"))
         paginator = Page()
         limit, offset = paginator.get_limit(request), paginator.get_offset(request)
         page = selectors.list_runs(viewer=me(request), where=where, limit=limit, offset=offset)
