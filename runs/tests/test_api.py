@@ -497,7 +497,7 @@ def test_decision_refusals_have_their_codes(held, engine, people, fast_decide):
     nothing = post(client_for(people["alice"]), "/api/runs/nap-1/approvals", {"decision": "approve"})
     assert nothing.status_code == 404 and nothing.json()["code"] == "no_pending_approval"
 
-    services.cancel(run_id=held.id, by="alice")
+    services.cancel(run_id=held.id, by="alice", reason="no longer needed")
     ended = post(client, f"/api/runs/{held.id}/approvals", {"decision": "approve"})
     assert ended.status_code == 409 and ended.json()["code"] == "run_ended"
     assert not DecisionMessage.objects.exists()
