@@ -30,10 +30,24 @@ from runs.models import Approval, Run, RunStatus
 
 @contextmanager
 def one_snapshot() -> Iterator[None]:
-    """Every read inside sees the database at one moment. Inside a transaction already begun (a
-    test's), the reads see that transaction, as they would anyway."""
+    """Every read inside sees the database at one moment, and nothing inside writes. Inside a
+    transaction already begun (a test's), the reads see that transaction, as they would anyway."""
     if connection.in_atomic_block:
         yield
+        return
+    if connection.vendor == "sqlite":
+        # The site's SQLite transactions begin IMMEDIATE, taking the write lock: a page read that
+        # way would hold every worker off while it renders. A DEFERRED one only reads: in WAL mode
+        # it sees the database as of its first read, and writers go on meanwhile.
+        connection.ensure_connection()
+        mode = connection.transaction_mode  # type: ignore[attr-defined]
+        connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]
+        try:
+            with transaction.atomic():
+                connection.transaction_mode = mode  # type: ignore[attr-defined]  # only its BEGIN needed it
+                yield
+        finally:
+            connection.transaction_mode = mode  # type: ignore[attr-defined]
         return
     with transaction.atomic():
         if connection.vendor == "postgresql":
