@@ -85,6 +85,14 @@ def _source(run_id: str, principal: Principal, allowed: Sequence[str], act: str)
 
 # Effects that change something outside: made live again, each is done again at its vendor.
 SIDE_EFFECTS = ("money", "send", "publish", "write", "access")
+# What each means, done again.
+AGAIN = {
+    "money": "money moves again (a payment or refund is made again)",
+    "send": "messages go out again (a mail, a text)",
+    "publish": "posts are published again",
+    "write": "records are written again",
+    "access": "access is granted or revoked again",
+}
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,11 @@ class RecoveryPlan:
         """The side effects (money, send, ...) the live steps had, each once, in SIDE_EFFECTS' order."""
         had = {step.effect for step in self.live}
         return [effect for effect in SIDE_EFFECTS if effect in had]
+
+    @property
+    def effects_said(self) -> list[str]:
+        """Each side effect of `effects` in words: what is done again."""
+        return [AGAIN[effect] for effect in self.effects]
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.source.id, "act": self.act, "from_step": self.from_step,
