@@ -3,11 +3,17 @@
 Each is an operator's act (`runs.rerun_runs`; a bulk cancel takes `runs.operate_runs`) on runs
 the operator may see. The new run's id is `<source>~<n>` (the n-th rerun or fork of that run);
 its `run.started` record names the run it reruns or forks, so the audit links them.
+
+Before either acts, `check_rerun` and `check_fork` answer what it would do, writing nothing: the
+source's steps it reuses and those it makes live again, each with what it did and, for a call,
+its effect (money, send, write, ...), so the operator sees that a fork of a finished refund sends
+the customer's mail again before it does. Every surface shows that plan first (the desk's
+confirmation pages, `dry_run` in the API, the commands' list before their question).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -18,8 +24,17 @@ from runs.approvals.permissions import Principal, check_can_operate, check_can_r
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, transitions
-from runs.engine.fork import check_fork
-from runs.models import ENDED_STATUSES, Approval, LedgerKind, LedgerRecord, Run, RunStatus, Step
+from runs.engine.fork import check_fork as check_replay
+from runs.models import (
+    ENDED_STATUSES,
+    Approval,
+    ApprovalRequester,
+    LedgerKind,
+    LedgerRecord,
+    Run,
+    RunStatus,
+    Step,
+)
 from runs.selectors import RunFilter, matching_runs, visible_run
 from runs.validation import MAX_RUN_ID_LENGTH, validate_input
 
@@ -66,14 +81,152 @@ def _source(run_id: str, principal: Principal, allowed: Sequence[str], act: str)
     return source
 
 
-def rerun(*, run_id: str, by: str | Principal, config: ResolvedConfig | None = None) -> Run:
-    """A new run of a failed run's workflow with the same input and starter, from the top."""
+# ---- what a rerun or a fork would do ------------------------------------------------------------
+
+# Effects that change something outside: made live again, each is done again at its vendor.
+SIDE_EFFECTS = ("money", "send", "publish", "write", "access")
+# What each means, done again.
+AGAIN = {
+    "money": "money moves again (a payment or refund is made again)",
+    "send": "messages go out again (a mail, a text)",
+    "publish": "posts are published again",
+    "write": "records are written again",
+    "access": "access is granted or revoked again",
+}
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """One step of the source run, as a rerun or fork would treat it."""
+
+    seq: int
+    kind: str  # call, approval, sleep, wait, message, run_wait, run_end, tag, now
+    name: str  # the operation, the approval's title, the topic, the child run, ...
+    effect: str | None  # a call's effect (read, write, publish, send, money, access); None for the rest
+    outcome: str  # what the source's step came to: ok, an error code, denied, an approval's status
+    again: str  # made live: what the new run does again; reused: what it takes from the source
+
+    @property
+    def side_effect(self) -> bool:
+        """A call that changes something at its vendor (anything but a read)."""
+        return self.effect in SIDE_EFFECTS
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "kind": self.kind, "name": self.name, "effect": self.effect,
+                "outcome": self.outcome, "what": self.again}
+
+
+@dataclass(frozen=True)
+class RecoveryPlan:
+    """What a rerun or a fork of `source` would do, before it does it."""
+
+    act: str  # "rerun" or "fork"
+    source: Run
+    from_step: int | None
+    reused: list[PlannedStep] = field(default_factory=list)
+    live: list[PlannedStep] = field(default_factory=list)
+
+    @property
+    def effects(self) -> list[str]:
+        """The side effects (money, send, ...) the live steps had, each once, in SIDE_EFFECTS' order."""
+        had = {step.effect for step in self.live}
+        return [effect for effect in SIDE_EFFECTS if effect in had]
+
+    @property
+    def effects_said(self) -> list[str]:
+        """Each side effect of `effects` in words: what is done again."""
+        return [AGAIN[effect] for effect in self.effects]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_id": self.source.id, "act": self.act, "from_step": self.from_step,
+                "workflow": self.source.workflow, "status": self.source.status,
+                "reused": [step.as_dict() for step in self.reused], "live": [step.as_dict() for step in self.live],
+                "effects": self.effects}
+
+
+def _again(kind: str, name: str, effect: str | None, approver: str) -> str:
+    """What the new run does again for a step made live."""
+    if kind == "call" and name == "sanoma.run.start":
+        return "starts a child run again"
+    if kind == "call":
+        return f"calls {name} again ({effect or 'effect unknown'}): the vendor sees a new call"
+    return {
+        "approval": f"asks {approver} again",
+        "sleep": "sleeps again",
+        "wait": f"waits for a new message on “{name}”",
+        "message": f"reads a new message on “{name}” (the one read before stays with the source)",
+        "run_wait": "waits for its child run again",
+        "run_end": "reads its child run's end again",
+        "tag": "tags the run again",
+        "now": "reads the clock again",
+    }.get(kind, f"{kind} again")
+
+
+def _reused(kind: str, name: str) -> str:
+    if kind == "call":
+        return f"{name}: its recorded reply is reused, not called again"
+    if kind == "approval":
+        return "its decision stands"
+    return "its recorded outcome is reused"
+
+
+def _steps_of(source: Run, config: ResolvedConfig) -> list[tuple[int, str, str, str | None, str, str]]:
+    """The source's steps and workflow approvals in order: (seq, kind, name, effect, outcome, approver)."""
+    effects = {record.seq: record.body.get("effect") for record in
+               LedgerRecord.objects.filter(run_id=source.pk, kind=LedgerKind.OP_CALLED).only("seq", "body")}
+    rows: list[tuple[int, str, str, str | None, str, str]] = []
+    for step in Step.objects.filter(run=source).order_by("seq"):
+        error = step.error or {}
+        decision = step.decision or {}
+        outcome = ("denied" if decision.get("kind") == "deny"
+                   else (error.get("code") or error.get("name") or "error") if error else "ok")
+        effect = effects.get(step.seq) if step.kind == "call" else None
+        if step.kind == "call" and effect is None:
+            op = config.ops.get(step.name)
+            effect = op.effect if op is not None else None
+        rows.append((step.seq, step.kind, step.name, effect, outcome, ""))
+    for approval in Approval.objects.filter(run=source, requested_by=ApprovalRequester.WORKFLOW).order_by("seq"):
+        rows.append((approval.seq, "approval", approval.title, None, approval.status, approval.approver))
+    return sorted(rows)
+
+
+def _plan(act: str, source: Run, from_step: int | None, config: ResolvedConfig) -> RecoveryPlan:
+    reused, live = [], []
+    for seq, kind, name, effect, outcome, approver in _steps_of(source, config):
+        if from_step is not None and seq < from_step:
+            reused.append(PlannedStep(seq, kind, name, effect, outcome, _reused(kind, name)))
+        else:
+            live.append(PlannedStep(seq, kind, name, effect, outcome, _again(kind, name, effect, approver)))
+    return RecoveryPlan(act=act, source=source, from_step=from_step, reused=reused, live=live)
+
+
+def check_rerun(*, run_id: str, by: str | Principal, config: ResolvedConfig | None = None) -> RecoveryPlan:
+    """Everything `rerun` refuses, and what it would do (every step live again), writing nothing."""
     config = config or get_config()
     principal = principal_of(by)
     source = _source(run_id, principal, RERUNNABLE, "rerun")
     if source.workflow not in config.workflows:
         raise SanomaError(f"Workflow {source.workflow} is not in the current code ({config.version})",
                           code=ErrorCode.WORKFLOW_NOT_FOUND, data={"workflow": source.workflow})
+    return _plan("rerun", source, None, config)
+
+
+def check_fork(*, run_id: str, from_step: Any, by: str | Principal,
+               config: ResolvedConfig | None = None) -> RecoveryPlan:
+    """Everything `fork` refuses (the current code replayed dry over the steps before
+    `from_step`), and what it would do: the steps it reuses and those it makes live. Writes nothing."""
+    config = config or get_config()
+    principal = principal_of(by)
+    source = _source(run_id, principal, FORKABLE, "forked")
+    check_replay(source=source, from_step=from_step, config=config)
+    return _plan("fork", source, from_step, config)
+
+
+def rerun(*, run_id: str, by: str | Principal, config: ResolvedConfig | None = None) -> Run:
+    """A new run of a failed run's workflow with the same input and starter, from the top."""
+    config = config or get_config()
+    principal = principal_of(by)
+    source = check_rerun(run_id=run_id, by=principal, config=config).source
     return _copy(source, config=config, body={"rerun_of": source.id, "by": principal.id})
 
 
@@ -84,7 +237,7 @@ def fork(*, run_id: str, from_step: Any, by: str | Principal, config: ResolvedCo
     config = config or get_config()
     principal = principal_of(by)
     source = _source(run_id, principal, FORKABLE, "forked")
-    reused = check_fork(source=source, from_step=from_step, config=config)
+    reused = check_replay(source=source, from_step=from_step, config=config)
     with transaction.atomic():
         run = _copy(source, config=config, body={"fork_of": source.id, "from_step": from_step, "by": principal.id})
         # Not runnable until its reused steps are in: the enqueued task finds them (same transaction).
@@ -121,6 +274,11 @@ def count_matching(*, where: RunFilter, by: str | Principal) -> int:
     return matching_runs(viewer=principal_of(by), where=where).count()
 
 
+def runs_matching(*, where: RunFilter, by: str | Principal) -> list[Run]:
+    """The runs a bulk act on `where` would touch (at most MAX_BULK), to show before it acts."""
+    return list(matching_runs(viewer=principal_of(by), where=where)[:MAX_BULK])
+
+
 def _check_expected(where: RunFilter, principal: Principal, expect: int) -> list[Run]:
     runs = list(matching_runs(viewer=principal, where=where)[: MAX_BULK + 1])
     if len(runs) > MAX_BULK:
@@ -153,15 +311,17 @@ def rerun_matching(*, where: RunFilter, expect: int, by: str | Principal,
     return BulkResult(matched=len(runs), done=done, refused=refused)
 
 
-def cancel_matching(*, where: RunFilter, expect: int, by: str | Principal) -> BulkResult:
-    """Cancel every unended run matching `where`, once `expect` is confirmed (see `rerun_matching`)."""
+def cancel_matching(*, where: RunFilter, expect: int, by: str | Principal, reason: str) -> BulkResult:
+    """Cancel every unended run matching `where`, once `expect` is confirmed (see `rerun_matching`),
+    each with `reason` (required: a blank one refuses the whole act, with nothing done)."""
     principal = principal_of(by)
+    why = services.check_reason(reason)
     runs = [r for r in _check_expected(where, principal, expect) if r.status not in ENDED_STATUSES]
     done, refused = [], []
     for run in runs:
         try:
             check_can_operate(principal, run)
-            services.cancel(run_id=run.id, by=principal)
+            services.cancel(run_id=run.id, by=principal, reason=why)
             done.append(run.id)
         except SanomaError as err:
             refused.append((run.id, err.message))

@@ -131,9 +131,10 @@ def start_or_get(
     return run, True
 
 
-def cancel(*, run_id: str, by: str | Principal, reason: str = "") -> Run:
+def cancel(*, run_id: str, by: str | Principal, reason: str) -> Run:
     """Cancel a run that has not ended: it makes no further calls; a run that ended is `run_ended`.
-    The canceller's `reason`, when given, goes to the `run.cancelled` record.
+    Cancelling asks why: `reason` (non-blank text) goes to the `run.cancelled` record, whose actor
+    is the canceller (`by`). The run's pending approvals are withdrawn with it.
 
     Its unfinished child runs (and theirs) are cancelled with it, each with its own
     `run.cancelled` record naming the run whose cancel reached it; a parent waiting for a
@@ -146,16 +147,16 @@ def cancel(*, run_id: str, by: str | Principal, reason: str = "") -> Run:
         if run.status in ENDED_STATUSES:
             raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code=ErrorCode.RUN_ENDED,
                               data={"status": run.status})
-        check_reason(reason)
-        body = {"by": principal.id, **({"reason": reason.strip()} if reason and reason.strip() else {})}
-        _do_cancel(run, body=body, config=config)
+        why = check_reason(reason)
+        _do_cancel(run, by=principal.id, body={"by": principal.id, "reason": why}, config=config)
         parents = [run.pk]
         while parents:
             descendants = list(Run.objects.select_for_update().filter(parent_id__in=parents)
                                .exclude(status__in=ENDED_STATUSES).order_by("created_at"))
             for child in descendants:
                 because = f"its parent run {child.parent_id} was cancelled"
-                _do_cancel(child, body={"by": principal.id, "because": because}, config=config)
+                _do_cancel(child, by=principal.id, body={"by": principal.id, "reason": why, "because": because},
+                           config=config)
             parents = [child.pk for child in descendants]
     run.refresh_from_db()
     return run
@@ -164,20 +165,26 @@ def cancel(*, run_id: str, by: str | Principal, reason: str = "") -> Run:
 MAX_REASON = 2000
 
 
-def check_reason(reason: Any) -> None:
+def check_reason(reason: Any) -> str:
+    """Why a run is cancelled: non-blank text of at most MAX_REASON characters; answered stripped."""
     if not isinstance(reason, str) or len(reason) > MAX_REASON or "\x00" in reason:
         raise InvalidInput(f"A reason is text of at most {MAX_REASON} characters",
                            data={"issues": [{"path": ["reason"], "message": "not a reason", "code": "invalid"}]})
+    if not reason.strip():
+        raise InvalidInput("Say why the run is cancelled: the reason is kept in its ledger",
+                           data={"issues": [{"path": ["reason"], "message": "required: say why", "code": "required"}]})
+    return reason.strip()
 
 
-def _do_cancel(run: Run, *, body: dict[str, Any], config: ResolvedConfig) -> None:
-    """Cancel one run whose row the caller locked, with its `run.cancelled` record; wake its parent."""
+def _do_cancel(run: Run, *, by: str, body: dict[str, Any], config: ResolvedConfig) -> None:
+    """Cancel one run whose row the caller locked, with its `run.cancelled` record (the canceller
+    its actor) and its pending approvals withdrawn; wake its parent."""
     now = clock.now()
-    if not transitions.cancel(run_id=run.pk, now=now):
-        return
     last = LedgerRecord.objects.filter(run_id=run.pk).order_by("-seq").values_list("seq", flat=True).first()
-    ledger.append(ledger.build(run, kind=LedgerKind.RUN_CANCELLED, seq=(last or 0) + 1, key="run", body=body,
-                               app=config.app_name))
+    record = ledger.build(run, kind=LedgerKind.RUN_CANCELLED, seq=(last or 0) + 1, key="run", body=body,
+                          app=config.app_name, actor=by)
+    if not transitions.cancel(run=run, now=now, record=record):
+        return
     if run.parent_id is not None:
         transitions.wake_parent(run_id=run.parent_id, now=now)
 

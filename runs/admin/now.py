@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -12,8 +13,15 @@ from runs.models import Run, RunStatus
 from runs.selectors import waiting_on
 
 
-def sentence(run: Run, approvals: list[dict]) -> SafeString:
-    """`Waiting for finance-lead to approve "Refund needs finance" since 14:02 (3 minutes ago).`"""
+def cancellation(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's `run.cancelled` record among its ledger records, if it was cancelled."""
+    return next((r for r in reversed(records) if r.get("type") == "run.cancelled"), None)
+
+
+def sentence(run: Run, approvals: list[dict], *, cancelled: dict[str, Any] | None = None) -> SafeString:
+    """`Waiting for finance-lead to approve "Refund needs finance" since 14:02 (3 minutes ago).`
+
+    `cancelled`: the run's `run.cancelled` record, which says who cancelled it and why."""
     if run.status == RunStatus.FINISHED:
         return format_html("Finished {}.", moment(run.ended_at))
     if run.status == RunStatus.FAILED:
@@ -21,7 +29,13 @@ def sentence(run: Run, approvals: list[dict]) -> SafeString:
         return format_html("Failed {} with {}: {}", moment(run.ended_at), error.get("code") or error.get("name")
                            or "an error", error.get("message", ""))
     if run.status == RunStatus.CANCELLED:
-        return format_html("Cancelled {}.", moment(run.ended_at))
+        if cancelled is None:
+            return format_html("Cancelled {}.", moment(run.ended_at))
+        who = cancelled.get("by") or cancelled.get("actor")
+        why = format_html(": “{}”", cancelled["reason"]) if cancelled.get("reason") else ""
+        because = format_html(" ({})", cancelled["because"]) if cancelled.get("because") else ""
+        return format_html('Cancelled {} by <span class="sanoma-who">{}</span>{}{}.', moment(run.ended_at), who,
+                           why, because)
     if run.status == RunStatus.QUEUED:
         if run.waiting_for.startswith("paused "):
             return format_html("Not started: its workflow is paused ({}).", run.waiting_for[len("paused "):])

@@ -1,7 +1,6 @@
 """The runs: the list, the run page (steps, approvals, the ledger as a timeline), cancelling."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -14,18 +13,17 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.http import urlencode
 
-from connectors.errors import SanomaError
-from runs import ledger, recovery, selectors, services
+from connectors.errors import InvalidInput, SanomaError
+from runs import ledger, recovery, services
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
-from runs.admin.graph import graph_of
 from runs.admin.now import sentence
 from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms
+from runs.admin.run_page import one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
-from runs.approvals.selectors import approvals_of
-from runs.display import duration, moment
+from runs.approvals.selectors import approval_state
+from runs.display import moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
 from runs.selectors import children_of, tagged, waiting_on
 from runs.validation import parse_json
@@ -230,34 +228,63 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
 
     # -- actions
 
-    @admin.action(description="Cancel selected runs")
-    def cancel_selected(self, request: HttpRequest, queryset) -> None:
-        cancelled = []
-        for run in queryset:
-            try:
-                services.cancel(run_id=run.id, by=me(request))
-            except SanomaError as err:
-                self.message_user(request, f"{run.id} was not cancelled: {refusal(err)}", messages.ERROR)
-            else:
-                cancelled.append(run.id)
-        if cancelled:
-            self.message_user(request, f"Cancelled {len(cancelled)} run(s): {', '.join(cancelled)}", messages.SUCCESS)
-
-    @admin.action(description="Rerun selected failed runs")
-    def rerun_selected(self, request: HttpRequest, queryset) -> TemplateResponse | None:
-        """Asks first, on a page listing what would be rerun (and what would not, and why)."""
+    @admin.action(description="Cancel selected runs…")
+    def cancel_selected(self, request: HttpRequest, queryset) -> TemplateResponse | None:
+        """Asks first, on a page listing what would be cancelled (and what not, and why), and why."""
         runs = list(queryset.order_by("-created_at"))
+        who = me(request)
+        unended = [run for run in runs if not run.ended and can_operate(who, run)]
+        skipped = [(run, "it has ended" if run.ended else "you may not cancel it")
+                   for run in runs if run.ended or not can_operate(who, run)]
+        reason, problem = request.POST.get("reason", ""), ""
+        if request.POST.get("confirmed") == "yes":
+            try:
+                why = services.check_reason(reason)
+            except SanomaError as err:
+                problem = err.message
+            else:
+                cancelled = []
+                for run in unended:
+                    try:
+                        services.cancel(run_id=run.id, by=who, reason=why)
+                    except SanomaError as err:
+                        self.message_user(request, f"{run.id} was not cancelled: {refusal(err)}", messages.ERROR)
+                    else:
+                        cancelled.append(run.id)
+                if cancelled:
+                    self.message_user(request, f"Cancelled {len(cancelled)} run(s): {', '.join(cancelled)}",
+                                      messages.SUCCESS)
+                return None
+        return TemplateResponse(request, "admin/runs/run/cancel_selected.html", {
+            **self.admin_site.each_context(request), "opts": self.opts, "title": "Cancel runs?",
+            "unended": unended, "skipped": skipped, "reason": reason, "problem": problem,
+            "selected": [run.pk for run in runs], "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        }, status=400 if problem else 200)
+
+    @admin.action(description="Rerun selected failed runs…")
+    def rerun_selected(self, request: HttpRequest, queryset) -> TemplateResponse | None:
+        """Asks first, on a page listing what would be rerun with the calls each makes again and
+        their effects (and what would not be rerun, and why)."""
+        runs = list(queryset.order_by("-created_at"))
+        who = me(request)
         failed = [run for run in runs if run.status == RunStatus.FAILED]
         if request.POST.get("confirmed") != "yes":
+            plans, refused = [], []
+            for run in failed:
+                try:
+                    plans.append(recovery.check_rerun(run_id=run.id, by=who))
+                except SanomaError as err:
+                    refused.append((run, refusal(err)))
             return TemplateResponse(request, "admin/runs/run/rerun_confirm.html", {
                 **self.admin_site.each_context(request), "opts": self.opts, "title": "Rerun failed runs?",
-                "failed": failed, "skipped": [run for run in runs if run.status != RunStatus.FAILED],
+                "plans": plans, "refused": refused,
+                "skipped": [run for run in runs if run.status != RunStatus.FAILED],
                 "selected": [run.pk for run in runs], "action_checkbox_name": ACTION_CHECKBOX_NAME,
             })
         done = []
         for run in failed:
             try:
-                done.append(recovery.rerun(run_id=run.id, by=me(request)).id)
+                done.append(recovery.rerun(run_id=run.id, by=who).id)
             except SanomaError as err:
                 self.message_user(request, f"{run.id} was not rerun: {refusal(err)}", messages.ERROR)
         if done:
@@ -281,94 +308,126 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: Any = None):
         return super().changelist_view(request, {"live": LIVE_SECONDS, **(extra_context or {})})
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Run | None:
+        """The run, read once per request: the page and everything on it say what that one read saw."""
+        read: dict[tuple[str, str | None], Run | None] = request.__dict__.setdefault("_sanoma_runs_read", {})
+        key = (object_id, from_field)
+        if key not in read:
+            read[key] = super().get_object(request, object_id, from_field)
+        return read[key]
+
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None):
-        extra_context = dict(extra_context or {})
-        run = self.get_object(request, unquote(object_id))
-        if run is not None:
-            try:
-                records = selectors.ledger_of(run_id=run.id, viewer=me(request))
-            except SanomaError:
-                records = []
-            extra_context.update(
-                live=None if run.ended else LIVE_SECONDS,
-                ledger_rows=timeline_rows(records),
-                graph=graph_of(records, ended=run.ended),
-                now=sentence(run, approvals_of(run_id=run.id, viewer=me(request))),
-                run_ended=run.ended,
-                may_cancel=not run.ended and can_operate(me(request), run),
-                may_rerun=run.status == RunStatus.FAILED and can_rerun(me(request)),
-                may_fork=run.ended and can_rerun(me(request)),
-                rerun_url=reverse("admin:runs_run_rerun", args=[quote(run.pk)]),
-                message_url=reverse("admin:runs_run_message", args=[quote(run.pk)]),
-                may_message=not run.ended and can_send_message(me(request), run),
-                in_doubt=run.status == RunStatus.WAITING and run.waiting_for == "in_doubt",
-                in_doubt_url=reverse("admin:runs_run_in_doubt", args=[quote(run.pk)]),
-                fork_url=reverse("admin:runs_run_fork", args=[quote(run.pk)]),
-                cancel_url=reverse("admin:runs_run_cancel", args=[quote(run.pk)]),
-                ledger_list_url=reverse("admin:runs_ledgerrecord_changelist") + "?" + urlencode({"run_id": run.id}),
-            )
-        return super().change_view(request, object_id, form_url, extra_context)
+        if request.method not in ("GET", "HEAD"):
+            return super().change_view(request, object_id, form_url, extra_context)
+        with one_snapshot():
+            run = self.get_object(request, unquote(object_id))
+            context = dict(extra_context or {})
+            if run is not None:
+                context.update(page_context(run=run, viewer=me(request), live_seconds=LIVE_SECONDS))
+            response = super().change_view(request, object_id, form_url, context)
+            if isinstance(response, TemplateResponse):
+                response.render()  # the inlines' reads too, in the same snapshot
+        return response
+
+    def _page(self, request: HttpRequest, run: Run, template: str, title: str, status: int = 200,
+              **context: Any) -> TemplateResponse:
+        return TemplateResponse(request, f"admin/runs/run/{template}", {
+            **self.admin_site.each_context(request), "opts": self.opts, "original": run, "title": title,
+            **run_urls(run), **context,
+        }, status=status)
 
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Cancelling asks why: the reason is required, and goes to the `run.cancelled` record."""
         run = self.get_object(request, unquote(object_id))
         if run is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        reason, problem = request.POST.get("reason", ""), ""
         if request.method == "POST" and request.POST.get("confirmed") == "yes":
             try:
-                services.cancel(run_id=run.id, by=me(request), reason=request.POST.get("reason", ""))
+                services.cancel(run_id=run.id, by=me(request), reason=reason)
+            except InvalidInput as err:
+                problem = err.message  # said beside the reason; what was typed stays
             except SanomaError as err:
                 self.message_user(request, f"{run.id} was not cancelled: {refusal(err)}", messages.ERROR)
+                return redirect("admin:runs_run_change", quote(run.pk))
             else:
                 self.message_user(request, f"Cancelled {run.id}: it makes no further calls", messages.SUCCESS)
-            return redirect("admin:runs_run_change", quote(run.pk))
+                return redirect("admin:runs_run_change", quote(run.pk))
         children = [c for c in children_of(run) if c["status"] not in ("finished", "failed", "cancelled")]
-        return TemplateResponse(request, "admin/runs/run/cancel.html", {
-            **self.admin_site.each_context(request), "opts": self.opts, "original": run,
-            "title": f"Cancel {run.id}?", "children": children, "now": sentence(run, approvals_of(run_id=run.id)),
-        })
+        pending = Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).order_by("seq")
+        return self._page(request, run, "cancel.html", f"Cancel {run.id}?", status=400 if problem else 200,
+                          children=children, pending=list(pending), reason=reason, problem=problem,
+                          now=sentence(run, [approval_state(a) for a in Approval.objects.filter(run=run)]))
 
     def message_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Send the run a message on a topic (what `ctx.wait_message` reads)."""
+        """Send the run a message on a topic (what `ctx.wait_message` reads), through the service the
+        API uses. A refusal is said on this page, beside the form, with what was typed kept."""
         run = self.get_object(request, unquote(object_id))
         if run is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        typed = {"topic": request.POST.get("topic", ""), "payload": request.POST.get("payload") or "{}",
+                 "message_id": request.POST.get("message_id", "")}
+        problem, issues = "", {}
         if request.method == "POST":
             try:
-                payload = parse_json(request.POST.get("payload") or "{}", what="The payload")
-                services.send_message(run_id=run.id, topic=request.POST.get("topic", ""), payload=payload,
-                                      message_id=request.POST.get("message_id") or None, by=me(request))
+                try:
+                    payload = parse_json(typed["payload"], what="The payload")
+                except InvalidInput as err:
+                    raise InvalidInput(err.message, data={"issues": [
+                        {"path": ["payload"], "message": err.message, "code": "invalid"}]}) from None
+                services.send_message(run_id=run.id, topic=typed["topic"], payload=payload,
+                                      message_id=typed["message_id"] or None, by=me(request))
             except SanomaError as err:
-                self.message_user(request, f"Not sent: {refusal(err)}", messages.ERROR)
+                problem = refusal(err)
+                issues = field_issues(err, rename={"id": "message_id"})
             else:
-                self.message_user(request, f"Sent to {run.id} on “{request.POST.get('topic')}”", messages.SUCCESS)
-        return redirect("admin:runs_run_change", quote(run.pk))
-
+                self.message_user(request, f"Sent to {run.id} on “{typed['topic']}”", messages.SUCCESS)
+                return redirect("admin:runs_run_change", quote(run.pk))
+        return self._page(request, run, "message.html", f"Send {run.id} a message", status=400 if problem else 200,
+                          typed=typed, problem=problem, issues=issues,
+                          may_message=not run.ended and can_send_message(me(request), run))
 
     def rerun_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """What a rerun makes live again (every step, with its effect), then, confirmed, the rerun."""
         run = self.get_object(request, unquote(object_id))
         if run is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        if request.method != "POST":
-            return redirect("admin:runs_run_change", quote(run.pk))
         try:
-            again = recovery.rerun(run_id=run.id, by=me(request))
+            plan = recovery.check_rerun(run_id=run.id, by=me(request))
         except SanomaError as err:
-            self.message_user(request, f"{run.id} was not rerun: {refusal(err)}", messages.ERROR)
-            return redirect("admin:runs_run_change", quote(run.pk))
-        self.message_user(request, f"Rerunning {run.id} as {again.id}", messages.SUCCESS)
-        return redirect("admin:runs_run_change", quote(again.pk))
+            return self._page(request, run, "rerun.html", f"Rerun {run.id}?", plan=None, problem=refusal(err))
+        if request.method == "POST" and request.POST.get("confirmed") == "yes":
+            try:
+                again = recovery.rerun(run_id=run.id, by=me(request))
+            except SanomaError as err:
+                self.message_user(request, f"{run.id} was not rerun: {refusal(err)}", messages.ERROR)
+                return redirect("admin:runs_run_change", quote(run.pk))
+            self.message_user(request, f"Rerunning {run.id} as {again.id}", messages.SUCCESS)
+            return redirect("admin:runs_run_change", quote(again.pk))
+        return self._page(request, run, "rerun.html", f"Rerun {run.id}?", plan=plan, problem="")
 
     def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """A page listing the run's steps; forking from one reuses those before it."""
+        """The run's steps, each with a Fork button; a chosen step shows what the fork reuses and what
+        it makes live again (with their effects) before it is made."""
         run = self.get_object(request, unquote(object_id))
         if run is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        if request.method == "POST":
-            try:
-                from_step = int(request.POST.get("from_step", ""))
-            except ValueError:
-                self.message_user(request, "Choose the step to fork from", messages.ERROR)
-                return redirect("admin:runs_run_fork", quote(run.pk))
+        chosen = request.POST.get("from_step") if request.method == "POST" else request.GET.get("from_step")
+        may_fork = run.ended and can_rerun(me(request))
+        if chosen is None:
+            return self._page(request, run, "fork.html", f"Fork {run.id} from a step",
+                              steps=list(run.steps.order_by("seq")), may_fork=may_fork)
+        try:
+            from_step = int(chosen)
+        except ValueError:
+            self.message_user(request, f"Choose the step to fork from (not “{chosen}”)", messages.ERROR)
+            return redirect("admin:runs_run_fork", quote(run.pk))
+        try:
+            plan = recovery.check_fork(run_id=run.id, from_step=from_step, by=me(request))
+        except SanomaError as err:
+            return self._page(request, run, "fork_confirm.html", f"Fork {run.id} from step {from_step}?",
+                              status=400, plan=None, from_step=from_step, problem=refusal(err))
+        if request.method == "POST" and request.POST.get("confirmed") == "yes":
             try:
                 fork = recovery.fork(run_id=run.id, from_step=from_step, by=me(request))
             except SanomaError as err:
@@ -376,12 +435,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
                 return redirect("admin:runs_run_fork", quote(run.pk))
             self.message_user(request, f"Forked {run.id} from step {from_step} as {fork.id}", messages.SUCCESS)
             return redirect("admin:runs_run_change", quote(fork.pk))
-        return TemplateResponse(request, "admin/runs/run/fork.html", {
-            **self.admin_site.each_context(request), "opts": self.opts, "original": run,
-            "title": f"Fork {run.id} from a step", "steps": list(run.steps.order_by("seq")),
-            "may_fork": run.ended and can_rerun(me(request)),
-        })
-
+        return self._page(request, run, "fork_confirm.html", f"Fork {run.id} from step {from_step}?", plan=plan,
+                          from_step=from_step, problem="")
 
     def in_doubt_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The call a run is in doubt about, and a form to say whether it happened."""
@@ -407,62 +462,13 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
         })
 
 
-def timeline_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ledger as a timeline: in the order things happened (by time, then by step), each with
-    how long after the one before it came."""
-    ordered = sorted(records, key=lambda r: (r.get("at") or 0, r.get("seq") or 0))
-    rows, before = [], None
-    for record in ordered:
-        at = record.get("at")
-        row = timeline_row(record)
-        row["after"] = duration(at - before) if at is not None and before is not None else ""
-        before = at if at is not None else before
-        rows.append(row)
-    return rows
-
-
-def timeline_row(record: dict[str, Any]) -> dict[str, Any]:
-    """A ledger record as one line of the run page's timeline."""
-    kind = record.get("type", "")
-    what: Any = ""
-    if kind == "op.called":
-        what = f"{record.get('op')} ({record.get('effect')})"
-        if record.get("duration_ms") is not None:
-            what += f", took {duration(record['duration_ms'])}"
-    elif kind.startswith("approval."):
-        parts = [record.get("approval", "")]
-        for key in ("title", "approver", "by"):
-            if record.get(key):
-                parts.append(f"{key} {record[key]}")
-        what = ", ".join(p for p in parts if p)
-    elif kind == "sleep.started":
-        what = format_html("until {}", moment(record.get("until"), ago=False))
-    elif kind == "op.attempt_failed":
-        what = format_html("{} attempt {} failed; next try {}", record.get("op"), record.get("attempt"),
-                           moment(record.get("next_at"), ago=False))
-    elif kind == "message.received":
-        what = f"on “{record.get('topic')}” from {record.get('by')}"
-    elif kind in ("run.child_started", "run.child_ended"):
-        what = format_html("{} {}", run_link(record.get("child", "")), record.get("workflow") or record.get("status"))
-    elif kind == "run.cancelled":
-        what = f"by {record.get('by')}" + (f" ({record['because']})" if record.get("because") else "")
-    decision = record.get("decision")
-    if isinstance(decision, dict):
-        decision_text = str(decision.get("kind", ""))
-        if decision.get("approver"):
-            decision_text += f" ({decision['approver']})"
-        if decision.get("reason"):
-            decision_text += f": {decision['reason']}"
-    else:
-        decision_text = str(decision or "")
-    error = record.get("error")
-    error_text = ""
-    if isinstance(error, dict):
-        error_text = f"{error.get('code') or error.get('name', 'error')}: {error.get('message', '')}"
-    group = record.get("group")
-    return {
-        "seq": record.get("seq"), "type": kind, "at": moment(record.get("at"), ago=False), "what": what,
-        "decision": decision_text, "error": error_text,
-        "group": f"ctx.all member {group['index'] + 1} of {group['size']}" if isinstance(group, dict) else "",
-        "body": json.dumps(record, indent=2, sort_keys=True, default=str),
-    }
+def field_issues(err: SanomaError, *, rename: dict[str, str] | None = None) -> dict[str, str]:
+    """An error's issues by the form field they name (the first part of each issue's path)."""
+    issues = err.data.get("issues") if isinstance(err.data, dict) else None
+    found: dict[str, str] = {}
+    for item in issues or []:
+        path = item.get("path") or []
+        if path:
+            name = str(path[0])
+            found.setdefault((rename or {}).get(name, name), str(item.get("message", "")))
+    return found

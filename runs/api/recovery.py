@@ -31,10 +31,15 @@ def _bulk(result: recovery.BulkResult | None, matched: int) -> Response:
 
 class RunRerunView(SanomaAPIView):
     @extend_schema(operation_id="run_rerun", summary="Rerun a failed run (operators: runs.rerun_runs)",
-                   description="A new run `<run>~<n>` with the same input and starter, from the top.",
-                   request=None, responses={201: s.RunSerializer, **errors(400, 403, 404, 415)})
+                   description="A new run `<run>~<n>` with the same input and starter, from the top: every step "
+                               "is made live again. With `dry_run: true`, 200 with what it would do (the steps "
+                               "made live, with their effects) and nothing written.",
+                   request=s.RerunInput,
+                   responses={200: s.RecoveryPlanSerializer, 201: s.RunSerializer, **errors(400, 403, 404, 415)})
     def post(self, request: Request, run_id: str) -> Response:
-        self.body(request, required=False)
+        body = self.checked(s.RerunInput, self.body(request, required=False))
+        if body["dry_run"]:
+            return Response(recovery.check_rerun(run_id=run_id, by=me(request)).as_dict())
         run = recovery.rerun(run_id=run_id, by=me(request))
         return Response(run_data(run), status=status.HTTP_201_CREATED)
 
@@ -42,10 +47,16 @@ class RunRerunView(SanomaAPIView):
 class RunForkView(SanomaAPIView):
     @extend_schema(operation_id="run_fork", summary="Fork a run from a step onto the current code",
                    description="Reuses the steps before `from_step`; refused (400) naming the first step that "
-                               "differs when the current code replays differently.",
-                   request=s.ForkInput, responses={201: s.RunSerializer, **errors(400, 403, 404, 415)})
+                               "differs when the current code replays differently. With `dry_run: true`, 200 with "
+                               "what it would do (the steps reused, and those made live with their effects) and "
+                               "nothing written.",
+                   request=s.ForkInput,
+                   responses={200: s.RecoveryPlanSerializer, 201: s.RunSerializer, **errors(400, 403, 404, 415)})
     def post(self, request: Request, run_id: str) -> Response:
         body = self.checked(s.ForkInput, self.body(request))
+        if body["dry_run"]:
+            plan = recovery.check_fork(run_id=run_id, from_step=body["from_step"], by=me(request))
+            return Response(plan.as_dict())
         run = recovery.fork(run_id=run_id, from_step=body["from_step"], by=me(request))
         return Response(run_data(run), status=status.HTTP_201_CREATED)
 
@@ -64,14 +75,16 @@ class BulkRerunView(SanomaAPIView):
 
 class BulkCancelView(SanomaAPIView):
     @extend_schema(operation_id="runs_cancel", summary="Cancel every unended run matching a filter",
-                   description="Without `expect`, only counts. With it, cancels when the count still matches.",
+                   description="Without `expect`, only counts. With it and a `reason` (required: why, kept in each "
+                               "run's `run.cancelled` record), cancels when the count still matches.",
                    request=s.RunFilterInput, responses={200: s.BulkResultSerializer, **errors(400, 403, 415)})
     def post(self, request: Request) -> Response:
         body = self.checked(s.RunFilterInput, self.body(request))
         where = _where(body)
         if "expect" not in body:
             return _bulk(None, recovery.count_matching(where=where, by=me(request)))
-        return _bulk(recovery.cancel_matching(where=where, expect=body["expect"], by=me(request)), 0)
+        return _bulk(recovery.cancel_matching(where=where, expect=body["expect"], by=me(request),
+                                              reason=body.get("reason", "")), 0)
 
 
 def _pause_data(pause: Pause) -> dict[str, Any]:

@@ -134,6 +134,8 @@ class RunFilterInput(serializers.Serializer):
     until = serializers.CharField(required=False)
     expect = serializers.IntegerField(required=False, min_value=0, help_text=(
         "The count you confirm. Without it nothing is done: the answer says how many runs match."))
+    reason = serializers.CharField(required=False, max_length=2000, allow_blank=True, trim_whitespace=False, help_text=(
+        "A bulk cancel's why (required with `expect`): kept in each cancelled run's `run.cancelled` record."))
 
 
 class ResolveInput(serializers.Serializer):
@@ -143,13 +145,45 @@ class ResolveInput(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class CancelInput(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000,
-                                   help_text="Why: kept in the run's ledger.")
+class CancelInput(StrictSerializer):
+    reason = serializers.CharField(max_length=2000, allow_blank=True, trim_whitespace=False,
+                                   help_text="Why (non-blank): kept in the run's `run.cancelled` record.")
 
 
-class ForkInput(serializers.Serializer):
+class ForkInput(StrictSerializer):
     from_step = serializers.IntegerField(min_value=1, help_text="The step to go on live from.")
+    dry_run = serializers.BooleanField(required=False, default=False, help_text=(
+        "true: only answer what the fork would do (the steps it reuses and those it makes live, with their "
+        "effects), writing nothing."))
+
+
+class RerunInput(StrictSerializer):
+    dry_run = serializers.BooleanField(required=False, default=False, help_text=(
+        "true: only answer what the rerun would do (every step made live again, with its effect), writing "
+        "nothing."))
+
+
+class PlannedStepSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    kind = serializers.CharField(help_text="call, approval, sleep, wait, message, run_wait, run_end, tag or now.")
+    name = serializers.CharField(help_text="The operation, the approval's title, the topic, the child run, ...")
+    effect = serializers.CharField(allow_null=True, help_text=(
+        "A call's effect: read, write, publish, send, money or access; null for the rest."))
+    outcome = serializers.CharField(help_text="What the source run's step came to: ok, an error code, denied, or "
+                                              "an approval's status.")
+    what = serializers.CharField(help_text="What the new run does with it: again (live), or what it reuses.")
+
+
+class RecoveryPlanSerializer(serializers.Serializer):
+    run_id = serializers.CharField(help_text="The source run.")
+    act = serializers.ChoiceField(choices=["rerun", "fork"])
+    from_step = serializers.IntegerField(allow_null=True, help_text="A fork's step; null for a rerun.")
+    workflow = serializers.CharField()
+    status = serializers.CharField(help_text="The source run's status.")
+    reused = PlannedStepSerializer(many=True, help_text="The steps taken from the source: not done again.")
+    live = PlannedStepSerializer(many=True, help_text="The source's steps the new run makes live: done again.")
+    effects = serializers.ListField(child=serializers.CharField(), help_text=(
+        "The side effects the live steps had (money, send, publish, write, access), each once."))
 
 
 class PauseInput(serializers.Serializer):

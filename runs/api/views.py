@@ -296,14 +296,16 @@ class RunCancelView(SanomaAPIView):
     @extend_schema(
         operation_id="run_cancel",
         summary="Cancel a run that has not ended (its starter or an operator)",
-        description="An optional `reason` goes to the run's `run.cancelled` record.",
+        description="Cancelling asks why: `reason` (required, non-blank) goes to the run's `run.cancelled` record, "
+                    "whose actor is the caller. The run's pending approvals are withdrawn with it.",
         request=s.CancelInput,
         responses={200: s.RunSerializer, **errors(400, 403, 404, 409, 415)},
     )
     def post(self, request: Request, run_id: str) -> Response:
-        body = self.checked(s.CancelInput, self.body(request, required=False))
+        body = self.body(request, required=False)
         self.visible_run(request, run_id)
-        run = services.cancel(run_id=run_id, by=me(request), reason=body.get("reason", ""))
+        body = self.checked(s.CancelInput, body)
+        run = services.cancel(run_id=run_id, by=me(request), reason=body["reason"])
         return Response(run_data(run))
 
 

@@ -108,7 +108,8 @@ def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: RunStatus,
          body: dict[str, Any], seq: int, result: Any = None, error: Any = None) -> Advanced:
     record = ledger.build(run, kind=kind, seq=seq, body=body, app=config.app_name)
     ended = transitions.end(run_id=run.pk, worker_id=worker_id, status=status, result=result, error=error,
-                            now=clock.now(), record=record, parent_id=run.parent_id)
+                            now=clock.now(), record=record, parent_id=run.parent_id,
+                            has_approvals=run.has_approvals)
     return Advanced(status.value) if ended else Advanced.LOST
 
 

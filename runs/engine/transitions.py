@@ -24,6 +24,11 @@ the advance stops (`Cancelled`) having recorded what already happened, and makes
 Any other answer means another worker took the run over (`LeaseLost`): the advance stops without
 writing anything. Because `end` and `suspend` also require `status = running`, a cancelled run is
 never ended or suspended afterwards, and its `run.cancelled` record is the last word.
+
+Approvals end with their run. A run that ends (finished, failed or cancelled, a child cancelled
+with its parent included) leaves nothing to decide: every approval still pending is withdrawn by
+the runtime (`RUNTIME_ACTOR`), with an `approval.withdrawn` record naming why, in the transaction
+that ends the run. So no inbox, badge or `/api/approvals` keeps an approval nobody can decide.
 """
 from __future__ import annotations
 
@@ -36,11 +41,23 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F, Q
 
+from runs.engine import clock
 from runs.engine.dispatch import enqueue
+from runs.ledger import record_id
 from runs.ledger_chain import prepare as ledger_prepare
-from runs.models import ENDED_STATUSES, LedgerRecord, Run, RunStatus
+from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
+
+# Who withdraws the approvals of a run that ended: the runtime, not a person. Not a username
+# (Django's usernames take no colon), so it can never be mistaken for someone who acted.
+RUNTIME_ACTOR = "sanoma:runtime"
+# Why, in the approval's note and its `approval.withdrawn` record.
+ENDED_BECAUSE = {
+    RunStatus.FINISHED: "its run finished",
+    RunStatus.FAILED: "its run failed",
+    RunStatus.CANCELLED: "its run was cancelled",
+}
 
 
 class LeaseCheck(StrEnum):
@@ -290,13 +307,45 @@ def resend(*, run_id: str, queued_at: datetime, now: datetime) -> bool:
 
 # ---- cancel ---------------------------------------------------------------------------------
 
-def cancel(*, run_id: str, now: datetime) -> bool:
-    """queued, running or waiting -> cancelled. The lease owner is left in place: see the
-    handshake in this module's docstring. False when the run had already ended."""
-    return bool(
-        Run.objects.filter(pk=run_id).exclude(status__in=ENDED_STATUSES).update(
+def cancel(*, run: Run, now: datetime, record: LedgerRecord) -> bool:
+    """queued, running or waiting -> cancelled, with its pending approvals withdrawn and its
+    `run.cancelled` record (the last word) written in the same transaction. The lease owner is
+    left in place: see the handshake in this module's docstring. False, with nothing written,
+    when the run had already ended."""
+    with transaction.atomic():
+        cancelled = Run.objects.filter(pk=run.pk).exclude(status__in=ENDED_STATUSES).update(
             status=RunStatus.CANCELLED, ended_at=now, updated_at=now, wake_at=None, waiting_for="")
-    )
+        if not cancelled:
+            return False
+        withdraw_pending(run_id=run.pk, workflow=run.workflow, app=record.app, status=RunStatus.CANCELLED, now=now,
+                         at=record.at)
+        record.save(force_insert=True)
+    return True
+
+
+# ---- the approvals of a run that ended --------------------------------------------------------
+
+def withdraw_pending(*, run_id: str, workflow: str, app: str, status: RunStatus, now: datetime,
+                     at: int | None = None) -> list[str]:
+    """The run ended with `status`: withdraw each approval still pending, as the runtime, each
+    with its `approval.withdrawn` record naming why. Call in the transaction that ends the run.
+    An approval decided or withdrawn meanwhile keeps that (the update names the state it leaves).
+    `at`: the closing record's moment, so the withdrawals read just before the end. The ids withdrawn."""
+    because = ENDED_BECAUSE[status]
+    withdrawn = []
+    for approval in Approval.objects.filter(run_id=run_id, status=ApprovalStatus.PENDING).order_by("seq"):
+        if not Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
+                status=ApprovalStatus.WITHDRAWN, decided_by=RUNTIME_ACTOR, decided_at=now, note=because):
+            continue
+        # The approval was pending until now, so no withdrawal of it is recorded yet: a plain insert.
+        LedgerRecord(
+            record_id=record_id(run_id, LedgerKind.APPROVAL_WITHDRAWN, approval.approval_id), run_id=run_id,
+            seq=approval.seq, app=app, at=clock.now_ms() if at is None else at, actor=RUNTIME_ACTOR, workflow=workflow,
+            kind=LedgerKind.APPROVAL_WITHDRAWN,
+            body={"approval": approval.approval_id, "by": RUNTIME_ACTOR, "reason": because, "run_status": status},
+        ).save(force_insert=True)
+        withdrawn.append(approval.approval_id)
+    return withdrawn
 
 
 # ---- end ------------------------------------------------------------------------------------
@@ -316,26 +365,28 @@ RETURNING id
 
 
 def end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any, now: datetime,
-        record: LedgerRecord, parent_id: str | None = None) -> bool:
+        record: LedgerRecord, parent_id: str | None = None, has_approvals: bool = True) -> bool:
     """running, held by `worker_id` -> finished or failed, with its closing record written in the
     same transaction; False when this worker no longer holds a running run. A child run's parent
-    is woken in that transaction too (`wake_parent`), so no end goes unnoticed."""
+    is woken in that transaction too (`wake_parent`), so no end goes unnoticed, and the run's
+    pending approvals are withdrawn (`withdraw_pending`). `has_approvals=False` (the run never
+    asked one: `Run.has_approvals`) spares that look."""
     if status not in (RunStatus.FINISHED, RunStatus.FAILED):
         raise ValueError(f"a run ends finished or failed, not {status}")
-    if parent_id is None:
+    if parent_id is None and not has_approvals:
         return _end(run_id=run_id, worker_id=worker_id, status=status, result=result, error=error, now=now,
-                    record=record)
+                    record=record, has_approvals=False)
     with transaction.atomic():
         ended = _end(run_id=run_id, worker_id=worker_id, status=status, result=result, error=error, now=now,
-                     record=record)
-        if ended:
+                     record=record, has_approvals=has_approvals)
+        if ended and parent_id is not None:
             wake_parent(run_id=parent_id, now=now)
     return ended
 
 
 def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any, now: datetime,
-         record: LedgerRecord) -> bool:
-    if one_statement():
+         record: LedgerRecord, has_approvals: bool) -> bool:
+    if one_statement() and not has_approvals:
         return execute_returning(_END_SQL, [
             status, _json(result), _json(error), now, now, run_id, worker_id, RunStatus.RUNNING,
             *record_params(record),
@@ -345,6 +396,9 @@ def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: 
             status=status, result=result, error=error, lease_owner="", lease_until=None, updated_at=now, ended_at=now)
         if not ended:
             return False
+        if has_approvals:  # before the closing record, which stays the run's last word
+            withdraw_pending(run_id=run_id, workflow=record.workflow, app=record.app, status=status, now=now,
+                             at=record.at)
         # Only the lease holder ends a run, once: its closing record cannot exist yet.
         record.save(force_insert=True)
     return True

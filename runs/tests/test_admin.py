@@ -194,16 +194,25 @@ def test_nothing_is_added_changed_or_deleted_anywhere_even_by_a_superuser(held, 
         ("LedgerRecord", "Run", "Approval", "AppVersion"))
 
 
-def test_cancel_selected_runs_cancels_what_the_user_may_cancel(held, engine, people):
+def test_cancel_selected_runs_asks_why_and_cancels_what_the_user_may_cancel(held, engine, people):
     engine.run("nap", run_id="nap-1")
     data = {"action": "cancel_selected", "_selected_action": ["refund-1", "nap-1"]}
-    refused = browser(people["bob"]).post("/admin/runs/run/", data, follow=True)
-    assert any("refund-1 was not cancelled" in m and "permission_denied" in m for m in said(refused))
-    assert Run.objects.get(pk="refund-1").status == "waiting"
+    refused = browser(people["bob"]).post("/admin/runs/run/", data).content.decode()
+    assert "0 runs will be cancelled" in refused and "refund-1 (waiting): you may not cancel it" in refused
+    assert 'id="confirm-cancel"' not in refused
 
-    done = browser(people["alice"]).post("/admin/runs/run/", data, follow=True)
+    asked = browser(people["alice"]).post("/admin/runs/run/", data).content.decode()
+    assert "2 runs will be cancelled" in asked and 'name="reason"' in asked
+    assert set(Run.objects.values_list("status", flat=True)) == {"waiting"}  # only asked
+    blank = browser(people["alice"]).post("/admin/runs/run/", {**data, "confirmed": "yes", "reason": "  "})
+    assert blank.status_code == 400 and "Say why the run is cancelled" in blank.content.decode()
+    assert set(Run.objects.values_list("status", flat=True)) == {"waiting"}  # nothing done
+    done = browser(people["alice"]).post("/admin/runs/run/", {**data, "confirmed": "yes", "reason": "duplicates"},
+                                         follow=True)
     assert any("Cancelled 2 run(s)" in m for m in said(done))
     assert set(Run.objects.values_list("status", flat=True)) == {"cancelled"}
+    records = LedgerRecord.objects.filter(kind="run.cancelled")
+    assert {(r.actor, r.body["reason"]) for r in records} == {("alice", "duplicates")}
 
 
 def test_the_cancel_button_on_a_run_page(held, people):

@@ -376,20 +376,23 @@ def test_result_gives_the_output_the_error_or_run_running(engine, people):
     assert client.get("/api/runs/nope/result").status_code == 404
 
 
-def test_cancel_is_for_the_starter_and_operators(held, engine, people):
-    assert post(client_for(people["carol"]), f"/api/runs/{held.id}/cancel").status_code == 404
-    by_approver = post(client_for(people["bob"]), f"/api/runs/{held.id}/cancel")
+def test_cancel_is_for_the_starter_and_operators_and_asks_why(held, engine, people):
+    why = {"reason": "the customer withdrew"}
+    assert post(client_for(people["carol"]), f"/api/runs/{held.id}/cancel", why).status_code == 404
+    by_approver = post(client_for(people["bob"]), f"/api/runs/{held.id}/cancel", why)
     assert by_approver.status_code == 403 and by_approver.json()["code"] == "permission_denied"
 
     client = client_for(people["alice"])
-    response = client.post(f"/api/runs/{held.id}/cancel")  # no body at all is fine
+    unsaid = client.post(f"/api/runs/{held.id}/cancel")  # no body at all: no reason
+    assert unsaid.status_code == 400 and unsaid.json()["issues"][0]["path"] == ["reason"]
+    response = post(client, f"/api/runs/{held.id}/cancel", why)
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
-    again = post(client, f"/api/runs/{held.id}/cancel")
+    again = post(client, f"/api/runs/{held.id}/cancel", why)
     assert again.status_code == 409 and again.json()["code"] == "run_ended"
     assert client.get(f"/api/runs/{held.id}/result").json()["code"] == "run_cancelled"
 
     engine.run("nap", run_id="nap-1")
-    assert post(client_for(people["olga"]), "/api/runs/nap-1/cancel").status_code == 200
+    assert post(client_for(people["olga"]), "/api/runs/nap-1/cancel", why).status_code == 200
 
 
 # ---- approvals -----------------------------------------------------------------------------------
@@ -497,7 +500,7 @@ def test_decision_refusals_have_their_codes(held, engine, people, fast_decide):
     nothing = post(client_for(people["alice"]), "/api/runs/nap-1/approvals", {"decision": "approve"})
     assert nothing.status_code == 404 and nothing.json()["code"] == "no_pending_approval"
 
-    services.cancel(run_id=held.id, by="alice")
+    services.cancel(run_id=held.id, by="alice", reason="no longer needed")
     ended = post(client, f"/api/runs/{held.id}/approvals", {"decision": "approve"})
     assert ended.status_code == 409 and ended.json()["code"] == "run_ended"
     assert not DecisionMessage.objects.exists()

@@ -399,7 +399,7 @@ def _ended(engine, how: str) -> Run:
         engine.drain()
     else:
         run = engine.run("then-sleep")
-        services.cancel(run_id=run.id, by="alice")
+        services.cancel(run_id=run.id, by="alice", reason="no longer needed")
     return refresh(run)
 
 

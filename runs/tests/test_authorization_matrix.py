@@ -141,7 +141,7 @@ def api_answer(action: str, actor: str, run: str) -> str:
     elif action == "withdraw":
         response = client.post(f"{base}/approvals/approval-1/withdraw", {}, format="json")
     elif action == "cancel":
-        response = client.post(f"{base}/cancel", {}, format="json")
+        response = client.post(f"{base}/cancel", {"reason": "matrix"}, format="json")
     elif action == "send":
         response = client.post(f"{base}/messages", {"topic": "note", "payload": {"from": actor}}, format="json")
     elif action == "start":
@@ -227,7 +227,7 @@ def admin_answer(action: str, actor: str, run: str) -> str:
     if action == "cancel":
         if client.get(page).status_code != 200:
             return NOT_FOUND
-        client.post(f"/admin/runs/run/{quote(run_id)}/cancel/", {"confirmed": "yes"})
+        client.post(f"/admin/runs/run/{quote(run_id)}/cancel/", {"confirmed": "yes", "reason": "matrix"})
         return OK if Run.objects.get(pk=run_id).status == "cancelled" else DENIED
     if action == "change_ledger":
         record = LedgerRecord.objects.filter(run_id=run_id).order_by("seq").first()
@@ -260,7 +260,7 @@ def command_answer(action: str, actor: str, run: str) -> str:
         elif action == "decide":
             call_command("decide", run_id, "approve", "--as", actor, "--timeout", "0", stdout=out)
         elif action == "cancel":
-            call_command("cancel", run_id, "--as", actor, stdout=out)
+            call_command("cancel", run_id, "--reason", "matrix", "--as", actor, stdout=out)
         elif action == "send":
             call_command("send", run_id, "note", "--json", "{}", "--as", actor, stdout=out)
         elif action == "start":

@@ -213,7 +213,7 @@ def test_a_wait_for_a_child_times_out_with_wait_timed_out(engine):
 def test_cancelling_the_parent_cancels_its_unfinished_children(engine):
     run = engine.run("wait-parent")
     child = Run.objects.get(parent=run)
-    services.cancel(run_id=run.id, by="alice")
+    services.cancel(run_id=run.id, by="alice", reason="no longer needed")
     child.refresh_from_db()
     run.refresh_from_db()
     assert (run.status, child.status) == (RunStatus.CANCELLED, RunStatus.CANCELLED)
@@ -226,7 +226,7 @@ def test_cancelling_the_parent_cancels_its_unfinished_children(engine):
 def test_cancelling_a_child_fails_the_waiting_parent_with_run_cancelled(engine):
     run = engine.run("wait-parent")
     child = Run.objects.get(parent=run)
-    services.cancel(run_id=child.id, by="alice")
+    services.cancel(run_id=child.id, by="alice", reason="no longer needed")
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED  # woken in the cancel's transaction
     engine.drain()

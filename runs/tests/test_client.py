@@ -193,24 +193,24 @@ def test_result_times_out_with_run_running_and_returns_or_raises_once_ended(engi
 def test_cancel_stops_a_waiting_run_and_refuses_an_ended_one(engine_for):
     engine = engine_for(orders, sleepy)
     waiting = engine.run("sleepy")
-    cancelled = services.cancel(run_id=waiting.id, by="alice")
+    cancelled = services.cancel(run_id=waiting.id, by="alice", reason="no longer needed")
     assert cancelled.status == "cancelled"
     clock.advance(timedelta(hours=2))
     engine.drain()
     assert Run.objects.get(pk=waiting.id).status == "cancelled"
     assert engine.kinds(waiting)[-1] == "run.cancelled"
     with pytest.raises(SanomaError) as ended:
-        services.cancel(run_id=waiting.id, by="alice")
+        services.cancel(run_id=waiting.id, by="alice", reason="no longer needed")
     assert ended.value.code == "run_ended"
     with pytest.raises(SanomaError) as missing:
-        services.cancel(run_id="nope", by="alice")
+        services.cancel(run_id="nope", by="alice", reason="no longer needed")
     assert missing.value.code == "run_not_found"
 
 
 def test_a_run_cancelled_mid_advance_makes_no_further_call(engine_for):
     def run(ctx, input):
         ctx.acme.mail.send({"to": "first"})
-        services.cancel(run_id=ctx.run_id, by="alice")  # an operator, at that very moment
+        services.cancel(run_id=ctx.run_id, by="alice", reason="no longer needed")  # an operator, at that very moment
         ctx.acme.mail.send({"to": "second"})
         return "not reached"
 

@@ -264,7 +264,7 @@ def test_a_run_id_in_an_api_path_breaking_the_rule_is_400(api, path):
 def test_a_run_id_breaking_the_rule_is_refused_by_the_commands(engine, run_id):
     before = written()
     for command, args in (("start", ["order", "--set", "order_id=1", "--set", "amount_cents=5", "--run-id", run_id]),
-                          ("cancel", [run_id]), ("decide", [run_id, "approve"]), ("show", [run_id])):
+                          ("cancel", [run_id, "--reason", "x"]), ("decide", [run_id, "approve"]), ("show", [run_id])):
         with pytest.raises(CommandError) as refused:
             call_command(command, *args, "--as", "alice", stdout=io.StringIO())
         assert RUN_ID_RULE in str(refused.value), command
@@ -401,12 +401,14 @@ def test_paging_out_of_range_in_the_runs_command_is_a_usage_error(engine):
 
 
 @pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
-def test_cancel_and_withdraw_need_no_body(api, engine, content_type):
+def test_withdraw_needs_no_body_and_a_cancel_without_one_is_asked_why(api, engine, content_type):
     kwargs = {} if content_type is None else {"content_type": content_type}
     napping = engine.run("nap", {})
-    cancelled = api.generic("POST", f"/api/runs/{napping.id}/cancel", data="", **kwargs)
-    assert cancelled.status_code == 200, cancelled.content
-    assert cancelled.json()["status"] == "cancelled"
+    before = written()
+    unsaid = api.generic("POST", f"/api/runs/{napping.id}/cancel", data="", **kwargs)
+    assert unsaid.status_code == 400, unsaid.content
+    assert [issue["path"] for issue in unsaid.json()["issues"]] == [["reason"]]
+    assert written() == before and Run.objects.get(pk=napping.id).status == "waiting"  # nothing cancelled
     asking = engine.run("ask", {})
     withdrawn = api.generic("POST", f"/api/runs/{asking.id}/approvals/approval-1/withdraw", data="", **kwargs)
     assert withdrawn.status_code == 200, withdrawn.content

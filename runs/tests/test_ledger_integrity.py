@@ -70,7 +70,7 @@ def test_verify_passes_on_an_untouched_ledger_with_decisions_withdrawals_and_can
     approvals.withdraw(run_id=decided.id, by="alice", reason="not needed")
     engine.drain()
     cancelled = engine.run("twice")
-    services.cancel(run_id=cancelled.id, by="alice")
+    services.cancel(run_id=cancelled.id, by="alice", reason="no longer needed")
     engine.drain()
 
     kinds = [r["kind"] for r in chain_of(decided.id)]

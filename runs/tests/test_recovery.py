@@ -223,6 +223,11 @@ def test_a_bulk_cancel_cancels_what_matches(engine_for, operator):
     engine = engine_for(waiting)
     runs = [engine.run("waits") for _ in range(3)]
     where = RunFilter.parse(workflow="waits", status="waiting")
-    result = recovery.cancel_matching(where=where, expect=3, by="ops")
+    with pytest.raises(SanomaError, match="Say why the run is cancelled"):
+        recovery.cancel_matching(where=where, expect=3, by="ops", reason=" ")
+    assert set(Run.objects.values_list("status", flat=True)) == {RunStatus.WAITING}  # nothing done
+    result = recovery.cancel_matching(where=where, expect=3, by="ops", reason="the shop closed")
     assert sorted(result.done) == sorted(r.id for r in runs)
     assert set(Run.objects.values_list("status", flat=True)) == {RunStatus.CANCELLED}
+    records = LedgerRecord.objects.filter(kind="run.cancelled")
+    assert {(r.actor, r.body["by"], r.body["reason"]) for r in records} == {("ops", "ops", "the shop closed")}

@@ -33,12 +33,18 @@ def failed(engine, label: str) -> Run:
 
 def test_rerun_one_and_in_bulk(engine):
     one = failed(engine, "a")
-    assert run_command("rerun", one.id, "--as", "ops").strip() == f"{one.id}~1 queued (rerun of {one.id})"
+    with pytest.raises(CommandError, match="not rerun: confirm with --yes"):
+        call_command("rerun", one.id, "--as", "ops", stdout=StringIO())
+    assert not Run.objects.filter(source_run=one.id).exists()
+    out = run_command("rerun", one.id, "--yes", "--as", "ops")
+    assert out.splitlines()[-1] == f"{one.id}~1 queued (rerun of {one.id})"
     failed(engine, "b")
     failed(engine, "c")
     engine.drain()  # the first rerun finishes
     out = run_command("rerun", "--workflow", "flow", "--error-code", "driver_failed", "--yes", "--as", "ops")
-    assert out.startswith("3 failed run(s) match\nrerun 3 of 3:")
+    lines = out.splitlines()
+    assert lines[0] == "3 failed run(s) match" and lines[-1].startswith("rerun 3 of 3:")
+    assert all(line.endswith("calls again acme.post.publish [publish], acme.mail.send [send]") for line in lines[1:4])
     with pytest.raises(CommandError, match="confirm with --yes"):
         call_command("rerun", "--workflow", "flow", "--as", "ops", stdout=StringIO())
     with pytest.raises(CommandError, match="not both"):
@@ -49,7 +55,7 @@ def test_rerun_one_and_in_bulk(engine):
 
 def test_fork_from_a_step(engine):
     source = failed(engine, "f")
-    assert run_command("fork", source.id, "--from", "3", "--as", "ops").strip() == (
+    assert run_command("fork", source.id, "--from", "3", "--yes", "--as", "ops").splitlines()[-1] == (
         f"{source.id}~1 queued (fork of {source.id} from step 3)")
     with pytest.raises(CommandError, match="has no step 7; its steps are 1, 2, 3"):
         call_command("fork", source.id, "--from", "7", "--as", "ops")

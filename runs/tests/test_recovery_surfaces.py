@@ -92,16 +92,20 @@ def test_the_admin_reruns_after_a_confirmation_page_and_forks_from_a_step(engine
     client = Client()
     client.force_login(ops)
     page = client.get(f"/admin/runs/run/{source.id}/change/").content.decode()
-    assert "Rerun" in page and "Fork from a step" in page
+    assert "Rerun…" in page and "Fork from a step" in page
     ask = client.post("/admin/runs/run/", {"action": "rerun_selected", "_selected_action": [source.id]})
     assert ask.status_code == 200 and "1 failed run will be rerun" in ask.content.decode()
+    assert "acme.mail.send" in ask.content.decode()  # the calls each makes again
     assert Run.objects.count() == 1  # only asked
     client.post("/admin/runs/run/", {"action": "rerun_selected", "_selected_action": [source.id],
                                      "confirmed": "yes"})
     assert Run.objects.filter(source_run=source.id).count() == 1
     steps = client.get(f"/admin/runs/run/{source.id}/fork/").content.decode()
     assert "Fork from step 3" in steps
-    forked = client.post(f"/admin/runs/run/{source.id}/fork/", {"from_step": "3"})
+    asked = client.post(f"/admin/runs/run/{source.id}/fork/", {"from_step": "3"})
+    assert asked.status_code == 200 and "Yes, fork" in asked.content.decode()
+    assert Run.objects.filter(source_run=source.id).count() == 1  # only asked
+    forked = client.post(f"/admin/runs/run/{source.id}/fork/", {"from_step": "3", "confirmed": "yes"})
     assert forked.status_code == 302 and Run.objects.filter(source_run=source.id).count() == 2
 
 

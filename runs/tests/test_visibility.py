@@ -74,7 +74,7 @@ def hidden(run_id: str, who: str) -> dict:
                                                             decision="approve", by=who, timeout=0),
         "decide, not a decision": lambda: approvals.decide(run_id=run_id, decision="maybe", by=who, timeout=0),
         "withdraw": lambda: approvals.withdraw(run_id=run_id, by=who),
-        "cancel": lambda: services.cancel(run_id=run_id, by=who),
+        "cancel": lambda: services.cancel(run_id=run_id, by=who, reason="no longer needed"),
         "result": lambda: selectors.result(run_id=run_id, viewer=who, timeout=0),
         "ledger": lambda: selectors.ledger_of(run_id=run_id, viewer=who),
         "approvals": lambda: approval_selectors.approvals_of(run_id=run_id, viewer=who),
@@ -127,7 +127,7 @@ def test_a_finished_hidden_run_is_run_not_found_not_run_ended(engine_for, people
     assert snapshot() == before
     # Its starter still hears that it ended.
     with pytest.raises(SanomaError) as caught:
-        services.cancel(run_id=run.id, by="alice")
+        services.cancel(run_id=run.id, by="alice", reason="no longer needed")
     assert error_code(caught.value) == "run_ended"
     with pytest.raises(SanomaError) as caught:
         approvals.withdraw(run_id=run.id, by="alice")
@@ -170,7 +170,7 @@ def test_an_operator_cancels_and_withdraws_runs_they_did_not_start(engine_for, p
     second = engine.run("asking")
     state = approvals.withdraw(run_id=first.id, by="olga")
     assert state["status"] == "withdrawn" and state["decided_by"] == "olga"
-    assert services.cancel(run_id=second.id, by="olga").status == "cancelled"
+    assert services.cancel(run_id=second.id, by="olga", reason="no longer needed").status == "cancelled"
 
 
 # -- starting with a run id that is taken ---------------------------------------------------------------

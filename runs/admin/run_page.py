@@ -1,0 +1,88 @@
+"""A run's page as one snapshot: the run read once, and everything the page says derived from it.
+
+A page that read the run twice could say two things at once: right after Start, a run that failed
+fast showed "Failed" in its status beside "Running on ..." and a Cancel button. So the run is read
+once per request (`RunAdmin.get_object` keeps what it read for the rest of the request), and the
+page's other reads (its ledger, its approvals) happen inside `one_snapshot`, which makes every
+read see the database at one moment: a REPEATABLE READ transaction on PostgreSQL, a read
+transaction on SQLite (WAL readers see the database as of their first read). The status line,
+the buttons, the breadcrumb, the title and the picture are all derived from those reads.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.contrib.admin.utils import quote
+from django.db import connection, transaction
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from runs import ledger
+from runs.admin.graph import graph_of
+from runs.admin.now import cancellation, sentence
+from runs.admin.timeline import timeline_rows
+from runs.approvals.permissions import Principal, can_operate, can_rerun, can_send_message
+from runs.approvals.selectors import approval_state
+from runs.models import Approval, Run, RunStatus
+
+
+@contextmanager
+def one_snapshot() -> Iterator[None]:
+    """Every read inside sees the database at one moment, and nothing inside writes. Inside a
+    transaction already begun (a test's), the reads see that transaction, as they would anyway."""
+    if connection.in_atomic_block:
+        yield
+        return
+    if connection.vendor == "sqlite":
+        # The site's SQLite transactions begin IMMEDIATE, taking the write lock: a page read that
+        # way would hold every worker off while it renders. A DEFERRED one only reads: in WAL mode
+        # it sees the database as of its first read, and writers go on meanwhile.
+        connection.ensure_connection()
+        mode = connection.transaction_mode  # type: ignore[attr-defined]
+        connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]
+        try:
+            with transaction.atomic():
+                connection.transaction_mode = mode  # type: ignore[attr-defined]  # only its BEGIN needed it
+                yield
+        finally:
+            connection.transaction_mode = mode  # type: ignore[attr-defined]
+        return
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:  # the first statement of the transaction, as it must be
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+def run_urls(run: Run) -> dict[str, str]:
+    key = quote(run.pk)
+    return {
+        "rerun_url": reverse("admin:runs_run_rerun", args=[key]),
+        "message_url": reverse("admin:runs_run_message", args=[key]),
+        "in_doubt_url": reverse("admin:runs_run_in_doubt", args=[key]),
+        "fork_url": reverse("admin:runs_run_fork", args=[key]),
+        "cancel_url": reverse("admin:runs_run_cancel", args=[key]),
+        "ledger_list_url": reverse("admin:runs_ledgerrecord_changelist") + "?" + urlencode({"run_id": run.id}),
+    }
+
+
+def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str, Any]:
+    """What the run page shows besides the run's fields, all from `run` (read once, by the caller,
+    who has checked that `viewer` may see it) and reads made in the same snapshot."""
+    records = ledger.records_of(run.id)
+    approvals = [approval_state(a) for a in Approval.objects.filter(run=run).order_by("seq")]
+    return {
+        **run_urls(run),
+        "live": None if run.ended else live_seconds,
+        "ledger_rows": timeline_rows(records),
+        "graph": graph_of(records, ended=run.ended),
+        "now": sentence(run, approvals, cancelled=cancellation(records)),
+        "run_ended": run.ended,
+        "may_cancel": not run.ended and can_operate(viewer, run),
+        "may_rerun": run.status == RunStatus.FAILED and can_rerun(viewer),
+        "may_fork": run.ended and can_rerun(viewer),
+        "may_message": not run.ended and can_send_message(viewer, run),
+        "in_doubt": run.status == RunStatus.WAITING and run.waiting_for == "in_doubt",
+    }
