@@ -169,20 +169,18 @@ class Paid(BaseModel):
     ok: bool = True
 
 
-pay = define_connector("pay", {"order": {"refund": op(
-    effect="money", input=Pay, output=Paid, amount="amount_cents", currency="EUR", ceiling=100_000,
-    summary="Refund {amount_cents:money} on order {order_id}")}})
+def payments():
+    """A vendor whose refund declares its amount, currency and a ceiling of 1,000.00 EUR."""
+    pay = define_connector("pay", {"order": {"refund": op(
+        effect="money", input=Pay, output=Paid, amount="amount_cents", currency="EUR", ceiling=100_000,
+        summary="Refund {amount_cents:money} on order {order_id}")}})
 
-
-def _pay_fake(file=None):
     def refund_it(state, i, c):
         state.setdefault("refunds", []).append(i.amount_cents)
         return {"ok": True}
 
-    return define_fake(pay, initial=dict, ops={"order": {"refund": refund_it}}, file=file)
-
-
-payments = with_setup(pay, fake=_pay_fake)
+    return with_setup(pay, fake=lambda file=None: define_fake(pay, initial=dict,
+                                                              ops={"order": {"refund": refund_it}}, file=file))
 
 
 class Amount(BaseModel):
@@ -200,7 +198,7 @@ pay_back = define_workflow(name="pay-back", input=Amount, uses=["pay.order.refun
 def test_a_call_above_its_ceiling_fails_the_run_before_the_policy_or_the_vendor_sees_it(engine_for):
     """The workflow computes the amount, so only the call can refuse it: `invalid_input` at the
     amount's path, with no approval asked, no decision recorded, nothing sent to the vendor."""
-    engine = engine_for(pay_back, connectors=[payments],
+    engine = engine_for(pay_back, connectors=[payments()],
                         policy=define_policy(lambda call: approve("bob"), version="p"))
     run = engine.run("pay-back", {"cents": 100_001})
     assert run.status == "failed"
