@@ -56,8 +56,8 @@ def test_money_reads_as_people_read_it_with_its_currency_when_known():
         amount="amount_cents", currency="EUR", summary="Refund {amount_cents:money} on order {order_id}")}})
     operation = fixed.op("pay.order.refund")
     assert summarize(operation, {"order_id": "1002", "amount_cents": 120000}) == "Refund 1,200.00 EUR on order 1002"
-    assert operation.money_of({"order_id": "1", "amount_cents": 150}).as_dict() == {
-        "cents": 150, "currency": "EUR", "shown": "1.50 EUR"}
+    money = operation.money_of({"order_id": "1", "amount_cents": 150})
+    assert money is not None and money.as_dict() == {"cents": 150, "currency": "EUR", "shown": "1.50 EUR"}
     by_field = define_connector("pay", {"order": {"refund": refund(
         amount="amount_cents", currency="currency", summary="Refund {amount_cents:money}")}}).op("pay.order.refund")
     assert summarize(by_field, {"amount_cents": 100, "currency": "USD"}) == "Refund 1.00 USD"

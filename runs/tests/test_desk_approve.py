@@ -179,8 +179,10 @@ def payments():
         state.setdefault("refunds", []).append(i.amount_cents)
         return {"ok": True}
 
-    return with_setup(pay, fake=lambda file=None: define_fake(pay, initial=dict,
-                                                              ops={"order": {"refund": refund_it}}, file=file))
+    def fake(file=None):
+        return define_fake(pay, initial=dict, ops={"order": {"refund": refund_it}}, file=file)
+
+    return with_setup(pay, fake=fake)
 
 
 class Amount(BaseModel):
@@ -240,3 +242,13 @@ def test_the_inbox_of_held_refunds_costs_the_same_queries_for_5_and_for_50_rows(
         counts[rows] = (_queries(desk("finance-lead"), "/admin/runs/approval/?all=&status=pending"),
                         _queries(desk("finance-lead"), "/api/approvals?limit=100"))
     assert counts[5] == counts[50], counts
+
+
+def test_the_catalog_and_the_config_say_what_a_money_operation_declares(company):
+    page = desk("alice").get("/admin/catalog/connectors/shop/").content.decode()
+    assert ('<td class="sanoma-money-rule">amount_cents (minor units of EUR), at most 10,000.00 EUR a call</td>'
+            in page)
+    assert "<th>summary</th><td>Refund {amount_cents:money} on order {order_id}</td>" in page
+    [shop] = [c for c in api("alice").get("/api/config").json()["connectors"] if c["vendor"] == "shop"]
+    [refund_op] = [o for o in shop["operations"] if o["id"] == "shop.order.refund"]
+    assert refund_op["money"] == {"amount": "amount_cents", "currency": "EUR", "ceiling": 1_000_000}

@@ -141,7 +141,7 @@ def test_the_merge_approval_shows_the_changes_checks_plan_and_diff_and_links_to_
     assert f'<a class="sanoma-extra" href="{change_url}">the change: its checks, plan and diff</a>' in inbox
 
     page = desk("sam").get(f"/admin/runs/approval/{approval.pk}/change/").content.decode()
-    assert f'id="change-link">the change\'s page</a>' in page and f'href="{change_url}"' in page
+    assert 'id="change-link">the change\'s page</a>' in page and f'href="{change_url}"' in page
     # Each check with its result, the plan (gitco declares nothing at vendors), the diff.
     checked = re.findall(r'<tr class="sanoma-check \w+">\s*<th>(\w+)</th><td>(\w+)</td>', page)
     assert checked == [("config", "ok"), ("django", "ok"), ("lint", "ok"), ("scenarios", "ok"), ("declared", "ok")]
