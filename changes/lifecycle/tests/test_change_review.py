@@ -158,3 +158,7 @@ def test_the_merge_approval_shows_the_changes_checks_plan_and_diff_and_links_to_
     # And the API's change carries it, apart from the checks.
     answer: dict[str, Any] = api("alice").get(f"/api/changes/{run.id}").json()
     assert [f["path"] for f in answer["diff"]["files"]] == ["workflows/hello.py"] and "diff" not in answer["checks"]
+    # And `manage.py change show` prints it.
+    shown = io.StringIO()
+    call_command("change", "show", run.id, stdout=shown)
+    assert "  diff against main: 1 file(s), +1 -0\n    added    workflows/hello.py (+1 -0)\n" in shown.getvalue()
