@@ -31,6 +31,8 @@ from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.services import open_change
 from changes.lifecycle.tests.gitco import use, write_root
 from changes.remotes.git import GitRemote, init_embedded
+from changes.remotes.github import GitHubRemote
+from changes.remotes.tests.github_server import GitHubServer, Repo
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
@@ -124,6 +126,20 @@ def test_the_diff_is_what_the_branch_brings_since_it_left_the_base(site):
         "README.md": ("modified", 1, 1), "workflows/hello.py": ("added", 1, 0)}
     assert (diff["added"], diff["removed"], diff["files_count"], diff["truncated"]) == (2, 1, 2, False)
     assert diff["sha"] == head and diff["merge_base"] == git("merge-base", "main", head, cwd=clone)
+    assert "+# hello" in diff["patch"] and "NOTES.md" not in diff["patch"]
+
+
+def test_github_answers_the_same_diff_through_its_compare_api(tmp_path):
+    repo = Repo(tmp_path / "repo", {"README.md": "The company.\n", "workflows/old.py": "# old\n"})
+    head = repo.commit("hello", {"workflows/hello.py": "# hello\n", "README.md": "The company, said again.\n",
+                                 "workflows/old.py": None}, "Hello")
+    repo.commit("main", {"NOTES.md": "main moved on\n"}, "Main moves on")
+    with GitHubServer({"acme/config": repo.bare}, token="t0ken").running() as server:
+        diff = GitHubRemote(api_url=server.url, token=lambda: "t0ken", timeout=5).diff(
+            "https://github.com/acme/config", sha=head, base="main")
+    assert {f["path"]: (f["status"], f["added"], f["removed"]) for f in diff["files"]} == {
+        "README.md": ("modified", 1, 1), "workflows/hello.py": ("added", 1, 0), "workflows/old.py": ("removed", 0, 1)}
+    assert (diff["added"], diff["removed"], diff["sha"]) == (2, 2, head)
     assert "+# hello" in diff["patch"] and "NOTES.md" not in diff["patch"]
 
 
