@@ -24,11 +24,14 @@ from pydantic import ValidationError
 
 from changes.lifecycle import selectors, services
 from changes.lifecycle.models import ChangeRun
-from changes.lifecycle.workflow import ChangeInput
-from connectors.errors import SanomaError
+from changes.lifecycle.workflow import NAME, ChangeInput
+from changes.resources.workflows import READ_OP
+from connectors.errors import ConfigError, SanomaError
 from runs.admin.common import ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.approvals.extras import Extra
+from runs.config.registry import get_config
 from runs.display import moment
-from runs.models import Run
+from runs.models import Approval, Run
 
 BASE = "main"
 BRANCH_RULE = "letters, digits, '.', '_', '/' and '-'"
@@ -51,6 +54,19 @@ class OpenChangeForm(forms.Form):
             raise forms.ValidationError(f"This is the base ({BASE}): a change merges another branch into it",
                                         code="is_base")
         return branch
+
+    def add_refusal(self, err: SanomaError) -> None:
+        """The service's refusal, on the field its issue names (a branch the repository lacks: on
+        `branch`), else above the form."""
+        issues = err.data.get("issues") if isinstance(err.data, dict) else None
+        placed = False
+        for issue in issues or []:
+            where = (issue.get("path") or [None])[0]
+            if where in self.fields:
+                self.add_error(where, issue.get("message") or refusal(err))
+                placed = True
+        if not placed:
+            self.add_error(None, refusal(err))
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -101,6 +117,64 @@ def plan_rows(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
                      "calls": [{"op": call.get("op", "?"), "decision": (call.get("verdict") or {}).get("decision"),
                                 "verdict": verdict_text(call.get("verdict"))} for call in change.get("calls", [])]})
     return rows
+
+
+def patch_lines(patch: str) -> list[tuple[str, str]]:
+    """A patch's lines, each with how it reads: `meta` (file headers), `hunk`, `add`, `del` or `same`."""
+    lines = []
+    for line in patch.splitlines():
+        if line.startswith(("diff --git", "--- ", "+++ ", "index ", "new file", "deleted file", "similarity",
+                            "rename ", "Binary files")):
+            kind = "meta"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "same"
+        lines.append((kind, line))
+    return lines
+
+
+def review_of(row: ChangeRun) -> dict[str, Any]:
+    """What whoever lets the change merge reads: its checks (each with its result), its plan (each
+    call with the policy's verdict) and what the checked commit brings into the base (its diff)."""
+    report = row.checks or {}
+    diff = report.get("diff") or {}
+    return {"checked": bool(report), "checks": checks_rows(report), "checks_ok": report.get("ok"),
+            "checked_sha": report.get("sha") or "", "plan": row.plan or None, "plan_rows": plan_rows(row.plan),
+            "diff": diff, "diff_lines": patch_lines(str(diff.get("patch") or "")), "base": row.base,
+            "branch": row.branch, "declares": _declares()}
+
+
+def _declares() -> bool:
+    """Whether this config declares resources at its vendors (else a change has nothing to plan)."""
+    try:
+        return READ_OP in get_config().ops
+    except ConfigError:
+        return True
+
+
+MERGE_OP = "sanoma.change.merge"
+
+
+def merge_approval_extra(approval: Approval, full: bool) -> Extra | None:
+    """The approval a merge waits for: in the inbox, a link to its change; on the approval's page,
+    the change's checks, plan and diff, so the approver sees what they let merge."""
+    if approval.op != MERGE_OP or approval.run.workflow != NAME:
+        return None
+    link = ("the change: its checks, plan and diff", reverse("admin:changes_changerun_change",
+                                                              args=[quote(approval.run_id)]))
+    if not full:
+        return Extra(link=link)
+    row = ChangeRun.objects.filter(run_id=approval.run_id).first()
+    if row is None:
+        return Extra(link=link)
+    merges = (approval.op_input or {}).get("head_sha") if isinstance(approval.op_input, dict) else None
+    return Extra(link=link, template="admin/changes/changerun/_review.html",
+                 context={**review_of(row), "merges_sha": merges or "", "change_url": link[1]})
 
 
 @admin.register(ChangeRun)
@@ -170,8 +244,7 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return TemplateResponse(request, "admin/changes/changerun/change.html", self._context(
             request, title=row.title, original=row, p=picture, run_link=run_link(run.id),
             run_url=reverse("admin:runs_run_change", args=[quote(run.id)]), approvals=approvals,
-            checks=checks_rows(row.checks), checks_ok=(row.checks or {}).get("ok"), plan=row.plan or None,
-            plan_rows=plan_rows(row.plan), opened=moment(row.opened_at), updated=moment(row.updated_at),
+            review=review_of(row), opened=moment(row.opened_at), updated=moment(row.updated_at),
             ended=moment(run.ended_at) if run.ended_at else ""))
 
     def open_view(self, request: HttpRequest) -> HttpResponse:
@@ -185,7 +258,7 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 run = services.open_change(branch=data["branch"], title=data["title"],
                                            description=data["description"], base=BASE, by=me(request))
             except SanomaError as err:
-                form.add_error(None, refusal(err))
+                form.add_refusal(err)
             else:
                 messages.success(request, f"Opened the change of {data['branch']} as run {run.id}: a worker checks "
                                           "it; this page shows how far it got")
@@ -194,4 +267,5 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
             request, title="Open a change", form=form, base=BASE))
 
 
-__all__ = ["ChangeRunAdmin", "OpenChangeForm", "checks_rows", "plan_rows", "verdict_text"]
+__all__ = ["ChangeRunAdmin", "OpenChangeForm", "checks_rows", "merge_approval_extra", "patch_lines", "plan_rows",
+           "review_of", "verdict_text"]

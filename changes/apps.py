@@ -3,6 +3,7 @@ from django.apps import AppConfig
 from changes.credentials import runtime
 from changes.lifecycle import extension as change_extension
 from changes.resources import extension
+from runs.approvals import extras as approval_extras
 from runs.engine import secrets
 from runs.worker_lifecycle import on_worker_start
 
@@ -22,5 +23,7 @@ class ChangesConfig(AppConfig):
         extension.install()
         # And, asked after it, what the life of a change adds: its operations and the `change` workflow.
         change_extension.install()
+        # The approval a merge waits for shows the change's checks, plan and diff, and links to it.
+        approval_extras.register("changes", "changes.admin_changes.merge_approval_extra")
         # A worker starting on a deployed version takes over the change runs that deployed it.
         on_worker_start("changes", "changes.lifecycle.services.take_over_deployed")

@@ -28,6 +28,9 @@ def _operation(op: Operation) -> dict[str, Any]:
         "id": op.id, "effect": op.effect, "idempotent": op.idempotent, "description": op.description,
         "timeout": op.timeout, "idempotency_key": op.idempotency_key, "reconcile": op.reconcile,
         "summary": op.summary, "phrases": {"given": op.phrases.given, "expect": op.phrases.expect},
+        # A money operation's amount field, its currency (a code, or the field holding one) and ceiling.
+        "money": None if op.money is None else {"amount": op.money.amount, "currency": op.money.currency,
+                                                "ceiling": op.money.ceiling},
         "retry": None if op.retry is None else {"attempts": op.retry.attempts, "initial": op.retry.initial,
                                                  "factor": op.retry.factor, "max_delay": op.retry.max_delay,
                                                  "jitter": op.retry.jitter},

@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel
 
+from connectors.money import Money, MoneyRule, amount_field, check_money, format_money
 from connectors.resources import ResourceType
 
 EFFECTS = ("read", "write", "publish", "send", "money", "access")
@@ -106,6 +107,7 @@ class OperationSpec:
     reconcile: str | None = None
     summary: str | None = None
     approve_each_target: bool = False
+    money: MoneyRule | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,8 @@ class Operation:
     summary: str | None = None
     # An approval the policy asks for covers calls of the same target only (`cover`).
     approve_each_target: bool = False
+    # A money operation's amount field, currency and ceiling (`connectors.money`), when it declares them.
+    money: MoneyRule | None = None
 
     def plain(self) -> dict[str, str]:
         """What a policy sees of the operation: no schemas, no functions."""
@@ -156,6 +160,29 @@ class Operation:
 
     def same_contract(self, other: Operation) -> bool:
         return self.effect == other.effect and self.idempotent == other.idempotent
+
+    @property
+    def amount(self) -> str | None:
+        """The input field holding the money a call moves, when the operation declares it."""
+        return self.money.amount if self.money else None
+
+    @property
+    def ceiling(self) -> int | None:
+        """The most one call may move, in minor units, when the operation declares it."""
+        return self.money.ceiling if self.money else None
+
+    def money_of(self, input_json: Any) -> Money | None:
+        """The money a call with this input moves, with its currency when known."""
+        return self.money.money_of(input_json) if self.money else None
+
+    def ceiling_issues(self, input_json: Any) -> list[dict[str, Any]]:
+        """An amount above the declared ceiling, as an issue at the amount's path (or none)."""
+        return self.money.ceiling_issues(self.id, input_json) if self.money else []
+
+    def amount_field(self, **field: Any) -> Any:
+        """A workflow input field holding this operation's amount, refused above its ceiling
+        (`connectors.money.amount_field`): `amount_cents: int = REFUND.amount_field(gt=0)`."""
+        return amount_field(self.id, self.money, **field)
 
 
 @dataclass(frozen=True)
@@ -224,6 +251,9 @@ def op(
     reconcile: str | None = None,
     summary: str | None = None,
     approve_each_target: bool = False,
+    amount: str | None = None,
+    currency: str | None = None,
+    ceiling: int | None = None,
 ) -> OperationSpec:
     """Declare an operation; `define_connector` gives it its vendor and resource.
 
@@ -235,7 +265,10 @@ def op(
     `{happened: bool, output: ...}`) that settles the doubt by asking the vendor.
     `approve_each_target=True` (with a `target`): an approval the policy asks for lets through only
     calls of the same target, not every later call of the operation in the run (a merge approved for
-    one commit does not merge the next)."""
+    one commit does not merge the next).
+    A money operation may say which input field holds the money (`amount`, in minor units), its
+    `currency` (an ISO 4217 code, or a text input field holding one) and a `ceiling`: a call above it
+    is refused `invalid_input` before the policy or the vendor sees it (see `connectors.money`)."""
     if effect not in EFFECTS:
         raise ValueError(f"effect must be one of {', '.join(EFFECTS)}; got {effect!r}")
     for name, schema in (("input", input), ("output", output)):
@@ -246,6 +279,7 @@ def op(
     if approve_each_target and target is None:
         raise ValueError("approve_each_target needs a target: the approval is for the target a call names")
     timeout = check_timeout(timeout, what="op")
+    money = check_money(effect=effect, input=input, amount=amount, currency=currency, ceiling=ceiling)
     if summary is not None:
         check_summary(summary, input)
     if idempotency_key not in IDEMPOTENCY_KEY_KINDS:
@@ -279,6 +313,7 @@ def op(
         reconcile=reconcile,
         summary=summary,
         approve_each_target=bool(approve_each_target),
+        money=money,
     )
 
 
@@ -356,6 +391,7 @@ def define_connector(
                 summary=spec.summary,
                 reconcile=f"{vendor}.{resource}.{spec.reconcile}" if spec.reconcile else None,
                 approve_each_target=spec.approve_each_target,
+                money=spec.money,
             )
     _check_reconciles(vendor, operations)
     bound = _bind_types(vendor, types, operations)
@@ -404,12 +440,16 @@ def _derived_operations(rt: ResourceType) -> list[Operation]:
     def by_desired(i: Any) -> str:
         return f"{rt.name}/{rt.import_id(i.desired)}"
 
+    # What one call does, for the person asked to approve it: the instance by its import id, or by
+    # its identity's declared values for a create (which has no id yet).
+    identity = ", ".join(f"{name} {{desired.{name}}}" for name in rt.identity)
     made = [
-        ("import", "read", True, by_id, f"Find a {rt.title} by its import id"),
-        ("read", "read", True, by_id, f"Read a {rt.title} as the vendor holds it"),
-        ("create", rt.effects["create"], False, by_desired, f"Create a {rt.title}"),
-        ("update", rt.effects["update"], True, by_id, f"Change a {rt.title}"),
-        ("delete", rt.effects["delete"], True, by_id, f"Delete a {rt.title}"),
+        ("import", "read", True, by_id, f"Find a {rt.title} by its import id", f"Find the {rt.title} {{id}}"),
+        ("read", "read", True, by_id, f"Read a {rt.title} as the vendor holds it", f"Read the {rt.title} {{id}}"),
+        ("create", rt.effects["create"], False, by_desired, f"Create a {rt.title}",
+         f"Create a {rt.title}: {identity}"),
+        ("update", rt.effects["update"], True, by_id, f"Change a {rt.title}", f"Change the {rt.title} {{id}}"),
+        ("delete", rt.effects["delete"], True, by_id, f"Delete a {rt.title}", f"Delete the {rt.title} {{id}}"),
     ]
     return [
         Operation(
@@ -424,8 +464,9 @@ def _derived_operations(rt: ResourceType) -> list[Operation]:
             description=description,
             target=target,
             opaque=("handle",),
+            summary=summary,
         )
-        for verb, effect, idempotent, target, description in made
+        for verb, effect, idempotent, target, description, summary in made
     ]
 
 
@@ -470,35 +511,45 @@ def with_setup(
     )
 
 
-_SUMMARY_FIELD = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)(?::([a-z]+))?\}")
+# `{field}`, `{field:money}`, or a path into a field holding an object: `{desired.user}`.
+_SUMMARY_FIELD = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*(?:\.[a-zA-Z_][a-zA-Z0-9_]*)*)(?::([a-z]+))?\}")
 SUMMARY_FORMATS = ("money",)
 
 
 def check_summary(template: Any, input: type[BaseModel]) -> None:
-    """A summary names input fields, each optionally formatted (`{amount_cents:money}`)."""
+    """A summary names input fields, each optionally formatted (`{amount_cents:money}`); a path
+    (`{desired.user}`) reads into a field holding an object."""
     if not isinstance(template, str) or not template.strip():
         raise ValueError("summary must be a sentence such as 'Refund {amount_cents:money} on order {order_id}'")
-    for name, kind in _SUMMARY_FIELD.findall(template):
+    for path, kind in _SUMMARY_FIELD.findall(template):
+        name = path.split(".")[0]
         if name not in input.model_fields:
-            raise ValueError(f"summary {template!r} names {{{name}}}, which is not an input field; "
+            raise ValueError(f"summary {template!r} names {{{path}}}, which is not an input field; "
                              f"its fields are {', '.join(input.model_fields)}")
         if kind and kind not in SUMMARY_FORMATS:
-            raise ValueError(f"summary {template!r}: {{{name}:{kind}}} is not a format; the formats are "
+            raise ValueError(f"summary {template!r}: {{{path}:{kind}}} is not a format; the formats are "
                              f"{', '.join(SUMMARY_FORMATS)}")
+
+
+def _at(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def summarize(operation: Operation, input_json: Any) -> str:
     """The operation's summary for one call's input ("" without a summary). Money is cents shown
-    as units with two decimals and thousands separated: 123456 -> 1,234.56."""
+    as units with two decimals and thousands separated (123456 -> 1,234.56), with the currency
+    when it is the operation's declared amount and its currency is known (1,234.56 EUR)."""
     if not operation.summary or not isinstance(input_json, dict):
         return ""
 
     def field(match: re.Match[str]) -> str:
-        value = input_json.get(match.group(1))
+        path = match.group(1)
+        value = _at(input_json, path)
         if match.group(2) == "money" and isinstance(value, int) and not isinstance(value, bool):
-            sign = "-" if value < 0 else ""
-            units, cents = divmod(abs(value), 100)
-            return f"{sign}{units:,}.{cents:02d}"
+            money = operation.money_of(input_json) if path == operation.amount else None
+            return format_money(value, money.currency if money else None)
         return "?" if value is None else str(value)
 
     return _SUMMARY_FIELD.sub(field, operation.summary)

@@ -4,7 +4,9 @@ A connector may attach a `remote` half (`with_setup(connector, remote=make)`, `m
 `Remote`). A remote says which repository URLs it serves (`handles`), and for one of them: where a
 branch (or pull request) points (`resolve`), the files at a commit (`export`), how a branch merges
 into the base with its head pinned (`merge`), and what it knows of a change (`status`). The change
-workflow finds the half for its repository with `remote_for(url, remotes)`.
+workflow finds the half for its repository with `remote_for(url, remotes)`. A remote may also say
+what a commit brings into the base (`diff(url, *, sha, base)`, as `changes.remotes.diffs` shapes
+it): the merge's approver sees it; without it the change says the remote does not show diffs.
 
 Every refusal is a `RemoteError` with a code a workflow can branch on: `branch_not_found`,
 `merge_conflict` (`data["files"]`), `head_changed` (`data["expected"]`, `data["found"]`),

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from changes.credentials.selectors import credential_statuses
 from changes.describe import logo_data_url
+from connectors.money import format_money
 from connectors.operations import Connector, Operation
 from features.library.loader import load_scenarios
 from runs.config.outline import outline_as_json, outline_of
@@ -70,7 +71,7 @@ def _operation(op: Operation, used_by: Mapping[str, list[str]], scenarios: Mappi
     return {
         "id": op.id, "effect": op.effect, "idempotent": op.idempotent, "description": op.description,
         "timeout": op.timeout, "retry": op.retry, "summary": op.summary or "", "in_doubt": op.idempotency_key,
-        "given": op.phrases.given or "", "expect": op.phrases.expect or "",
+        "given": op.phrases.given or "", "expect": op.phrases.expect or "", "money": _money(op),
         "input": fields_of(op.input), "output": fields_of(op.output),
         "workflows": used_by.get(op.id, []), "scenarios": scenarios.get(op.id, []),
     }
@@ -93,6 +94,17 @@ def by_vendor(config: ResolvedConfig) -> dict[str, list[Connector]]:
 def vendor_title(connectors: list[Connector]) -> str:
     vendor = connectors[0].vendor
     return next((c.info.title for c in connectors if c.info.title), None) or BUILT_IN_TITLES.get(vendor, vendor)
+
+
+def _money(op: Operation) -> str:
+    """A money operation's declaration as read: `amount_cents (minor units of EUR), at most 10,000.00 EUR`."""
+    if op.money is None:
+        return ""
+    rule = op.money
+    fixed = rule.fixed_currency
+    currency = f" of {fixed}" if fixed else (f" of the currency in {rule.currency}" if rule.currency else "")
+    said = f"{rule.amount} (minor units{currency})"
+    return said + (f", at most {format_money(rule.ceiling, fixed)} a call" if rule.ceiling is not None else "")
 
 
 def connector_page(request: HttpRequest, vendor: str, *, context: dict[str, Any]) -> HttpResponse:

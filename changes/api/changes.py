@@ -125,6 +125,10 @@ class ChangeSerializer(serializers.Serializer):
     checks = serializers.JSONField(allow_null=True, help_text="The checks report: `{ok, failed, checks: [{name, "
                                                               "ok, skipped, summary, problems: [{file, line, "
                                                               "message}]}]}`.")
+    diff = serializers.JSONField(allow_null=True, help_text="What the checked commit brings into the base: `{base, "
+                                                            "base_sha, merge_base, sha, files: [{path, status, added, "
+                                                            "removed}], files_count, added, removed, patch, "
+                                                            "truncated}`, or `{problem}` when the remote cannot say.")
     plan = serializers.JSONField(allow_null=True, help_text="What apply would do with the change's tree, each "
                                                             "call with the policy's verdict (allow, held, deny).")
     approvals = WaitingApprovalSerializer(many=True, help_text="The approvals the run waits for.")

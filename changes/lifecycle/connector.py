@@ -1,7 +1,8 @@
 """The change's own operations, on sanoma's vendor `sanoma`, in every config:
 
 - `sanoma.change.resolve` (read): where the change's branch (or pull request) points now.
-- `sanoma.change.check` (read): the checks of that commit's tree, in a process of their own.
+- `sanoma.change.check` (read): the checks of that commit's tree, in a process of their own, and
+  what the commit brings into the base (its diff), for whoever approves the merge.
 - `sanoma.change.plan` (read): what apply would do at the vendors for the tree's declared
   resources (read by the change through `ctx`), each call with the verdict the policy would give.
 - `sanoma.change.merge` (write): merge the branch through the repository's remote, its head
@@ -21,6 +22,7 @@ from django.conf import settings
 from pydantic import BaseModel, Field, model_validator
 
 from changes.lifecycle import checks, live
+from changes.lifecycle.diff import diff_of
 from changes.lifecycle.remotes import RemoteEnvironment, remote_of
 from changes.lifecycle.states import ChangeState
 from changes.resources import managed
@@ -63,6 +65,7 @@ class CheckInput(BaseModel):
     url: str = Field(min_length=1, max_length=500)
     branch: str = Field(min_length=1, max_length=200, pattern=BRANCH)
     sha: str = Field(pattern=SHA)
+    base: str = Field(default="main", min_length=1, max_length=200, pattern=BRANCH)
 
 
 class Report(BaseModel):
@@ -71,6 +74,8 @@ class Report(BaseModel):
     failed: list[str] = Field(default_factory=list)
     checks: list[dict[str, Any]] = Field(default_factory=list)
     declared: dict[str, Any] = Field(default_factory=dict)
+    # What the commit brings into the base (`changes.lifecycle.diff_of`): what an approver lets merge.
+    diff: dict[str, Any] = Field(default_factory=dict)
 
 
 class PlanInput(BaseModel):
@@ -176,7 +181,8 @@ def connector_for(root: Path | None, connectors: Callable[[], Sequence[Connector
                             timeout=float(settings.SANOMA_CHECKS_TIMEOUT_SECONDS))
         # The tree's declared resources with what earlier applies created: the read apply plans from.
         report.setdefault("declared", {})["managed"] = managed.rows()
-        note(c.run_id, checks=report, state=ChangeState.CHECKING if report["ok"] else ChangeState.CHECKS_FAILED)
+        report["diff"] = diff_of(remote, url=i.url, sha=i.sha, base=i.base)
+        note(c.run_id, checks=report, state=ChangeState.CHECKS_PASSED if report["ok"] else ChangeState.CHECKS_FAILED)
         return report
 
     def make_plan(i: PlanInput, c: CallContext) -> dict[str, Any]:

@@ -57,8 +57,10 @@ def picture(row: ChangeRun, run: Run) -> dict[str, Any]:
         "run": run.id, "status": run.status, "waiting_for": run.waiting_for, "state": row.state,
         "branch": row.branch, "base": row.base, "title": row.title, "description": row.description,
         "pull_request": row.pull_request or None, "repository": row.repo_url, "opened_by": row.opened_by,
-        "opened_at": row.opened_at.isoformat(), "head": row.head_sha or None, "checks": row.checks or None,
-        "plan": row.plan or None, "approvals": pending, "merged": row.merged_sha or None,
+        "opened_at": row.opened_at.isoformat(), "head": row.head_sha or None,
+        "checks": {k: v for k, v in row.checks.items() if k != "diff"} if row.checks else None,
+        "diff": (row.checks or {}).get("diff") or None, "plan": row.plan or None, "approvals": pending,
+        "merged": row.merged_sha or None,
         "deployed": ({"revision": row.deployed_revision, "version": row.deployed_version}
                      if row.deployed_revision else None),
         "version": run.app_version, "result": run.result, "error": run.error,
@@ -79,6 +81,14 @@ def describe(p: dict[str, Any]) -> list[str]:
         for problem in check.get("problems", [])[:20]:
             where = f"{problem['file']}:{problem['line']}: " if problem.get("file") else ""
             lines.append(f"    {where}{problem['message']}")
+    diff = p.get("diff") or {}
+    if diff.get("problem"):
+        lines.append(f"  diff: {diff['problem']}")
+    elif diff:
+        lines.append(f"  diff against {diff.get('base')}: {diff.get('files_count', 0)} file(s), "
+                     f"+{diff.get('added', 0)} -{diff.get('removed', 0)}")
+        for f in diff.get("files", [])[:50]:
+            lines.append(f"    {f['status']:<8} {f['path']} (+{f.get('added') or 0} -{f.get('removed') or 0})")
     plan = p["plan"] or {}
     for change in plan.get("changes", []):
         verdicts = ", ".join(f"{c['op']} {c.get('verdict', {}).get('decision', '?')}" for c in change.get("calls", []))

@@ -10,12 +10,13 @@ from django.db import transaction
 
 from changes.lifecycle import live
 from changes.lifecycle.models import ChangeRun
+from changes.lifecycle.remotes import remote_of
 from changes.lifecycle.states import ChangeState
 from changes.lifecycle.workflow import NAME, ChangeInput, change_code
 from changes.services import stamp_version
-from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from connectors.errors import ErrorCode, InvalidInput, RemoteError, SanomaError
 from runs import services as run_services
-from runs.approvals.permissions import Principal, principal_of
+from runs.approvals.permissions import Principal, check_can_start, principal_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
@@ -44,6 +45,9 @@ def open_change(*, branch: str = "", title: str = "", by: str | Principal, descr
         raise InvalidInput("the change cannot be opened: no repository: the live root has no git remote 'origin' "
                            "and SANOMA_REPO_URL is not set")
     principal = principal_of(by)
+    check_can_start(principal, NAME)  # who may not open one learns nothing of the repository's branches
+    check_branch(url=repo, branch=checked.branch, pull_request=checked.pull_request, base=checked.base,
+                 config=config)
     given = {k: v for k, v in checked.model_dump().items() if v not in ("", 0) or k == "title"}
     with transaction.atomic():
         run = run_services.start(workflow=NAME, input=given, started_by=principal, config=config)
@@ -54,6 +58,26 @@ def open_change(*, branch: str = "", title: str = "", by: str | Principal, descr
             pull_request=checked.pull_request, opened_by=principal.id, opened_at=now, change_code=change_code(),
             state=ChangeState.OPENED, updated_at=now)
     return run
+
+
+def check_branch(*, url: str, branch: str, pull_request: str, base: str, config: ResolvedConfig) -> None:
+    """The branch (or pull request) a change is opened for is there at the repository's remote, under
+    a name git takes: else refused here, naming it (`invalid_input`, its issue at `branch` or
+    `pull_request`), so no run starts only to fail on its first step. A remote that cannot be
+    reached just now is not a refusal: the change's run asks it again, with retries."""
+    where = "branch" if branch else "pull_request"
+    try:
+        remote_of(url, config.connectors).resolve(url, branch=branch or None, pull_request=pull_request or None,
+                                                  base=base)
+    except RemoteError as err:
+        if err.code not in (ErrorCode.BRANCH_NOT_FOUND, ErrorCode.INVALID_INPUT, ErrorCode.NOT_MERGEABLE):
+            log.warning("opening a change of %s: the remote could not say whether it exists (%s); the change's "
+                        "run will ask again", branch or pull_request, err)
+            return
+        data = err.data if isinstance(err.data, dict) else {}
+        path = "base" if "base branch" in data else where
+        raise InvalidInput(f"the change cannot be opened: {err.message}",
+                           data={"issues": [{"path": [path], "message": err.message, "code": err.code}]}) from None
 
 
 def notify(*, topic: str, branch: str, sha: str = "", via: str, payload: dict[str, Any] | None = None
@@ -120,4 +144,4 @@ def _contains(root: Any, revision: str, merged: str) -> bool:
     return True
 
 
-__all__ = ["TOPICS", "notify", "open_change", "take_over_deployed"]
+__all__ = ["TOPICS", "check_branch", "notify", "open_change", "take_over_deployed"]

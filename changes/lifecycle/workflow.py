@@ -5,7 +5,8 @@ Input: `{branch, title, description?}` (or `{pull_request, title?}`), with `base
 failed waits for a new push before it ends `checks_failed`; 0, the default, ends it at once).
 
 1. `sanoma.change.resolve`: the branch's head.
-2. `sanoma.change.check`: the head's tree checked in its own process. Failed: wait for `pushed`
+2. `sanoma.change.check`: the head's tree checked in its own process (with what it brings into
+   the base, its diff, for the merge's approver). Failed: wait for `pushed`
    (then from 1 again) or end `checks_failed`, naming each problem at `file:line`.
 3. The tree's declared resources read at their vendors through `ctx` (drift's imports), then
    `sanoma.change.plan`: what apply would do, each call with the policy's verdict.
@@ -114,7 +115,8 @@ def change_body(types: Mapping[str, ResourceType], declares: bool) -> Any:
         plan: Any = None
         for _round in range(MAX_ROUNDS):
             head = ctx.sanoma.change.resolve(ask)
-            report = ctx.sanoma.change.check({"url": head.url, "branch": head.branch, "sha": head.sha})
+            report = ctx.sanoma.change.check({"url": head.url, "branch": head.branch, "sha": head.sha,
+                                              "base": head.base})
             if not report.ok:
                 if not input.wait_for_push:
                     raise _checks_failed(report)

@@ -36,8 +36,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from changes.remotes import diffs
 from connectors.errors import ErrorCode, RemoteError
 from connectors.remotes import ChangeStatus, Head, Merged
 
@@ -379,6 +381,35 @@ class GitRemote:
                 # a push moved the base between reading it and moving it: merge onto the new base
         raise RemoteError(f"the base '{base}' of {url} kept moving while '{branch}' was merged into it: nothing was "
                           "merged; try again", retryable=True, data={"branch": branch, "base": base})
+
+    def diff(self, url: str, *, sha: str, base: str = "main") -> dict[str, Any]:
+        """What merging commit `sha` brings into `base`: the changes since the two parted
+        (`git diff base...sha`), as `changes.remotes.diffs.report` shapes them."""
+        repo = self._repo(url)
+        repo.check_branch_name(base, "base branch")
+        sha = _check_sha(sha)
+        if not repo.has_commit(sha):
+            raise RemoteError(f"the repository {url} has no commit {sha}", data={"sha": sha, "url": url})
+        base_sha = repo.need(base, what="base branch")
+        parted = repo.git("merge-base", base_sha, sha, ok=(0, 1))
+        if parted.returncode != 0:
+            raise RemoteError(f"the commit {sha[:12]} and the base '{base}' of {url} have no commit in common",
+                              code=ErrorCode.NOT_MERGEABLE, data={"base_sha": base_sha, "head_sha": sha})
+        since = _text(parted.stdout)
+        kinds = {"A": "added", "M": "modified", "D": "removed"}
+        statuses = {}
+        for line in repo.out("diff", "--name-status", "--no-renames", since, sha).splitlines():
+            kind, _, path = line.partition("\t")
+            statuses[path] = kinds.get(kind[:1], "changed")
+        files = []
+        for line in repo.out("diff", "--numstat", "--no-renames", since, sha).splitlines():
+            added, removed, path = (line.split("\t", 2) + ["", ""])[:3]
+            files.append({"path": path, "status": statuses.get(path, "changed"),
+                          "added": int(added) if added.isdigit() else None,  # "-": a binary file
+                          "removed": int(removed) if removed.isdigit() else None})
+        patch = repo.git("diff", "--no-color", "--no-ext-diff", "--no-renames", since, sha).stdout
+        return diffs.report(base=base, base_sha=base_sha, merge_base=since, sha=sha, files=files,
+                            patch=patch.decode("utf-8", "replace"))
 
     def status(self, url: str, *, branch: str, base: str = "main") -> ChangeStatus:
         repo = self._repo(url)

@@ -53,6 +53,7 @@ from http.client import HTTPMessage
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from changes.remotes import diffs
 from connectors.errors import ErrorCode, RemoteError, retryable_status
 from connectors.remotes import ChangeStatus, Head, Merged
 
@@ -199,6 +200,26 @@ class GitHubRemote:
             reviews=tuple({"user": (r.get("user") or {}).get("login"), "state": r.get("state"),
                            "commit_id": r.get("commit_id"), "submitted_at": r.get("submitted_at")} for r in reviews),
         )
+
+    def diff(self, url: str, *, sha: str, base: str = "main") -> dict[str, Any]:
+        """What merging commit `sha` brings into `base` (the compare API, `base...sha`: the changes
+        since the two parted), as `changes.remotes.diffs.report` shapes them. GitHub lists at most
+        300 files and leaves out the patch of a large one."""
+        owner, repo = self._repo(url)
+        if not isinstance(sha, str) or not SHA.match(sha):
+            raise RemoteError(f"diff takes a commit's SHA, not {sha!r}", code=ErrorCode.INVALID_INPUT)
+        compare = self._call("GET", f"/repos/{_q(owner)}/{_q(repo)}/compare/{_q(base, safe='')}...{sha}")
+        files, patches = [], []
+        for entry in compare.get("files") or []:
+            path = entry.get("filename") or "?"
+            files.append({"path": path, "status": entry.get("status"), "added": entry.get("additions"),
+                          "removed": entry.get("deletions")})
+            if entry.get("patch"):
+                old = entry.get("previous_filename") or path
+                patches.append(f"diff --git a/{old} b/{path}\n--- a/{old}\n+++ b/{path}\n{entry['patch']}\n")
+        return diffs.report(base=base, base_sha=(compare.get("base_commit") or {}).get("sha") or "",
+                            merge_base=(compare.get("merge_base_commit") or {}).get("sha") or "", sha=sha,
+                            files=files, patch="".join(patches))
 
     # --- GitHub's objects -----------------------------------------------------------------------
 

@@ -196,33 +196,42 @@ class ShopEnvironment(BaseModel):
         return value
 
 
+# The most one refund may move: the shop sells in euros, and no order of the shop comes near this.
+REFUND_CEILING_CENTS = 1_000_000  # 10,000.00 EUR
+
+# Each operation says in a sentence what one call does, for whoever is asked to approve it.
 shop = define_connector(
     "shop",
     {
         "order": {
             "get": op(effect="read", input=OrderRef, output=Order, idempotent=True,
                       target=lambda i: f"order/{i.order_id}", description="Read an order",
-                      given="order {order_id} exists"),
+                      summary="Read order {order_id}", given="order {order_id} exists"),
             "refund": op(effect="money", input=RefundRequest, output=Refund,
                          target=lambda i: f"order/{i.order_id}", description="Refund part or all of an order",
+                         amount="amount_cents", currency="EUR", ceiling=REFUND_CEILING_CENTS,
+                         summary="Refund {amount_cents:money} on order {order_id}",
                          expect="order {order_id} was refunded {amount_cents}"),
         },
         "refund": {
             "list": op(effect="read", input=RefundQuery, output=RefundList, idempotent=True,
-                       description="List the latest refunds"),
+                       description="List the latest refunds", summary="List the latest {limit} refunds"),
         },
         "customer": {
             "notify": op(effect="send", input=Notice, output=Sent, description="Email a customer",
-                         expect="{customer} was told {subject}"),
-            "delete": op(effect="write", input=Deletion, output=Deleted, description="Erase a customer's data"),
+                         summary="Email {customer}: {subject}", expect="{customer} was told {subject}"),
+            "delete": op(effect="write", input=Deletion, output=Deleted, description="Erase a customer's data",
+                         summary="Erase the data of customer {customer}"),
         },
         "product": {
             "price": op(effect="publish", input=PriceChange, output=Product, idempotent=True,
-                        target=lambda i: f"product/{i.sku}", description="Publish a new price"),
+                        target=lambda i: f"product/{i.sku}", description="Publish a new price",
+                        summary="Publish {price_cents:money} as the price of {sku}"),
         },
         "staff": {
             "grant": op(effect="access", input=Grant, output=Granted,
-                        description="Give a person a role in the shop admin"),
+                        description="Give a person a role in the shop admin",
+                        summary="Give {username} the role {role} in the shop admin"),
         },
     },
     info=VendorInfo(title="Shop", logo=LOGO, homepage="https://shop.example.com"),

@@ -9,7 +9,8 @@ from runs.authoring import define_workflow
 
 class RefundInput(BaseModel):
     order_id: str = Field(min_length=1)
-    amount_cents: int = Field(gt=0)
+    # The refund's own rule: above its ceiling, the run is refused before it starts.
+    amount_cents: int = shop.op("shop.order.refund").amount_field(gt=0)
     reason: str = "customer request"
 
 

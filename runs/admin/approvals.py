@@ -12,13 +12,12 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from connectors.errors import ConfigError, SanomaError
-from connectors.operations import summarize
+from connectors.errors import SanomaError
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
+from runs.approvals.extras import extras_of
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
-from runs.config.registry import get_config
 from runs.display import moment
 from runs.models import Approval, ApprovalStatus, DecisionMessage
 
@@ -56,21 +55,13 @@ class DecisionForm(forms.Form):
                            help_text="Recorded with the decision, in the ledger.")
 
 
-def summary_of(approval: Approval) -> str:
-    """What the held call does, in its operation's own words ("Refund 125.00 on order 1001")."""
-    if not approval.op:
-        return ""
-    try:
-        operation = get_config().ops.get(approval.op)
-    except ConfigError:
-        return ""
-    return summarize(operation, approval.op_input) if operation is not None else ""
-
-
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     missing_noun = "approval"
-    list_display = ("title_link", "run_column", "workflow", "lets_through", "approver", "status", "requested_at")
+    # What an approver needs to tell one row from another: what the call does (its summary, else the
+    # approval's title), the money, the run and who started it, the call itself, and when it was asked.
+    list_display = ("title_link", "amount", "run_column", "started_by", "requested", "approver", "lets_through",
+                    "status")
     list_display_links = None
     list_filter = (ApprovalStatusFilter,)
     list_select_related = ("run",)
@@ -87,9 +78,17 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             return False
         return obj is None or check_can_view(me(request), obj.run, raise_error=False)
 
+    def get_list_display(self, request: HttpRequest):
+        """Without the status column while the inbox shows what waits (every row is pending)."""
+        shown = super().get_list_display(request)
+        if request.GET.get(ApprovalStatusFilter.parameter_name, ApprovalStatus.PENDING) == ApprovalStatus.PENDING:
+            return tuple(name for name in shown if name != "status")
+        return shown
+
     def get_queryset(self, request: HttpRequest):
-        """The inbox: what this user may decide (operators: everything)."""
-        return approval_selectors.visible_approvals(principal=me(request)).order_by("-requested_at", "-id")
+        """The inbox: what this user may decide, as `/api/approvals` and the header's badge answer it
+        (an operator or a superuser is no one's approver by being one); the status filter narrows it."""
+        return approval_selectors.inbox(principal=me(request), status=None)
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Approval | None:
         """An approval's page is open to whoever may see its run: its approvers, starter, operators."""
@@ -103,26 +102,49 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
         extra_context = {"title": "Approvals inbox", "live": LIVE_SECONDS, **(extra_context or {})}
         return super().changelist_view(request, extra_context)
 
+    def _held(self, approval: Approval) -> dict[str, Any]:
+        return approval_selectors.held_call(approval)  # the config's operations: this process's, read once
+
     @admin.display(description="approval", ordering="title")
     def title_link(self, approval: Approval) -> str:
+        """The held call in its operation's words, linked to the approval's page; under it the
+        approval's title, and what other apps link it to (a merge: its change)."""
         url = reverse("admin:runs_approval_change", args=[approval.pk])
-        return format_html('<a href="{}">{}</a>', url, approval.title)
+        said = self._held(approval)["summary"]
+        head = (format_html('<a href="{}"><strong class="sanoma-summary">{}</strong></a>', url, said) if said
+                else format_html('<a href="{}">{}</a>', url, approval.title))
+        under = [approval.title] if said else []
+        links = [format_html('<a class="sanoma-extra" href="{}">{}</a>', extra.link[1], extra.link[0])
+                 for extra in extras_of(approval, full=False) if extra.link]
+        tail = format_html_join(" · ", "{}", ((p,) for p in [*under, *links]))
+        return format_html('{}<div class="sanoma-under">{}</div>', head, tail) if tail else head
+
+    @admin.display(description="amount")
+    def amount(self, approval: Approval) -> str:
+        money = self._held(approval)["amount"]
+        return format_html('<span class="sanoma-money">{}</span>', money["shown"]) if money else "-"
 
     @admin.display(description="run")
     def run_column(self, approval: Approval) -> str:
-        return format_html("{} ({})", run_link(approval.run_id), approval.approval_id)
+        return format_html('{} ({})<div class="sanoma-under">{}</div>', run_link(approval.run_id),
+                           approval.approval_id, approval.run.workflow)
 
-    @admin.display(description="workflow")
-    def workflow(self, approval: Approval) -> str:
-        return approval.run.workflow
+    @admin.display(description="started by", ordering="run__started_by")
+    def started_by(self, approval: Approval) -> str:
+        return approval.run.started_by
+
+    @admin.display(description="asked", ordering="requested_at")
+    def requested(self, approval: Approval) -> str:
+        return moment(approval.requested_at)
 
     @admin.display(description="lets through")
     def lets_through(self, approval: Approval) -> str:
+        """The held operation, and its input as JSON when its summary does not say it in words (the
+        approval's page always shows the input whole)."""
         parts = []
-        said = summary_of(approval)
-        if said:
-            parts.append(format_html('<strong class="sanoma-summary">{}</strong>', said))
-        if approval.op:
+        if approval.op and self._held(approval)["summary"]:
+            parts.append(format_html("<code>{}</code>", approval.op))
+        elif approval.op:
             parts.append(format_html("<code>{}</code> {}", approval.op,
                                      json.dumps(approval.op_input, sort_keys=True, default=str)))
         covers = [c for c in approval.covers if c != approval.op]
@@ -149,7 +171,10 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
         may_withdraw = approval.status == ApprovalStatus.PENDING and not approval.run.ended and (
             approval.run.started_by == principal.id or principal.has_global("runs.operate_runs")
         )
-        queued = list(DecisionMessage.objects.filter(approval=approval, applied=False).order_by("id"))
+        queued = [{"decision": m.decision, "by": m.by, "sent_at": moment(m.sent_at)}
+                  for m in DecisionMessage.objects.filter(approval=approval, applied=False).order_by("id")]
+        held = approval_selectors.held_call(approval)
+        extras = extras_of(approval, full=True)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -160,7 +185,10 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "state": approval_selectors.approval_state(approval),
             "state_json": as_json(approval_selectors.approval_state(approval)),
             "op_input_json": as_json(approval.op_input) if approval.op else "",
-            "summary": summary_of(approval),
+            "summary": held["summary"],
+            "amount": held["amount"],
+            "extras": extras,
+            "extra_links": [extra.link for extra in extras if extra.link],
             "requested_at": moment(approval.requested_at),
             "decided_at": moment(approval.decided_at),
             "details_json": as_json(approval.details) if approval.details is not None else "",

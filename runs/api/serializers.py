@@ -307,7 +307,22 @@ class RunSummarySerializer(serializers.Serializer):
     started_by = serializers.CharField()
 
 
+class MoneySerializer(serializers.Serializer):
+    cents = serializers.IntegerField(help_text="The amount in minor units (cents).")
+    currency = serializers.CharField(allow_null=True, help_text="An ISO 4217 code, when the operation knows it.")
+    shown = serializers.CharField(help_text="As people read it: `1,234.56 EUR`.")
+
+
 class InboxItemSerializer(ApprovalSerializer):
+    """An inbox row: the approval, what the held call does in its operation's words, and its run."""
+
+    summary = serializers.CharField(
+        allow_blank=True, help_text="What the held call does, from its operation's `summary` "
+                                    "(\"Refund 1,234.56 EUR on order 1001\"); empty when it declares none.")
+    amount = MoneySerializer(allow_null=True, help_text="The money the held call moves, when its operation "
+                                                        "declares which input field holds it.")
+    started_by = serializers.CharField(help_text="Who started the run.")
+    workflow = serializers.CharField()
     run = RunSummarySerializer()
 
 

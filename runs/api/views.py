@@ -337,9 +337,10 @@ class InboxView(SanomaAPIView):
         responses={200: s.InboxItemSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        pending = approval_selectors.pending_for(principal=me(request))
+        pending = approval_selectors.inbox(principal=me(request))
+        ops = approval_selectors.operations()
         return self.paged(request, pending, lambda page: s.InboxItemSerializer(
-            [{**approval_selectors.approval_state(a), "run": a.run} for a in page], many=True).data)
+            [approval_selectors.inbox_item(a, ops) for a in page], many=True).data)
 
 
 class DecideMixin:

@@ -1,12 +1,19 @@
-"""Reads of approvals: the inbox, a run's approvals, what a principal may see."""
+"""Reads of approvals: the inbox, a run's approvals, what a principal may see, and what a held call
+does in its operation's own words."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import QuerySet
+from django.conf import settings
+from django.db.models import Q, QuerySet
 
-from runs.approvals.permissions import Principal, decidable_approvals, is_operator, principal_of
-from runs.models import Approval, ApprovalStatus
+from connectors.errors import ConfigError
+from connectors.operations import Operation, summarize
+from runs.approvals.permissions import Principal, decidable_approvals, principal_of
+from runs.approvals.rules import SELF_APPROVAL_ALLOWED, SELF_APPROVAL_KEY
+from runs.config.registry import get_config
+from runs.models import Approval, ApprovalRequester, ApprovalStatus
 from runs.selectors import visible_run
 
 
@@ -38,24 +45,60 @@ def approval_state(approval: Approval) -> dict[str, Any]:
     return state
 
 
-def pending_for(*, principal: str | Principal) -> QuerySet[Approval]:
-    """The inbox: pending approvals this principal may decide, newest first, in a fixed number of queries."""
+def inbox(*, principal: str | Principal, status: str | None = ApprovalStatus.PENDING) -> QuerySet[Approval]:
+    """The inbox, the one answer every surface gives (the desk's inbox and its badge, `/api/approvals`):
+    the approvals this principal may decide, newest first, in a fixed number of queries; `status`
+    None keeps those decided too.
+
+    Who may decide (see the README's rules): the approver the approval names, or a member of the
+    group it names. Being a superuser or an operator adds nothing (an approval is personal), and
+    the run's starter is left out unless self-approval is allowed (the site's setting, or the
+    policy for that hold), since they would be refused."""
     who = principal_of(principal)
-    return (
-        decidable_approvals(who)
-        .filter(status=ApprovalStatus.PENDING)
-        .select_related("run")
-        .order_by("-requested_at", "-id")
-    )
+    found = decidable_approvals(who)
+    if status is not None:
+        found = found.filter(status=status)
+    if not getattr(settings, "SANOMA_ALLOW_SELF_APPROVAL", False):
+        allowed = Q(requested_by=ApprovalRequester.POLICY, **{f"details__{SELF_APPROVAL_KEY}": SELF_APPROVAL_ALLOWED})
+        found = found.filter(~Q(run__started_by=who.id) | allowed)
+    return found.select_related("run").order_by("-requested_at", "-id")
+
+
+def pending_for(*, principal: str | Principal) -> QuerySet[Approval]:
+    """The inbox's pending approvals (see `inbox`)."""
+    return inbox(principal=principal)
+
+
+def operations() -> Mapping[str, Operation]:
+    """The config's operations by id (none when the config cannot be read: a held call is then shown
+    without its summary, never not at all)."""
+    try:
+        return get_config().ops
+    except ConfigError:
+        return {}
+
+
+def held_call(approval: Approval, ops: Mapping[str, Operation] | None = None) -> dict[str, Any]:
+    """What an approval lets through in the words of the operation it holds: `summary` ("Refund
+    1,234.56 EUR on order 1001", "" when the operation has none) and `amount` (`{cents, currency,
+    shown}` when the operation declares which input field holds its money, else None)."""
+    if not approval.op:
+        return {"summary": "", "amount": None}
+    operation = (operations() if ops is None else ops).get(approval.op)
+    if operation is None:
+        return {"summary": "", "amount": None}
+    money = operation.money_of(approval.op_input)
+    return {"summary": summarize(operation, approval.op_input), "amount": money.as_dict() if money else None}
+
+
+def inbox_item(approval: Approval, ops: Mapping[str, Operation] | None = None) -> dict[str, Any]:
+    """An inbox row as the API answers it: the approval as the run publishes it, what it lets
+    through, and its run (id, workflow, status, starter)."""
+    run = approval.run
+    return {**approval_state(approval), **held_call(approval, ops), "started_by": run.started_by,
+            "workflow": run.workflow, "run": run}
 
 
 def approvals_of(*, run_id: str, viewer: str | Principal | None = None) -> list[dict[str, Any]]:
     run = visible_run(run_id=run_id, viewer=viewer)
     return [approval_state(a) for a in Approval.objects.filter(run=run).order_by("seq")]
-
-
-def visible_approvals(*, principal: str | Principal) -> QuerySet[Approval]:
-    who = principal_of(principal)
-    if is_operator(who):
-        return Approval.objects.select_related("run")
-    return decidable_approvals(who).select_related("run")

@@ -20,18 +20,27 @@ SLEEP_UNITS_MS = {"ms": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_00
 
 
 def parse_op_input(op: Operation, payload: Any) -> BaseModel:
+    """The call's input parsed by its operation, and within the ceiling a money operation declares:
+    refused here, before the policy or the vendor sees it."""
     if isinstance(payload, op.input):
-        return payload
-    if isinstance(payload, BaseModel):
-        payload = payload.model_dump(mode="python")
-    try:
-        return op.input.model_validate({} if payload is None else payload)
-    except ValidationError as err:
-        issues = issues_of(err)
-        raise InvalidInput(
-            f"The input to {op.id} does not match its schema: {describe_issues(issues)}",
-            data={"op": op.id, "issues": issues},
-        ) from None
+        parsed = payload
+    else:
+        if isinstance(payload, BaseModel):
+            payload = payload.model_dump(mode="python")
+        try:
+            parsed = op.input.model_validate({} if payload is None else payload)
+        except ValidationError as err:
+            issues = issues_of(err)
+            raise InvalidInput(
+                f"The input to {op.id} does not match its schema: {describe_issues(issues)}",
+                data={"op": op.id, "issues": issues},
+            ) from None
+    if op.money is not None:
+        above = op.ceiling_issues(parsed.model_dump(mode="json"))
+        if above:
+            raise InvalidInput(f"The input to {op.id} is refused: {describe_issues(above)}",
+                               data={"op": op.id, "issues": above})
+    return parsed
 
 
 def check_sleep(until: Any, duration: dict[str, Any]) -> tuple[int | None, float]:

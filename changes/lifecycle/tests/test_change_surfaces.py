@@ -37,6 +37,27 @@ SHA = "1f" * 20
 START = ["runs.start_workflow"]
 
 
+def push_branches(repo: Path, work: Path, *branches: str) -> None:
+    """`main` with one commit, and each branch one commit ahead of it, pushed to `repo`: a change is
+    opened only for a branch the repository has."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=work, check=True,
+                       capture_output=True)
+
+    work.mkdir()
+    git("init", "--quiet", "-b", "main")
+    (work / "README.md").write_text("The company.\n")
+    git("add", "README.md")
+    git("commit", "--quiet", "-m", "start")
+    git("push", "--quiet", str(repo), "main")
+    for branch in branches:
+        git("checkout", "--quiet", "-b", branch, "main")
+        (work / f"{branch}.txt").write_text(f"{branch}\n")
+        git("add", f"{branch}.txt")
+        git("commit", "--quiet", "-m", branch)
+        git("push", "--quiet", str(repo), branch)
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[Path]:
     """A config on fakes whose root is not a git tree, and the company's repository: a bare one."""
@@ -45,6 +66,7 @@ def site(tmp_path: Path) -> Iterator[Path]:
     set_config(resolve_on_fakes(SanomaConfig(connectors=[acme], workflows=[], root=root)))
     repo = tmp_path / "company.git"
     subprocess.run(["git", "init", "--bare", "--quiet", str(repo)], check=True)
+    push_branches(repo, tmp_path / "work", "raise-mug", "raise-cup", "b")
     with override_settings(SANOMA_REPO_URL=str(repo)):
         yield repo
     set_config(None)
@@ -105,10 +127,14 @@ def test_opening_listing_and_reading_a_change_over_the_api(site, people):
     assert listed["results"][0] == alice.get(f"/api/changes/{run_id}").json() == change
     assert alice.get(f"/api/changes/{run_id}/").status_code == 200
 
-    # A pull request instead of a branch: its URL is the change's branch and title until resolved.
-    pr = alice.post("/api/changes", {"pull_request": "https://github.com/acme/ops/pull/7"}, format="json").json()
-    assert (pr["branch"], pr["pull_request"]) == ("https://github.com/acme/ops/pull/7",) * 2
-    assert [c["run"] for c in alice.get("/api/changes?limit=1").json()["results"]] == [pr["run"]]
+    # A pull request instead of a branch: a repository on this machine has none, so it is refused at
+    # once, on the field, rather than opening a run that fails on its first step.
+    pr = alice.post("/api/changes", {"pull_request": "https://github.com/acme/ops/pull/7"}, format="json")
+    assert pr.status_code == 400 and pr.json()["code"] == "invalid_input"
+    assert [issue["path"] for issue in pr.json()["issues"]] == [["pull_request"]]
+    assert "has no pull requests" in pr.json()["issues"][0]["message"]
+    second = alice.post("/api/changes", {"branch": "raise-cup", "title": "Cup"}, format="json").json()
+    assert [c["run"] for c in alice.get("/api/changes?limit=1").json()["results"]] == [second["run"]]
     assert alice.get("/api/changes?limit=1&offset=1").json()["results"][0]["run"] == run_id
 
 

@@ -342,10 +342,20 @@ class GitHubAPI(BaseHTTPRequestHandler):
         status = ("identical" if ahead == behind == 0 else "ahead" if behind == 0 else "behind" if ahead == 0
                   else "diverged")
         files = []
+        counts = {}
+        for line in repo.run("diff", "--numstat", "-M", parted, head).stdout.splitlines():
+            added, removed, name = line.split("\t", 2)
+            counts[name.split(" => ")[-1]] = (int(added) if added.isdigit() else 0,
+                                              int(removed) if removed.isdigit() else 0)
         for line in repo.run("diff", "--name-status", "-M", parted, head).stdout.splitlines():
             kind, *names = line.split("\t")
+            added, removed = counts.get(names[-1], (0, 0))
+            # As GitHub: each file's own hunks (no `diff --git` header), its line counts.
+            patch = repo.run("diff", "--no-color", "-M", parted, head, "--", *names).stdout
+            hunks = patch[patch.find("@@"):] if "@@" in patch else ""
             files.append({"filename": names[-1], "status": {"A": "added", "D": "removed", "M": "modified"}.get(
-                kind[0], "renamed" if kind[0] == "R" else "changed"),
+                kind[0], "renamed" if kind[0] == "R" else "changed"), "additions": added, "deletions": removed,
+                "changes": added + removed, **({"patch": hunks.rstrip("\n")} if hunks else {}),
                 **({"previous_filename": names[0]} if kind[0] == "R" else {})})
         return self._send(200, {"status": status, "ahead_by": ahead, "behind_by": behind, "total_commits": ahead,
                                 "base_commit": {"sha": base}, "merge_base_commit": {"sha": parted}, "files": files})

@@ -1,0 +1,174 @@
+"""Opening a change and approving its merge in a real browser (headless Chromium through Selenium),
+as the two people do it, on the embedded git remote with the change's checks run for real:
+
+- alice opens a change with a typo in the branch's name: the form refuses it on the branch field,
+  naming the branch and the branches there are, and nothing opens; she fixes it and opens it.
+- sam, an owner, follows the badge to the inbox, where the merge reads as what it merges and links
+  to its change; on the approval's page he reads the change's checks, its plan and its diff, and
+  approves; the change merges.
+
+Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; skipped with the reason
+when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from changes.lifecycle.models import ChangeRun
+from changes.lifecycle.tests.gitco import use, write_root
+from changes.lifecycle.tests.test_change_review import git, push
+from changes.remotes.git import init_embedded
+from runs.config.registry import set_config
+from runs.config.resolution import ResolvedConfig
+from runs.engine.drain import drain
+from runs.models import Approval, DecisionMessage, Run
+from runs.tests import test_admin_browser as admin_browser
+from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, full_page
+
+browser = admin_browser.browser
+shots = admin_browser.shots
+
+if HAVE_SELENIUM:
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+pytestmark = [
+    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
+    pytest.mark.skipif(
+        not (CHROMIUM and CHROMEDRIVER),
+        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
+    ),
+]
+
+
+@pytest.fixture
+def site(tmp_path: Path, transactional_db) -> Iterator[tuple[Path, Path, ResolvedConfig]]:
+    root = write_root(tmp_path / "site")
+    remote = tmp_path / "gitco.git"
+    init_embedded(root, remote)
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", str(remote), str(clone), cwd=tmp_path)
+    config = use(root, tmp_path / "fakes")
+    for user in get_user_model().objects.filter(username__in=["alice", "sam"]):
+        user.is_staff = True
+        user.set_password(user.username)
+        user.save()
+    try:
+        yield remote, clone, config
+    finally:
+        set_config(None)
+
+
+@pytest.fixture
+def worker(site) -> Iterator[None]:
+    """A stand-in for `manage.py worker`: runs what is queued (the checks in their own process) and
+    applies decisions as they come."""
+    config = site[2]
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                if (Run.objects.filter(status="queued").exists()
+                        or DecisionMessage.objects.filter(applied=False).exists()):
+                    drain(config)
+                time.sleep(0.05)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+
+
+def sign_in(driver, site: str, username: str, *, then: str) -> None:
+    driver.delete_all_cookies()
+    driver.get(f"{site}/admin/login/?next={then}")
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(username)
+    driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+
+def open_form(driver, wait, branch: str, title: str) -> None:
+    wait.until(EC.presence_of_element_located((By.ID, "open_change_form")))
+    for name, value in (("branch", branch), ("title", title)):
+        field = driver.find_element(By.ID, f"id_{name}")
+        field.clear()
+        field.send_keys(value)
+    driver.find_element(By.NAME, "_open").click()
+
+
+def wait_for(condition, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_an_owner_approves_a_merge_seeing_its_checks_plan_and_diff(live_server, site, worker, browser, shots):
+    remote, clone, _config = site
+    head = push(clone, "say-hello", {"workflows/hello.py": "# hello, world\n"}, "Say hello")
+    wait = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
+
+    # A typo in the branch's name: refused on the field, naming it and the branches there are.
+    sign_in(browser, live_server.url, "alice", then="/admin/changes/changerun/open/")
+    open_form(browser, wait, "say-helo", "Say hello")
+    error = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".field-branch .errorlist")))
+    assert "has no branch 'say-helo' (its branches: main, say-hello)" in error.text
+    assert "Nothing was opened." in browser.find_element(By.CSS_SELECTOR, "p.errornote").text
+    full_page(browser, shots / "open-change-no-branch.png")
+    assert not ChangeRun.objects.exists() and not Run.objects.exists()
+    open_form(browser, wait, "say-hello", "Say hello")
+    wait.until(EC.presence_of_element_located((By.ID, "change")))
+    [change] = ChangeRun.objects.all()
+
+    # The worker checks it; the policy holds the merge for the owners.
+    wait_for(lambda: Approval.objects.filter(run_id=change.run_id, status="pending").exists())
+
+    sign_in(browser, live_server.url, "sam", then="/admin/")
+    wait.until(EC.presence_of_element_located((By.ID, "inbox-badge"))).click()
+    summary = f"Merge say-hello ({head}) into main"
+    row = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#result_list tbody tr")))
+    assert summary in row.text and "the change: its checks, plan and diff" in row.text
+    full_page(browser, shots / "inbox-merge.png")
+    browser.find_element(By.LINK_TEXT, summary).click()
+
+    # What sam lets merge: each check with its result, the plan, the diff against main.
+    wait.until(EC.presence_of_element_located((By.ID, "approve-button")))
+    checks = [(r.find_element(By.TAG_NAME, "th").text, r.find_elements(By.TAG_NAME, "td")[0].text)
+              for r in browser.find_elements(By.CSS_SELECTOR, "#checks tr.sanoma-check")]
+    assert checks == [("config", "ok"), ("django", "ok"), ("lint", "ok"), ("scenarios", "ok"), ("declared", "ok")]
+    assert "Nothing to plan" in browser.find_element(By.ID, "plan").text
+    diff = browser.find_element(By.ID, "diff")
+    caption = " ".join(diff.find_element(By.TAG_NAME, "caption").get_attribute("textContent").split())
+    assert caption == "The diff against main: 1 file, +1 −0"  # as written; the page shows captions in capitals
+    assert [c.text for c in diff.find_elements(By.CSS_SELECTOR, "tr.diff-file td")] == [
+        "added", "workflows/hello.py", "+1", "−0"]
+    assert "+# hello, world" in browser.find_element(By.ID, "patch").text
+    assert browser.find_element(By.ID, "change-link").get_attribute("href").endswith(
+        f"/admin/changes/changerun/{change.run_id}/change/")
+    full_page(browser, shots / "approval-merge.png")
+
+    browser.find_element(By.ID, "id_note").send_keys("Checked the diff: merge it")
+    browser.find_element(By.ID, "approve-button").click()
+    message = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist li")))
+    assert "approved by sam" in message.text or "still pending" in message.text
+    wait_for(lambda: ChangeRun.objects.get(pk=change.run_id).merged_sha != "")
+
+    browser.find_element(By.ID, "change-link").click()
+    wait.until(EC.presence_of_element_located((By.ID, "change-merge")))
+    wait.until(lambda b: "merged as" in b.find_element(By.ID, "change-merge").text)
+    assert git("rev-parse", "main", cwd=remote) == ChangeRun.objects.get(pk=change.run_id).merged_sha
