@@ -176,7 +176,8 @@ def connector_for(root: Path | None, connectors: Callable[[], Sequence[Connector
                             timeout=float(settings.SANOMA_CHECKS_TIMEOUT_SECONDS))
         # The tree's declared resources with what earlier applies created: the read apply plans from.
         report.setdefault("declared", {})["managed"] = managed.rows()
-        note(c.run_id, checks=report, state=ChangeState.CHECKING if report["ok"] else ChangeState.CHECKS_FAILED)
+        # Passed is passed, whether a plan follows (a tree with data files) or not.
+        note(c.run_id, checks=report, state=ChangeState.CHECKS_PASSED if report["ok"] else ChangeState.CHECKS_FAILED)
         return report
 
     def make_plan(i: PlanInput, c: CallContext) -> dict[str, Any]:
