@@ -315,9 +315,9 @@ def test_a_changes_page_shows_checking_then_the_checks_outcome_without_a_reload(
         wait.until(EC.presence_of_element_located((By.ID, "change-state")))
         mark_page(browser)
         # The worker takes it up: the page follows it to "checking", then to the checks' outcome.
-        checking = wait.until(snapshot(browser, "state checking"))
+        checking = str(wait.until(snapshot(browser, "state checking")))
         assert "Not checked yet." in checking  # one snapshot: the checks run, none reported yet
-        passed = wait.until(snapshot(browser, "state checks passed"))
+        passed = str(wait.until(snapshot(browser, "state checks passed")))
         assert same_page(browser)
         assert "CHECKS: PASSED" in passed.upper() and "config ok" in passed and "django ok" in passed
         wait.until(shows(browser, "change-merge", "waiting for approval"))
