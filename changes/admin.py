@@ -22,6 +22,7 @@ from changes.credentials import selectors, services
 from changes.models import Credential, CredentialChange
 from connectors.errors import SanomaError
 from runs.admin.common import ReadOnlyMixin, me, refusal
+from runs.display import moment
 
 
 class ValueForm(forms.Form):
@@ -67,7 +68,7 @@ class CredentialAdmin(ReadOnlyMixin, admin.ModelAdmin):
                  "clear_url": reverse("admin:changes_credential_clear", args=[s.name])} for s in statuses]
         return TemplateResponse(request, "admin/changes/credential/credentials.html", self._context(
             request, title="Credentials", rows=rows, may_manage=selectors.can_manage(me(request)),
-            changes=selectors.recent_changes(limit=20)))
+            changes=[{"change": c, "at": moment(c.at)} for c in selectors.recent_changes(limit=20)]))
 
     def set_view(self, request: HttpRequest, name: str) -> HttpResponse:
         if not self.has_view_permission(request):
@@ -119,7 +120,7 @@ class CredentialAdmin(ReadOnlyMixin, admin.ModelAdmin):
 class CredentialChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
     """Who set or cleared which variable, and when (never a value)."""
 
-    list_display = ["name", "action", "by", "at"]
+    list_display = ["name", "action", "by", "when"]
     list_filter = ["action"]
     search_fields = ["name", "by"]
 
@@ -128,3 +129,7 @@ class CredentialChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
+
+    @admin.display(description="at", ordering="at")
+    def when(self, row: CredentialChange) -> str:
+        return moment(row.at)

@@ -22,12 +22,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from pydantic import ValidationError
 
+from changes import shown_paths
 from changes.lifecycle import selectors, services
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.workflow import NAME, ChangeInput
 from changes.resources.workflows import READ_OP
 from connectors.errors import ConfigError, SanomaError
-from runs.admin.common import ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.approvals.extras import Extra
 from runs.config.registry import get_config
 from runs.display import moment
@@ -238,14 +239,21 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         if row is None or not self.has_view_permission(request, row):
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         run = Run.objects.get(pk=row.run_id)
-        picture = selectors.picture(row, run)
+        # Paths relative to the config root, never this machine's (shown_paths).
+        root = get_config().root
+        picture = shown_paths.relative(selectors.picture(row, run), root)
+        picture["repository"] = shown_paths.repository(row.repo_url, root)
         approvals = [{**a, "url": reverse("admin:runs_approval_change", args=[a["id"]])}
                      for a in picture["approvals"]]
         return TemplateResponse(request, "admin/changes/changerun/change.html", self._context(
             request, title=row.title, original=row, p=picture, run_link=run_link(run.id),
             run_url=reverse("admin:runs_run_change", args=[quote(run.id)]), approvals=approvals,
-            review=review_of(row), opened=moment(row.opened_at), updated=moment(row.updated_at),
-            ended=moment(run.ended_at) if run.ended_at else ""))
+            # Paths in the checks relative to the config root (shown_paths), as in the picture.
+            review={**review_of(row), "checks": checks_rows(picture["checks"])},
+            opened=moment(row.opened_at), updated=moment(row.updated_at),
+            ended=moment(run.ended_at) if run.ended_at else "",
+            # Live while the run goes on, as the run's page is: the checks, the merge, the deploy land.
+            live=None if run.ended else LIVE_SECONDS))
 
     def open_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_module_permission(request):

@@ -61,6 +61,8 @@ class ErrorCode(StrEnum):
     CHECKS_FAILED = "checks_failed"  # a change's checks failed on its head
     WEBHOOK_NOT_CONFIGURED = "webhook_not_configured"  # a webhook came, and the site has no secret to check it
     BAD_SIGNATURE = "bad_signature"  # a webhook's signature does not match its body and the site's secret
+    # declared state
+    APPLY_INCOMPLETE = "apply_incomplete"  # an apply ended with changes of its plan not made: data counts them
 
 
 KNOWN_CODES = frozenset(code.value for code in ErrorCode)

@@ -39,11 +39,19 @@ class CredentialStatusSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     # Plain text, not choices: drf-spectacular would name its enum after runs' `status` choices.
-    status = serializers.CharField(help_text="`set`, `missing` or `invalid`.")
-    problem = serializers.CharField(allow_null=True, help_text="The first problem of an invalid value (never it).")
+    status = serializers.CharField(
+        help_text="`set` (the environment or the store gives it a value), `missing` (required, or named by a data "
+                  "file's secret(...), and nothing gives it a value), `not_set` (optional and unset: the driver gets "
+                  "its default, if any) or `invalid` (its value fails the connector's check, or its stored value "
+                  "cannot be decrypted).")
+    problem = serializers.CharField(
+        allow_null=True, help_text="Why it is invalid (never the value), or which data files need a missing one.")
     # `source` is also a DRF field's own attribute; here it is the response's key (where the value comes from).
     source = serializers.CharField(  # type: ignore[assignment]
         help_text="Where the value comes from: `environment`, `stored`, `default` or `none`.")
+    needed_by = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The data files naming it with secret(...): `resources/webhooks.py:5 (orders_hook)`.")
 
 
 class CredentialChangedSerializer(serializers.Serializer):

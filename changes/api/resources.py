@@ -86,7 +86,9 @@ class ApplyView(SanomaAPIView):
         operation_id="resources_apply", request=None, summary="Start an apply run",
         description="Makes the vendors hold what the data files declare, as the signed-in user: a run of the "
                     "built-in workflow `apply` (input {}). Each change goes through the policy; held changes wait "
-                    "for their approvers. Answers 202 with its id.",
+                    "for their approvers. Answers 202 with its id. The run finishes when every change of its plan "
+                    "was made; otherwise it fails with `apply_incomplete`, its error's data counting the changes "
+                    "`applied`, `denied`, `rejected`, `failed` and `skipped` (of `planned`), with the `report`.",
         responses={202: StartedSerializer, **errors(400, 403)},
     )
     def post(self, request: Request) -> Response:
@@ -101,7 +103,9 @@ class PlanView(SanomaAPIView):
         operation_id="resources_plan", summary="The plan after a drift run, with the policy's verdicts",
         description="The changes apply would make after the drift run `run` (default: the latest finished drift "
                     "run the signed-in user can see), each call with what the policy would decide were the "
-                    "signed-in user to apply it: allow, deny (reason) or held (approver).",
+                    "signed-in user to apply it: allow, deny (reason) or held (approver). Each change says whether "
+                    "the policy will refuse it (`refused`: one of its calls is denied); `refused` counts them and "
+                    "`all_refused` says an apply by this user would make none of them.",
         parameters=[OpenApiParameter("run", str, required=False, description="a finished drift run's id")],
         responses={200: dict, **errors(400, 404)},
     )

@@ -2,8 +2,15 @@
 
 A connector's `environment` is a pydantic model: each field is a variable named by the field's name
 in upper case, described by the field's description, optional when it has a default, and checked
-by the model's types and validators. A variable's status is `set`, `missing` or `invalid` (with its
-first problem); its value never leaves this module in a status, a message or a log.
+by the model's types and validators. A variable's status is the truth about its value:
+
+- `set`: the environment or the store gives it a value, and the connector's check takes it;
+- `missing`: it is required and nothing gives it a value;
+- `not_set`: it is optional and nothing sets it (the driver gets its default, if it has one);
+- `invalid`: its value fails the connector's check, or its stored value cannot be decrypted
+  (with the first problem).
+
+Its value never leaves this module in a status, a message or a log.
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from connectors.operations import Connector
 
-Status = Literal["set", "missing", "invalid"]
+Status = Literal["set", "missing", "not_set", "invalid"]
 Source = Literal["environment", "stored", "default", "none"]
 THREW = "its check threw"
 
@@ -38,14 +45,31 @@ class VariableStatus:
     status: Status
     problem: str | None
     source: Source
+    # Where data files name it (`secret("NAME")`): `resources/webhooks.py:5 (orders_hook)`.
+    needed_by: tuple[str, ...] = ()
+
+    @property
+    def shown(self) -> str:
+        """The status as a person reads it: `set`, `missing`, `not set`, `invalid`."""
+        return self.status.replace("_", " ")
 
     def describe(self) -> str:
         """One line for a person: `shop: SHOP_API_URL is missing (the shop's API base URL)`."""
         if self.status == "missing":
-            return f"{self.connector}: {self.name} is missing ({self.description or 'no description'})"
+            return f"{self.connector}: {self.name} is missing ({self.problem or self.description or 'no description'})"
         if self.status == "invalid":
             return f"{self.connector}: {self.name} is invalid ({self.source}): {self.problem}"
+        if self.status == "not_set":
+            return f"{self.connector}: {self.name} is not set ({self.note})"
         return f"{self.connector}: {self.name} is set ({self.source})"
+
+    @property
+    def note(self) -> str:
+        """Beside a status without a problem: what the driver gets when nothing sets the variable."""
+        if self.status != "not_set":
+            return ""
+        return "optional, the driver gets its default" if self.source == "default" else \
+            "optional, the driver gets no value"
 
 
 @dataclass(frozen=True)
@@ -53,6 +77,11 @@ class Unreadable:
     """A stored value that cannot be decrypted, and why."""
 
     reason: str
+
+
+def has_value(default: str | None) -> bool:
+    """A default that gives the driver something: not None, not empty (an empty variable is unset)."""
+    return default is not None and default != ""
 
 
 def variables(connector: Connector) -> list[Variable]:
@@ -157,7 +186,7 @@ def evaluate(
                 unreadable[variable.field] = f"stored, but {value.reason}"
             else:
                 data[variable.field] = value
-        elif not variable.required:
+        elif not variable.required and has_value(variable.default):
             source[variable.field] = "default"
         else:
             source[variable.field] = "none"
@@ -171,10 +200,12 @@ def evaluate(
             problem = whole[0]  # a check of the whole model refused: every value given is suspect
         if problem is not None:
             status: Status = "invalid"
-        elif src == "none":
-            status = "missing"
-        else:
+        elif src in ("environment", "stored"):
             status = "set"
+        elif variable.required:
+            status = "missing"
+        else:  # optional, and nobody set it
+            status = "not_set"
         statuses.append(VariableStatus(
             connector=variable.connector, name=variable.name, description=variable.description, status=status,
             problem=None if problem is None else _scrub(problem, values), source=src,
@@ -190,5 +221,5 @@ def check_value(connector: Connector, *, name: str, value: str, environ: Mapping
     env = {k: v for k, v in environ.items() if k != name}
     for status in evaluate(connector, environ=env, stored={**others, name: value}):
         if status.name == name:
-            return _scrub(status.problem, [value]) if status.problem else None
+            return _scrub(status.problem, [value]) if status.status == "invalid" and status.problem else None
     return None

@@ -218,7 +218,8 @@ def startup_check(connectors: Sequence[Connector]) -> list[str]:
         return []
     stored = read_stored()
     return [status.describe() for connector in declaring
-            for status in evaluate(connector, environ=os.environ, stored=stored) if status.status != "set"]
+            for status in evaluate(connector, environ=os.environ, stored=stored)
+            if status.status in ("missing", "invalid")]
 
 
 def stop_watching(*, within: float = LISTEN_WAIT_SECONDS * 2) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from changes.credentials.declared import Variable, VariableStatus, declared_names, evaluate
+from changes.credentials.declared import Variable, VariableStatus, declared_names, evaluate, has_value
 from changes.credentials.runtime import cached_values, read_stored
 from changes.models import CredentialChange
+from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, SanomaError
 from connectors.operations import Connector
 from runs.approvals.permissions import Principal, is_operator, permission_denied, principal_of
@@ -28,10 +30,46 @@ def connectors() -> list[Connector]:
 
 
 def credential_statuses(*, among: Sequence[Connector] | None = None) -> list[VariableStatus]:
-    """Every declared variable, by connector in the config's order, with its status and source."""
+    """Every declared variable, by connector in the config's order, with its status and source.
+
+    A variable a data file names (`secret("NAME")`) is needed whatever its connector's model says:
+    with no value it is `missing`, naming the resources that need it (apply would fail them)."""
     stored = read_stored()
     chosen = connectors() if among is None else [c for c in among if c.environment is not None]
-    return [status for connector in chosen for status in evaluate(connector, environ=os.environ, stored=stored)]
+    needs = secrets_needed() if chosen else {}
+    found = []
+    for connector in chosen:
+        for status in evaluate(connector, environ=os.environ, stored=stored):
+            where = tuple(needs.get(status.name, ()))
+            if where and status.status == "not_set" and status.source == "none":
+                status = replace(status, status="missing", problem=f"a data file needs it: {', '.join(where)}")
+            found.append(replace(status, needed_by=where))
+    return found
+
+
+def secrets_needed() -> dict[str, list[str]]:
+    """Each secret the data files name, with where: `resources/webhooks.py:5 (orders_hook)`. Data
+    files that cannot be read need nothing here (their problems are the resources page's)."""
+    try:
+        resources = declared_resources().plain()["resources"]
+    except Exception:  # no root, or a config that does not resolve: no data files to read
+        return {}
+    needs: dict[str, list[str]] = {}
+    for resource in resources:
+        for name in _secrets_in(resource["values"]):
+            needs.setdefault(name, []).append(f"{resource['file']}:{resource['line']} ({resource['name']})")
+    return needs
+
+
+def _secrets_in(value: Any) -> list[str]:
+    """The names of `{"secret": NAME}` anywhere in a declared value."""
+    if isinstance(value, dict):
+        if set(value) == {"secret"} and isinstance(value["secret"], str):
+            return [value["secret"]]
+        return [name for item in value.values() for name in _secrets_in(item)]
+    if isinstance(value, list | tuple):
+        return [name for item in value for name in _secrets_in(item)]
+    return []
 
 
 def declared(name: str) -> list[Variable]:
@@ -79,8 +117,8 @@ def secret_value(name: str) -> str:
     if isinstance(stored, str):
         return stored
     for variable in variables:
-        if variable.default is not None:
-            return variable.default
+        if has_value(variable.default):
+            return str(variable.default)
     owners = ", ".join(v.connector for v in variables)
     why = f": the stored value cannot be used ({stored.reason})" if stored is not None else ""
     raise SanomaError(

@@ -43,6 +43,9 @@ class DriftVerdict(models.Model):
     class Meta:
         app_label = "changes"
         ordering = ["resource"]
+        # The admin's page of these rows is the declared resources' page (*Changes › Resources*).
+        verbose_name = "resource"
+        verbose_name_plural = "resources"
 
     def __str__(self) -> str:
         return f"{self.resource}: {self.status}"

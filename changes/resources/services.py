@@ -15,12 +15,13 @@ from typing import Any
 from django.db import transaction
 
 from changes.models import DriftVerdict
+from changes.resources.outcome import report_of_failed
 from changes.resources.plan import make_plan, summary
 from changes.resources.workflows import STATUSES
 from connectors.errors import ErrorCode, SanomaError
 from connectors.operations import resource_types
 from runs import services as run_services
-from runs.approvals.permissions import Principal, visible_runs
+from runs.approvals.permissions import Principal, principal_of, visible_runs
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
@@ -88,7 +89,11 @@ def follow(run: Run, *, here: bool = False, timeout: float = 600.0, config: Reso
 
 
 def report(run: Run) -> dict[str, Any]:
-    """A finished drift (or apply) run's report; its error if it failed."""
+    """A finished drift (or apply) run's report, and an incomplete apply's (kept in its error); the
+    error of a run that failed otherwise."""
+    kept = report_of_failed(run.error) if run.status == RunStatus.FAILED else None
+    if kept is not None:
+        return kept
     if run.status == RunStatus.FAILED:
         raise SanomaError(f"Run {run.id} failed: {(run.error or {}).get('message', 'failed')}",
                           code=(run.error or {}).get("code") or ErrorCode.INVALID_INPUT, data={"run_id": run.id})
@@ -101,6 +106,17 @@ def report(run: Run) -> dict[str, Any]:
 def latest_drift(viewer: Principal) -> Run | None:
     """The latest finished drift run `viewer` can see (None: none yet)."""
     return visible_runs(viewer).filter(workflow="drift", status=RunStatus.FINISHED).order_by("-ended_at").first()
+
+
+def latest_run(viewer: Principal, workflow: str) -> Run | None:
+    """The latest run of `workflow` (drift or apply) `viewer` can see, in any status."""
+    return visible_runs(viewer).filter(workflow=workflow).order_by("-created_at", "-id").first()
+
+
+def in_flight(viewer: Principal) -> list[Run]:
+    """The drift and apply runs `viewer` can see that have not ended, oldest first."""
+    return list(visible_runs(viewer).filter(workflow__in=("drift", "apply")).exclude(status__in=ENDED_STATUSES)
+                .order_by("created_at", "id"))
 
 
 def keep_verdicts(run: Run, drift: dict[str, Any]) -> None:
@@ -149,10 +165,40 @@ def plan(drift: dict[str, Any], *, by: str, config: ResolvedConfig | None = None
             call["verdict"] = verdict(config, call["op"], call["input"], by)
             if call["verdict"]["decision"] == "held":
                 waits.append(call["verdict"]["approver"])
+        # A change one of whose calls the policy denies will be refused: said before anyone applies.
+        change["refused"] = any(call["verdict"]["decision"] == "deny" for call in change["calls"])
     counts = summary(changes)
+    refused = sum(1 for change in changes if change["refused"])
     return {"changes": changes, "summary": counts, "empty": not changes,
+            "refused": refused, "all_refused": bool(changes) and refused == len(changes),
             "holds": {approver: waits.count(approver) for approver in dict.fromkeys(waits)},
             "drift": drift.get("summary", dict.fromkeys(STATUSES, 0)), "problems": drift.get("problems", [])}
+
+
+def refused_text(plan: dict[str, Any], *, to: str) -> str:
+    """What the plan shows the policy will refuse (`to`: whom, "you" on the desk); "" when nothing."""
+    refused, total = plan["refused"], len(plan["changes"])
+    if not refused:
+        return ""
+    if plan["all_refused"]:
+        return f"The policy denies every change of this plan to {to}: an apply would make none of them"
+    return (f"{refused} of {total} changes will be refused: the policy denies {'it' if refused == 1 else 'them'} "
+            f"to {to} (marked denied below)")
+
+
+def check_apply(*, by: str | Principal, config: ResolvedConfig | None = None) -> None:
+    """Refuse an apply the plan after the latest drift already shows the policy refuses whole:
+    every change of it denied for `by` (`policy_denied`). An empty plan, or one with a change the
+    policy lets through or holds, may be applied."""
+    viewer = principal_of(by)
+    latest = latest_drift(viewer)
+    if latest is None:
+        return  # no plan to judge by: the apply's own drift shows what there is
+    shown = plan(latest.result or {}, by=viewer.id, config=config)
+    if shown["all_refused"]:
+        raise SanomaError(f"{refused_text(shown, to=viewer.id)} (the plan after drift run {latest.id}); nothing "
+                          "was started", code=ErrorCode.POLICY_DENIED,
+                          data={"drift_run": latest.id, "refused": shown["refused"], "planned": len(shown["changes"])})
 
 
 def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
@@ -170,5 +216,5 @@ def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
     return run, found
 
 
-__all__ = ["Followed", "drift", "follow", "keep_verdicts", "latest_drift", "pending", "plan", "report", "start",
-           "verdict"]
+__all__ = ["Followed", "check_apply", "drift", "follow", "in_flight", "keep_verdicts", "latest_drift", "latest_run",
+           "pending", "plan", "refused_text", "report", "start", "verdict"]

@@ -13,6 +13,8 @@ created) the run notes it with `sanoma.resources.record`, an inline `sanoma` ope
 own connection, recorded, a `write` to the policy): only what an apply created may a plan delete.
 A change that fails (a denial, a rejection, the vendor) is reported and apply goes on with the
 changes that do not refer to it; a change referring to a failed one is `skipped`. A held change waits for its approver.
+An apply that did not make every change fails with `apply_incomplete` (`changes.resources.outcome`):
+the counts and the report in the error's data.
 
 Replay-safe: everything the bodies decide on comes from recorded calls, in a fixed order.
 """
@@ -23,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from changes.resources.compare import Declared, differences, resolve
+from changes.resources.outcome import incomplete
 from changes.resources.plan import make_plan, summary
 from connectors.errors import error_code
 from connectors.operations import Operation
@@ -130,7 +133,13 @@ def drift_body(types: Mapping[str, ResourceType]) -> Any:
 
 def apply_body(types: Mapping[str, ResourceType]) -> Any:
     def apply(ctx: Any, input: Any) -> dict[str, Any]:
-        return apply_observed(ctx, types, observe(ctx, types))
+        report = apply_observed(ctx, types, observe(ctx, types))
+        # A change of the plan not made (denied, rejected, failed, skipped): the run did not do what it
+        # was for, and fails saying how many and why, its report in the error's data.
+        not_all = incomplete(report)
+        if not_all is not None:
+            raise not_all
+        return report
 
     return apply
 

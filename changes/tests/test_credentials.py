@@ -59,16 +59,20 @@ def status_of(name: str) -> VariableStatus:
 
 
 def test_statuses_set_missing_invalid_and_a_check_that_threw(config, admin_user, monkeypatch) -> None:
-    # Nothing set: the required ones are missing, the optional ones are set by their defaults.
+    # Nothing set: the required ones are missing, the optional ones are not set (the driver gets the
+    # default where there is one; an empty default or None gives it no value).
     statuses = {s.name: s for s in selectors.credential_statuses()}
     assert list(statuses) == list(NAMES)
     assert (statuses["VAULT_URL"].status, statuses["VAULT_URL"].source) == ("missing", "none")
     assert statuses["VAULT_URL"].description == "the vault's API base URL"
-    assert (statuses["VAULT_REGION"].status, statuses["VAULT_REGION"].source) == ("set", "default")
+    assert (statuses["VAULT_REGION"].status, statuses["VAULT_REGION"].source) == ("not_set", "default")
+    assert statuses["VAULT_REGION"].note == "optional, the driver gets its default"
+    assert (statuses["VAULT_FLAKY"].status, statuses["VAULT_FLAKY"].source) == ("not_set", "none")
+    assert statuses["VAULT_FLAKY"].note == "optional, the driver gets no value"
     assert (statuses["MAILER_KEY"].connector, statuses["MAILER_KEY"].status) == ("mailer", "missing")
     for builtin in ("GITHUB_TOKEN", "SANOMA_GITHUB_WEBHOOK_SECRET"):
         assert (statuses[builtin].connector, statuses[builtin].status, statuses[builtin].source) == \
-            ("sanoma", "set", "default")
+            ("sanoma", "not_set", "none")
 
     monkeypatch.setenv("VAULT_URL", "http://vault.internal")  # the check wants https
     monkeypatch.setenv("VAULT_FLAKY", "boom")  # the check raises RuntimeError on this one

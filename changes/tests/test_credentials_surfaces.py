@@ -58,8 +58,8 @@ def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_val
     rows = body(listed)["results"]
     assert [r["name"] for r in rows] == list(NAMES)
     assert rows[1] == {"connector": "vault", "name": "VAULT_TOKEN", "description": "a vault token with read scope",
-                       "status": "missing", "problem": None, "source": "none"}
-    assert [(r["connector"], r["status"], r["source"]) for r in rows[-2:]] == [("sanoma", "set", "default")] * 2
+                       "status": "missing", "problem": None, "source": "none", "needed_by": []}
+    assert [(r["connector"], r["status"], r["source"]) for r in rows[-2:]] == [("sanoma", "not_set", "none")] * 2
 
     put = api(keeper).put("/api/credentials/VAULT_TOKEN", {"value": TOKEN}, format="json")
     assert put.status_code == 200, put.content
@@ -69,7 +69,7 @@ def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_val
         "VAULT_TOKEN", "set", "api-keeper", False)
     assert answer["credentials"] == [{"connector": "vault", "name": "VAULT_TOKEN",
                                       "description": "a vault token with read scope", "status": "set",
-                                      "problem": None, "source": "stored"}]
+                                      "problem": None, "source": "stored", "needed_by": []}]
     assert selectors.secret_value("VAULT_TOKEN") == TOKEN
     listed = api(keeper).get("/api/credentials/")
     assert TOKEN not in listed.content.decode()

@@ -282,7 +282,7 @@ def test_a_variable_two_connectors_declare_is_ready_only_if_it_is_for_both(vault
     lenient = define_connector("lenient", {}, environment=SharedOptional)
     also = define_connector("also", {}, environment=AlsoOptional)
     rows = selectors.credential_statuses(among=[strict, lenient])
-    assert [(r.connector, r.status) for r in rows] == [("strict", "missing"), ("lenient", "set")]
+    assert [(r.connector, r.status) for r in rows] == [("strict", "missing"), ("lenient", "not_set")]
     assert secrets.startup_problems([strict, lenient]) == ["strict: SHARED_KEY is missing (a key both use)"]
     assert secrets.startup_problems([lenient, also]) == []  # optional for both: ready
     monkeypatch.setenv("SHARED_KEY", "short")

@@ -6,6 +6,9 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
+from changes.resources.outcome import OUTCOMES
+from changes.resources.services import refused_text
+
 DEFAULT_USER = "admin"
 
 
@@ -51,7 +54,7 @@ def verdict_text(verdict: dict[str, Any]) -> str:
     return "allowed"
 
 
-def plan_lines(plan: dict[str, Any]) -> list[str]:
+def plan_lines(plan: dict[str, Any], *, by: str | None = None) -> list[str]:
     lines = []
     for change in plan["changes"]:
         what = change["name"] or change["import_id"]
@@ -67,4 +70,11 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
                  ", ".join(f"{counts[k]} to {k}" for k in ("create", "update", "replace", "delete") if counts[k]))
     for approver, n in plan["holds"].items():
         lines.append(f"apply will wait for {approver} to approve {n} change{'s' if n != 1 else ''}")
+    if plan.get("refused"):
+        lines.append(refused_text(plan, to=by or "you"))
     return lines
+
+
+def outcome_line(found: dict[str, int]) -> str:
+    """`10 applied, 2 denied, 0 rejected, 1 failed, 1 skipped`."""
+    return ", ".join(f"{found[k]} {k}" for k in OUTCOMES)

@@ -1,6 +1,8 @@
 """`manage.py apply [--as U] [--yes]`: show the plan, ask (unless --yes), start an apply run and
-follow it, naming each approval it waits for. Exit status 0 when every change was made, 1 when
-one failed or was skipped, 3 when the run still waits (an approval) as `--timeout` runs out."""
+follow it, naming each approval it waits for. Nothing is started when the policy denies U every
+change of the plan. Exit status 0 when every change was made, 1 when one was not (denied, rejected,
+failed or skipped: the run fails with `apply_incomplete`) or nothing could be applied, 3 when the
+run still waits (an approval) as `--timeout` runs out."""
 from __future__ import annotations
 
 import sys
@@ -8,9 +10,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from changes.management.commands._resources import add_common, plan_lines
+from changes.management.commands._resources import add_common, outcome_line, plan_lines
 from changes.resources import services
+from changes.resources.outcome import counts
 from runs.management.commands._common import guarded
+from runs.models import RunStatus
 
 
 class Command(BaseCommand):
@@ -25,10 +29,12 @@ class Command(BaseCommand):
         by, here, timeout = options["user"], options["here"], options["timeout"]
         _, report = services.drift(by=by, here=here, timeout=timeout)
         plan = services.plan(report, by=by)
-        for line in plan_lines(plan):
+        for line in plan_lines(plan, by=by):
             self.stdout.write(line)
         if plan["empty"]:
             return
+        if plan["all_refused"]:
+            raise CommandError(f"Nothing applied: the policy denies every change of this plan to {by}")
         if not options["yes"]:
             try:
                 answer = input("Apply these changes? [y/N] ").strip().lower()
@@ -58,7 +64,8 @@ class Command(BaseCommand):
             what = change["name"] or change["import_id"]
             tail = f": {change['error']['message']}" if change.get("error") else ""
             self.stdout.write(f"{change['status']:<8} {change['action']} {change['type']}  {what}{tail}")
-        counts = result["summary"]
-        self.stdout.write(f"{counts['done']} done, {counts['failed']} failed, {counts['skipped']} skipped")
-        if counts["failed"] or counts["skipped"]:
+        self.stdout.write(outcome_line(counts(result["changes"])))
+        if followed.run.status != RunStatus.FINISHED:
+            error = followed.run.error or {}
+            self.stderr.write(f"apply run {run.id} failed with {error.get('code')}: {error.get('message')}")
             sys.exit(1)

@@ -23,9 +23,10 @@ from connectors.errors import SanomaError
 
 
 def _status_line(status: VariableStatus) -> str:
-    text = f"{status.connector}: {status.name} {status.status} ({status.source})"
-    if status.problem:
-        text += f": {status.problem}"
+    """`shop: SHOP_WEBHOOK_SECRET missing (none): a data file needs it: resources/webhooks.py:5 (orders_hook)`."""
+    text = f"{status.connector}: {status.name} {status.shown} ({status.source})"
+    if status.problem or status.note:
+        text += f": {status.problem or status.note}"
     return text
 
 

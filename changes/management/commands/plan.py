@@ -29,7 +29,7 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps({"drift_run": run.id, **plan}, indent=2))
         else:
-            for line in plan_lines(plan):
+            for line in plan_lines(plan, by=options["user"]):
                 self.stdout.write(line)
         if not plan["empty"]:
             sys.exit(2)
