@@ -207,6 +207,18 @@ def record(i: Any, c: CallContext) -> dict[str, Any]:
     return {"type": i.type, "import_id": i.import_id, "action": i.action, "managed": i.action == "created"}
 
 
+def declared_names(root: Any, connectors: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """The usernames and the group names the data files under `root` declare (`sanoma.person`,
+    `sanoma.group`), read against `connectors`' resource types: who a policy may name before an
+    apply made them (`runs.policies.approvers`)."""
+    if root is None:
+        return [], []
+    found = read_datafiles(root, [c for c in connectors if isinstance(c, Connector)])
+    people = [r.values["username"] for r in found.resources if r.type == PERSON.key]
+    groups = [r.values["name"] for r in found.resources if r.type == GROUP.key]
+    return people, groups
+
+
 def connector_for(root: Any, connectors: Sequence[Connector]) -> Connector:
     """The `sanoma` connector with its driver: the database (people, groups, the managed table) and
     the data files under `root` read against `connectors`' types. It has no fake: it is sanoma's own."""
@@ -225,4 +237,4 @@ def connector_for(root: Any, connectors: Sequence[Connector]) -> Connector:
     return with_setup(connector, driver=make_driver)
 
 
-__all__ = ["VENDOR", "ReadOutput", "builtin_connector", "connector_for"]
+__all__ = ["VENDOR", "ReadOutput", "builtin_connector", "connector_for", "declared_names"]
