@@ -81,11 +81,11 @@ def people_and_groups(read: DataFiles | None = None) -> tuple[list[PersonRow], l
         where = f"{decl.file}:{decl.line}" if decl is not None else ""
         if user is None:
             assert decl is not None
-            groups = sorted(_group_name(g, by_id) for g in decl.values.get("groups", []))
+            in_groups = sorted(_group_name(g, by_id) for g in decl.values.get("groups", []))
             desk = desk_access(username=username, account="not applied", password=False, staff=False,
                                superuser=False)
             people.append(PersonRow(username, where, "not applied", bool(decl.values.get("staff")), False, False,
-                                    groups, [], desk))
+                                    in_groups, [], desk))
             continue
         account = "active" if user.is_active else "inactive"
         password = user.has_usable_password()

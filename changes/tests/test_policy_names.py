@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command, load_command_class
 from django.core.management.base import CommandError, SystemCheckError
@@ -149,9 +150,21 @@ def test_an_approver_who_is_nobody_is_refused_and_a_user_of_the_site_is_not(root
             "(did you mean group:finance?)") in printed
     code, lines = lint(root)
     assert code == 1 and [line.split(": ", 1)[0] for line in lines] == [f"{where}:5:1", f"{where}:9:1"]
-    # People made another way (the admin, sign-on) are the site's users: they count.
+    # The account and the group a held call makes for the approver it names (no password, never
+    # signed in; nobody in the group) turn the errors into warnings that still say so.
     make_user("fionna")
-    Group.objects.create(name="finanse")
+    finanse = Group.objects.create(name="finanse")
+    printed = check()
+    assert "sanoma.E012" not in printed
+    assert (f'{where}:5: (sanoma.W012) invalid policy: @approve("fionna") names fionna, whom no data file declares '
+            "and whose account has no password and never signed in") in printed
+    assert (f'{where}:9: (sanoma.W012) invalid policy: @approve("group:finanse") names the group finanse, which no '
+            "data file declares and nobody is in") in printed
+    # People made another way (the admin, a sign-on) are the site's users: they count.
+    fionna = get_user_model().objects.get(username="fionna")
+    fionna.set_password("a-password-of-hers")
+    fionna.save()
+    finanse.user_set.add(fionna)
     assert "no issues" in check()
     assert lint(root) == (0, [])
 

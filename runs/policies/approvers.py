@@ -8,9 +8,11 @@ ever. So each `@approve` is checked against:
   reader (`install_declared`): this layer may not import it;
 - the site's users and groups (Django's auth tables), for people made another way (the admin, SSO).
 
-An approver found in neither is an error; one whose account is inactive (and who no data file
-declares) a warning, as is every unknown one when the site's tables cannot be read (no database
-yet): they may be users of the site.
+An approver found in neither is an error. A warning, for one no data file declares: an inactive
+account; an account with no password that never signed in (what a held call makes for an approver
+it does not know, a typo included, so the error turns into this warning after the first hold);
+a group nobody is in (a held call makes that too); and every unknown one when the site's tables
+cannot be read (no database yet): they may be users.
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from typing import Any
 
 from django.apps import apps
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import is_password_usable
+from django.db.models import Count
 
 from connectors.errors import Problem, ProblemKind
 from runs.policies.cedar import CedarPolicy
@@ -60,21 +64,31 @@ class Site:
     inactive: frozenset[str]
     groups: frozenset[str]
     usernames: tuple[str, ...]  # some of the site's usernames, for suggestions
+    placeholders: frozenset[str] = frozenset()  # active, no password, never signed in
+    empty_groups: frozenset[str] = frozenset()  # groups nobody is in
 
 
 def site_names(people: Collection[str], groups: Collection[str]) -> Site | str:
     """The site's users and groups among these names; or why the tables could not be read."""
     try:
         users = get_user_model().objects
-        rows = list(users.filter(username__in=list(people)).values_list("username", "is_active"))
+        rows = list(users.filter(username__in=list(people)).values_list("username", "is_active", "password",
+                                                                         "last_login"))
         group_model = apps.get_model("auth", "Group")  # through the registry: this module loads before models
-        found_groups = frozenset(group_model.objects.filter(name__in=list(groups)).values_list("name", flat=True))
+        group_rows = list(group_model.objects.filter(name__in=list(groups)).annotate(
+            members=Count("user", distinct=True)).values_list("name", "members"))
         usernames = tuple(users.order_by("username").values_list("username", flat=True)[:SUGGESTIONS_FROM])
     except Exception as err:  # no database yet, not migrated, or no access (a test without it)
         return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
-    return Site(active=frozenset(u for u, active in rows if active),
-                inactive=frozenset(u for u, active in rows if not active), groups=found_groups,
-                usernames=usernames)
+    # An account with no password that never signed in is what a held call makes for an approver
+    # who has no account (runs.approvals.permissions.approver_holder): a typo gets one too.
+    placeholders = frozenset(u for u, active, password, last in rows
+                             if active and last is None and not is_password_usable(password))
+    return Site(active=frozenset(u for u, active, _, _ in rows if active) - placeholders,
+                inactive=frozenset(u for u, active, _, _ in rows if not active),
+                groups=frozenset(name for name, members in group_rows if members),
+                usernames=usernames, placeholders=placeholders,
+                empty_groups=frozenset(name for name, members in group_rows if not members))
 
 
 @dataclass(frozen=True)
@@ -112,6 +126,10 @@ def _judge(approver: str, people: frozenset[str], groups: frozenset[str], site: 
         if name in groups or (not isinstance(site, str) and name in site.groups):
             return "", False
         close = _close(name, sorted(groups))
+        if not isinstance(site, str) and name in site.empty_groups:
+            return (f"names the group {name}, which no data file declares and nobody is in (a held call makes the "
+                    f"group it names){_mean(close, GROUP_PREFIX)}: until someone is in it, nobody decides what "
+                    "it holds", False)
         return (f"names the group {name}, which no data file declares (sanoma.group) and the site does not have: "
                 f"the call would wait for nobody{_mean(close, GROUP_PREFIX)}{unread}", not unread)
     if approver in people or (not isinstance(site, str) and approver in site.active):
@@ -119,6 +137,11 @@ def _judge(approver: str, people: frozenset[str], groups: frozenset[str], site: 
     if not isinstance(site, str) and approver in site.inactive:
         return (f"names {approver}, whose account is inactive and whom no data file declares: nobody can decide "
                 "what it holds until the account is active again", False)
+    if not isinstance(site, str) and approver in site.placeholders:
+        close = _close(approver, sorted(people | frozenset(site.usernames) - {approver}))
+        return (f"names {approver}, whom no data file declares and whose account has no password and never signed "
+                f"in (the account a held call makes for an approver it does not know){_mean(close, '')}: if that "
+                "is not someone, nobody decides what it holds", False)
     known = sorted(people | frozenset(() if isinstance(site, str) else site.usernames))
     return (f"names {approver}, who is neither a person the data files declare (sanoma.person) nor a user of the "
             f"site: the call would wait for nobody{_mean(_close(approver, known), '')}"

@@ -65,10 +65,10 @@ class Command(BaseCommand):
         width = max([len(g.name) for g in groups] + [6])
         for g in groups:
             where = f"  ({g.declared_at})" if g.declared_at else "  (the site's)"
-            held = ", ".join(g.permissions) or "no permissions"
+            holds = ", ".join(g.permissions) or "no permissions"
             pending = ""
             if g.declared_permissions is not None and sorted(g.declared_permissions) != g.permissions:
                 pending = f"; declared: {', '.join(g.declared_permissions) or 'none'} (apply makes it so)"
             state = "" if g.exists else "not applied yet; "
-            self.stdout.write(f"  {g.name:<{width}}  {state}{held}{pending}; members: {', '.join(g.members) or '-'}"
+            self.stdout.write(f"  {g.name:<{width}}  {state}{holds}{pending}; members: {', '.join(g.members) or '-'}"
                               f"{where}")
