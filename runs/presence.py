@@ -27,6 +27,7 @@ WORKER_GONE_AFTER = timedelta(seconds=15)
 # A supervisor with no worker waits on a NOTIFY (or polls): a beat is its only query in between.
 SUPERVISOR_BEAT = 20.0
 SUPERVISOR_GONE_AFTER = timedelta(seconds=60)
+FORGOTTEN_AFTER = timedelta(days=1)  # a row this old (a process killed long ago) is removed
 
 WAYS_ON = ("start a worker in another terminal (`manage.py worker`), or pass --here to run it in this "
            "process")
@@ -40,7 +41,8 @@ def beat(*, role: str, version: str = "") -> None:
     """Say this process is up (first call: its row is made; later ones renew it)."""
     name = own_name()
     updated = WorkerPresence.objects.filter(pk=name).update(seen_at=Now(), role=role, version=version)
-    if not updated:
+    if not updated:  # this process's first beat: rows of processes long gone go first
+        WorkerPresence.objects.filter(seen_at__lt=Now() - FORGOTTEN_AFTER).delete()
         host, _, pid = name.rpartition(":")
         WorkerPresence.objects.update_or_create(
             pk=name, defaults={"role": role, "host": host, "pid": int(pid), "version": version,

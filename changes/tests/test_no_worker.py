@@ -15,6 +15,7 @@ import threading
 
 import pytest
 from django.db import connection, connections
+from django.utils import timezone
 
 from changes.resources import services
 from company.vendors.shop import shop
@@ -201,3 +202,14 @@ def test_a_worker_row_not_renewed_counts_as_gone(acme):
     # A supervisor starts a worker when a run is queued: commands count on it.
     presence.beat(role=PresenceRole.SUPERVISOR)
     assert presence.worker_for(acme.version).ok
+
+
+def test_a_new_process_removes_rows_of_processes_long_gone(acme):
+    WorkerPresence.objects.create(name="old-host:1", role=PresenceRole.WORKER, host="old-host", pid=1,
+                                  version=acme.version, started_at="2000-01-01T00:00:00Z",
+                                  seen_at="2000-01-01T00:00:00Z")
+    WorkerPresence.objects.create(name="other-host:2", role=PresenceRole.WORKER, host="other-host", pid=2,
+                                  version=acme.version, started_at=timezone.now(), seen_at=timezone.now())
+    presence.beat(role=PresenceRole.WORKER, version=acme.version)
+    assert sorted(WorkerPresence.objects.values_list("host", flat=True)) == sorted(["other-host", presence.own_name()
+                                                                                    .rpartition(":")[0]])
