@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from connectors.errors import SanomaError
+from connectors.errors import ErrorCode, SanomaError
 from runs import presence
 from runs import services as run_services
 from runs.approvals.permissions import Principal
@@ -26,7 +26,7 @@ from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import ENDED_STATUSES, Run, RunStatus
 
-NO_WORKER = "no_worker"
+NO_WORKER = ErrorCode.NO_WORKER
 CHECK_EVERY = 1.0  # seconds between presence checks while following
 POLL_SECONDS = 0.2
 

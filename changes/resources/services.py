@@ -178,7 +178,7 @@ def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
         followed = follow(run, here=here, timeout=timeout, config=config, watch=Watch(config.version))
     except KeyboardInterrupt:
         raise SanomaError(f"Interrupted: {give_up(run, by=by, why=f'{purpose} was interrupted')}",
-                          code="interrupted", data={"run_id": run.id}) from None
+                          code=ErrorCode.RUN_RUNNING, data={"run_id": run.id}) from None
     if not followed.ended:
         if followed.stranded:
             left = give_up(run, by=by, why=f"no worker ran it: {followed.stranded}")
