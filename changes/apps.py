@@ -2,9 +2,10 @@ from django.apps import AppConfig
 
 from changes.credentials import runtime
 from changes.lifecycle import extension as change_extension
-from changes.resources import extension
+from changes.resources import extension, people
 from runs.approvals import extras as approval_extras
 from runs.engine import secrets
+from runs.policies import approvers
 from runs.worker_lifecycle import on_worker_start
 
 
@@ -21,6 +22,8 @@ class ChangesConfig(AppConfig):
         secrets.install_refresher(runtime.keep_fresh)
         # The engine resolves every config with what the declared state adds: drift, apply, people.
         extension.install()
+        # A policy's @approve may name the people and groups the data files declare (the checks ask).
+        approvers.install_declared(people.declared_names)
         # And, asked after it, what the life of a change adds: its operations and the `change` workflow.
         change_extension.install()
         # The approval a merge waits for shows the change's checks, plan and diff, and links to it.

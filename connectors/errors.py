@@ -34,6 +34,7 @@ class ErrorCode(StrEnum):
     RUN_EXISTS = "run_exists"  # starting with a run id already taken by a run the caller may not see
     RUN_ENDED = "run_ended"  # the run has ended: no more calls, cancels or decisions
     RUN_RUNNING = "run_running"  # the run has not ended yet (asking for its result)
+    NO_WORKER = "no_worker"  # a command would wait for a run no worker is up to advance: nothing was started
     RUN_CANCELLED = "run_cancelled"  # the run was cancelled
     WORKFLOW_NOT_FOUND = "workflow_not_found"  # no workflow of that name (in this version)
     REPLAY_DIVERGED = "replay_diverged"  # the workflow no longer makes the calls it made before

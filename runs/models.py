@@ -373,6 +373,33 @@ class OperatorPreference(models.Model):
         return f"{self.user} ({self.time_zone or 'the site time zone'})"
 
 
+class PresenceRole(models.TextChoices):
+    WORKER = "worker"  # `manage.py worker`: advances the runs of its version
+    SUPERVISOR = "supervisor"  # `manage.py supervise`: starts a worker when a run becomes runnable
+
+
+class WorkerPresence(models.Model):
+    """A worker (or a supervisor) saying it is up: one row a process, its `seen_at` renewed every
+    few seconds on the database's clock (hosts' clocks may differ), removed when it stops. A row
+    not renewed for a while belongs to a process that died. See `runs.presence`."""
+
+    name = models.CharField(primary_key=True, max_length=200, help_text="host:pid")
+    role = models.CharField(max_length=16, choices=PresenceRole.choices)
+    host = models.CharField(max_length=200)
+    pid = models.IntegerField()
+    version = models.CharField(max_length=200, blank=True, default="", help_text="the app version it runs")
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "sanoma_worker_presence"
+        ordering = ["role", "name"]
+        verbose_name = "worker presence"
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.name} ({self.version or '-'})"
+
+
 class CollectionRecord(models.Model):
     """One record of a company's collection (`ctx.data.<name>`), by key. `version` counts its
     puts: a put with `if_version` replaces it only while it is still that version."""

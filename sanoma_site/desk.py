@@ -25,6 +25,7 @@ from runs.approvals.selectors import pending_for
 from runs.preferences import set_time_zone, time_zone_of, time_zones
 from sanoma_site import catalog
 from sanoma_site.middleware import TIME_ZONE_SESSION_KEY
+from sanoma_site.signin import DeskSignInForm
 
 # The desk's apps, in the order the home page lists them.
 DESK_APPS = ("runs", "changes", "wakeups")
@@ -48,6 +49,7 @@ def _desk_models(app: dict[str, Any]) -> dict[str, Any]:
 
 
 class DeskSite(admin.AdminSite):
+    login_form = DeskSignInForm  # says why a person who gave their right password cannot sign in
     site_header = "sanoma: the operator's desk"
     site_title = "sanoma"
     index_title = "The desk"

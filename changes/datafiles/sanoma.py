@@ -7,13 +7,21 @@ Data files are read, never run (see `changes.datafiles.reader`); these functions
 file is also valid Python an editor can check, and they give what the reader gives: a `Secret`,
 a `Declaration` of a `sanoma.person` or a `sanoma.group`. People and groups are sanoma's own
 resource types (the vendor `sanoma`): they become Django users and groups.
+
+    ops = sanoma.group(name="ops", permissions=["operator"])          # a role, or app_label.codename
+    ada = sanoma.person(username="ada", groups=[ops], staff=True)      # staff: may sign in to the desk
+
+A group's `permissions` are checked when the file is read: an unknown one is a problem naming it.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from django.apps import apps
+from pydantic import BaseModel, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from connectors.resources import Declaration, ResourceType, Secret, define_resource
 
@@ -25,15 +33,83 @@ class PersonFields(BaseModel):
     email: str = Field(default="", pattern=r"^$|^[^@\s]+@[^@\s]+\.[^@\s]+$")
     name: str = ""
     groups: list[str] = Field(default_factory=list)
+    # May sign in to the desk (the admin): Django's "staff status". What they see there and may do
+    # is their groups' permissions.
+    staff: bool = False
+
+
+# Named roles a group may carry instead of (or beside) permissions: what the desk needs for a kind
+# of work. Each is a set of `app_label.codename` permissions; `roles` lists them.
+ROLES: dict[str, tuple[str, ...]] = {
+    # Start any workflow (the desk's "Start" and the API's start; without it, only the workflows a
+    # person was granted one by one in the admin).
+    "starter": ("runs.start_workflow",),
+    # See every run, its steps, approvals, ledger records and the workflows, on the desk.
+    "viewer": ("runs.view_any_run", "runs.view_run", "runs.view_step", "runs.view_approval",
+               "runs.view_ledgerrecord", "runs.view_workflowentry"),
+    # A viewer who also operates: cancels runs, withdraws approvals, sends messages, reruns and
+    # forks, pauses and unpauses.
+    "operator": ("runs.view_any_run", "runs.view_run", "runs.view_step", "runs.view_approval",
+                 "runs.view_ledgerrecord", "runs.view_workflowentry", "runs.operate_runs", "runs.send_message",
+                 "runs.rerun_runs", "runs.pause"),
+}
+PERMISSION_NAME = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
+
+
+def site_permissions() -> frozenset[str]:
+    """Every permission the site's models define, as `app_label.codename` (what `migrate` makes):
+    read from the app registry, so a data file is checked before any database exists."""
+    found: set[str] = set()
+    for model in apps.get_models():
+        opts = model._meta
+        found.update(f"{opts.app_label}.{action}_{opts.model_name}" for action in opts.default_permissions)
+        found.update(f"{opts.app_label}.{codename}" for codename, _ in opts.permissions)
+    return frozenset(found)
+
+
+def expand_permissions(names: list[str]) -> list[str]:
+    """Roles replaced by their permissions; every name checked. Sorted, each once. Raises
+    ValueError naming each unknown one, with what it may have meant."""
+    known = site_permissions()
+    wanted: set[str] = set()
+    bad: list[str] = []
+    for name in names:
+        if name in ROLES:
+            wanted.update(ROLES[name])
+        elif name in known:
+            wanted.add(name)
+        else:
+            close = difflib.get_close_matches(name, sorted(known | set(ROLES)), n=1, cutoff=0.75)
+            if close:
+                bad.append(f"{name!r}: did you mean {close[0]!r}?")
+            else:
+                bad.append(f"{name!r}" + ("" if PERMISSION_NAME.match(name) else
+                                          " (a permission is written app_label.codename)"))
+    if bad:
+        raise ValueError(f"unknown permission {'; '.join(bad)}; a group carries permissions such as "
+                         f"runs.operate_runs, or the roles {', '.join(ROLES)}")
+    return sorted(wanted)
 
 
 class GroupFields(BaseModel):
     name: str = Field(min_length=1, max_length=150)
+    # The site permissions its members hold (`app_label.codename`, or a role of ROLES), e.g.
+    # ["operator"] or ["runs.start_workflow", "runs.view_any_run"]; checked when read.
+    permissions: list[str] = Field(default_factory=list)
+
+    @field_validator("permissions")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        try:
+            return expand_permissions(names)
+        except ValueError as err:  # the message as it is, without pydantic's "Value error, "
+            raise PydanticCustomError("unknown_permission", str(err)) from None
 
 
 PERSON: ResourceType = define_resource(
     type="person", title="Person", identity="username", schema=PersonFields,
     fields={"groups": {"unordered": True, "references": "sanoma.group", "by": "name"}},
+    # `staff` is Django's staff status: changing it is access too (see effects).
     find=lambda desired: desired["username"],
     # An account and its groups are who may do what: granting, changing and ending one is `access`.
     effects={"create": "access", "update": "access", "delete": "access"},
@@ -41,8 +117,11 @@ PERSON: ResourceType = define_resource(
 ).bound("sanoma")
 GROUP: ResourceType = define_resource(
     type="group", title="Group", identity="name", schema=GroupFields,
+    fields={"permissions": {"unordered": True}},
     find=lambda desired: desired["name"],
-    description="A group of people: a Django group",
+    # Changing what its members may do on the site is access.
+    effects={"update": "access"},
+    description="A group of people: a Django group, with the site permissions its members hold",
 ).bound("sanoma")
 
 
@@ -85,4 +164,5 @@ def local(**values: Any) -> Declaration:
     return LOCAL(**values)
 
 
-__all__ = ["BUILTIN_TYPES", "GROUP", "LOCAL", "PERSON", "group", "local", "person", "secret"]
+__all__ = ["BUILTIN_TYPES", "GROUP", "LOCAL", "PERSON", "ROLES", "expand_permissions", "group", "local", "person",
+           "secret", "site_permissions"]

@@ -3,7 +3,11 @@
 - Workflow files (`workflows/**/*.py`, `apps/<app>/workflows/**/*.py`, helpers included; `test_*`
   files left to the tests) are read with `ast`: see `changes.lint.workflows`. They are never run.
 - Policies (`policies/*.cedar`) are loaded as the worker loads them; each problem the loader
-  reports is placed at its file and the line where the policy starts.
+  reports is placed at its file and the line where the policy starts. Once they load, an action or
+  operation they name that no connector declares (the config's, its collections', the built-in
+  ones) is a problem at its line, and so is an `@approve` naming nobody: no person or group the
+  data files declare, no user or group of the site (read when the database can be; see
+  `runs.policies.approvers`).
 - Data files (`resources/**/*.py`, `apps/<app>/resources/**/*.py`) are read by the data-file reader
   against the config's connectors (from `sanoma_config.py`, imported for their resource types, as
   `manage.py resources` does); their problems are the reader's.
@@ -25,7 +29,17 @@ from changes.lint.problems import LintProblem
 from changes.lint.workflows import Allowed, lint_workflow
 from connectors.errors import ConfigError
 from connectors.operations import Connector
-from runs.config.resolution import SanomaConfig, failure_line, import_root, kind_dirs
+from runs.collections.definition import data_connector
+from runs.config import extensions
+from runs.config.resolution import (
+    ENGINE_OPS,
+    SanomaConfig,
+    discover_collections,
+    failure_line,
+    import_root,
+    kind_dirs,
+)
+from runs.policies.approvers import approver_problems
 from runs.policies.cedar import load_cedar_policy
 
 CONFIG_FILE = "sanoma_config.py"
@@ -200,18 +214,47 @@ def _config_collections(root: Path) -> frozenset[str]:
 
 
 def _policy_problems(root: Path) -> list[LintProblem]:
+    """What the policy loader refuses; then, once the policies load and `sanoma_config.py` imports,
+    the operations they name that no connector declares, and the approvers that are nobody."""
     try:
-        load_cedar_policy(root / "policies")
+        policy = load_cedar_policy(root / "policies")
     except ConfigError as err:
-        found: list[LintProblem] = []
-        for problem in err.problems:
-            text = str(problem)
-            where, _, message = text.partition(": ")
-            file = problem.file or where.rpartition(":")[0] or "policies"
-            line = problem.line or 1
-            found.append(LintProblem(file, line, _first_column(root / file, line), message or text, "policy"))
-        return found
-    return []
+        return [_policy_lint_problem(root, problem) for problem in err.problems]
+    if policy is None:
+        return []
+    connectors = _known_connectors(root)
+    if connectors is None:  # the config does not import: the data files' check says so
+        return []
+    ops = [op_id for connector in connectors for op_id in connector.operations] + list(ENGINE_OPS)
+    found = [_policy_lint_problem(root, problem) for problem in policy.unknown_names(ops)]
+    found += [_policy_lint_problem(root, item.problem)
+              for item in approver_problems(policy, root=root, connectors=connectors) if item.serious]
+    return found
+
+
+def _policy_lint_problem(root: Path, problem: Any) -> LintProblem:
+    text = str(problem)
+    where, _, message = text.partition(": ")
+    file = getattr(problem, "file", None) or where.rpartition(":")[0] or "policies"
+    line = getattr(problem, "line", None) or 1
+    return LintProblem(file, line, _first_column(root / file, line), message or text, "policy")
+
+
+def _known_connectors(root: Path) -> list[Connector] | None:
+    """Every connector a policy may name an operation of, as resolution makes them: the config's,
+    its collections' (the vendor `data`) and what the layers add (people, changes); None when
+    `sanoma_config.py` cannot be read."""
+    config, trouble = _config_of(root)
+    if config is None:
+        return None
+    connectors = [c for c in config.connectors if isinstance(c, Connector)]
+    problems: list[str] = []
+    collections = [*config.collections, *discover_collections(root, root.name, problems)]
+    if collections:
+        connectors.append(data_connector(list(collections)))
+    for _, extension in extensions.extensions(extensions.Request(tuple(connectors), root, "instance")):
+        connectors += [c for c in extension.connectors if isinstance(c, Connector)]
+    return connectors
 
 
 def _first_column(path: Path, line: int) -> int:
@@ -228,6 +271,14 @@ def _first_column(path: Path, line: int) -> int:
 
 def _config_connectors(root: Path) -> tuple[list[Connector] | None, LintProblem | None]:
     """The connectors `sanoma_config.py` lists, for the data files' resource types; or why not."""
+    config, trouble = _config_of(root)
+    if config is None:
+        return None, trouble
+    return [c for c in config.connectors if isinstance(c, Connector)], None
+
+
+def _config_of(root: Path) -> tuple[SanomaConfig | None, LintProblem | None]:
+    """The `config` of `sanoma_config.py` (imported, as `manage.py resources` does); or why not."""
     file = root / CONFIG_FILE
     skipped = "so the data files were not read"
     if not file.is_file():
@@ -246,4 +297,4 @@ def _config_connectors(root: Path) -> tuple[list[Connector] | None, LintProblem 
     if not isinstance(config, SanomaConfig):
         return None, LintProblem(CONFIG_FILE, 1, 1, f"{CONFIG_FILE} must define `config = SanomaConfig(...)`, "
                                                     f"{skipped}", "config")
-    return [c for c in config.connectors if isinstance(c, Connector)], None
+    return config, None

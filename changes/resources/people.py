@@ -3,11 +3,13 @@ groups, and `sanoma.resources.read` reads the data files. Drift and apply call t
 like any vendor's operations, so the policy decides on them and the ledger records them.
 
 - `sanoma.person.import|read`: an active user by username (an inactive one is `gone`); values
-  `{username, email, name, groups}` (`name` is the first and last name joined; groups sorted).
+  `{username, email, name, groups, staff}` (`name` is the first and last name joined; groups
+  sorted; `staff` Django's staff status: may sign in to the desk).
 - `sanoma.person.create`: a new user with no usable password (they sign in however the site lets
   them), or an inactive one made active again; `update`: the changed fields; `delete`:
   deactivation, never deletion (their runs, approvals and ledger records keep naming them).
-- `sanoma.group.*`: a group by name (nothing about a group changes in place).
+- `sanoma.group.*`: a group by name, with the site permissions its members hold
+  (`permissions`, `app_label.codename`, sorted): an update sets them (an `access` call).
 - `sanoma.resources.read` (`read`): the data files as the reader finds them, secrets by name only,
   and what earlier applies created (`managed`).
 - `sanoma.resources.record` (`write`): apply's note, after a create or a delete succeeded, that
@@ -90,7 +92,7 @@ def _person(user: Any) -> dict[str, Any]:
     name = " ".join(part for part in (user.first_name, user.last_name) if part)
     return {"id": user.username, "handle": str(user.pk),
             "values": {"username": user.username, "email": user.email, "name": name,
-                       "groups": sorted(user.groups.values_list("name", flat=True))}}
+                       "groups": sorted(user.groups.values_list("name", flat=True)), "staff": user.is_staff}}
 
 
 def _gone(id: str) -> dict[str, Any]:
@@ -115,6 +117,8 @@ def _set(user: Any, values: Mapping[str, Any]) -> None:
         user.email = values["email"]
     if "name" in values:
         user.first_name, user.last_name = _name_parts(values["name"])
+    if "staff" in values:
+        user.is_staff = bool(values["staff"])
     user.save()
     if "groups" in values:
         user.groups.set(_groups(values["groups"]))
@@ -137,7 +141,7 @@ def person_create(i: Any, c: CallContext) -> dict[str, Any]:
             user = User(username=username)
             user.set_unusable_password()
         user.is_active = True
-        _set(user, {"email": "", "name": "", "groups": [], **i.desired})
+        _set(user, {"email": "", "name": "", "groups": [], "staff": False, **i.desired})
     return _person(user)
 
 
@@ -157,7 +161,21 @@ def person_delete(i: Any, c: CallContext) -> dict[str, Any]:
 
 
 def _group(group: Any) -> dict[str, Any]:
-    return {"id": group.name, "handle": str(group.pk), "values": {"name": group.name}}
+    held = sorted(f"{app}.{codename}" for app, codename in
+                  group.permissions.values_list("content_type__app_label", "codename"))
+    return {"id": group.name, "handle": str(group.pk), "values": {"name": group.name, "permissions": held}}
+
+
+def _grant(group: Any, names: Sequence[str]) -> None:
+    """The group holds exactly these permissions (`app_label.codename`; roles were expanded when read)."""
+    rows = {f"{p.content_type.app_label}.{p.codename}": p for p in
+            apps.get_model("auth", "Permission").objects.select_related("content_type")
+            .filter(codename__in=[n.partition(".")[2] for n in names])}
+    missing = [n for n in names if n not in rows]
+    if missing:  # declared right (the reader checked), but not in this database: a migration not run
+        raise DriverError(f"no permission {', '.join(missing)} in the site's database: run `manage.py migrate`",
+                          retryable=False, status=422, vendor_code="unknown_permission")
+    group.permissions.set([rows[n] for n in names])
 
 
 def group_look(i: Any, c: CallContext) -> dict[str, Any]:
@@ -167,16 +185,22 @@ def group_look(i: Any, c: CallContext) -> dict[str, Any]:
 
 def group_create(i: Any, c: CallContext) -> dict[str, Any]:
     name = GROUP.import_id(i.desired)
-    group, made = Group().objects.get_or_create(name=name)
-    if not made:
-        raise DriverError(f"the group {name} already exists", retryable=False, status=409, vendor_code="exists")
+    with transaction.atomic():
+        group, made = Group().objects.get_or_create(name=name)
+        if not made:
+            raise DriverError(f"the group {name} already exists", retryable=False, status=409, vendor_code="exists")
+        _grant(group, i.desired.get("permissions", []))
     return _group(group)
 
 
 def group_update(i: Any, c: CallContext) -> dict[str, Any]:
-    group = Group().objects.filter(name=i.id).first()  # its name is its identity: nothing changes in place
-    if group is None:
-        raise DriverError(f"no group {i.id}", retryable=False, status=404, vendor_code="not_found")
+    """Its name is its identity: what changes in place is the permissions its members hold."""
+    with transaction.atomic():
+        group = Group().objects.filter(name=i.id).first()
+        if group is None:
+            raise DriverError(f"no group {i.id}", retryable=False, status=404, vendor_code="not_found")
+        if "permissions" in i.changes:
+            _grant(group, i.changes["permissions"])
     return _group(group)
 
 
@@ -207,6 +231,18 @@ def record(i: Any, c: CallContext) -> dict[str, Any]:
     return {"type": i.type, "import_id": i.import_id, "action": i.action, "managed": i.action == "created"}
 
 
+def declared_names(root: Any, connectors: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """The usernames and the group names the data files under `root` declare (`sanoma.person`,
+    `sanoma.group`), read against `connectors`' resource types: who a policy may name before an
+    apply made them (`runs.policies.approvers`)."""
+    if root is None:
+        return [], []
+    found = read_datafiles(root, [c for c in connectors if isinstance(c, Connector)])
+    people = [r.values["username"] for r in found.resources if r.type == PERSON.key]
+    groups = [r.values["name"] for r in found.resources if r.type == GROUP.key]
+    return people, groups
+
+
 def connector_for(root: Any, connectors: Sequence[Connector]) -> Connector:
     """The `sanoma` connector with its driver: the database (people, groups, the managed table) and
     the data files under `root` read against `connectors`' types. It has no fake: it is sanoma's own."""
@@ -225,4 +261,4 @@ def connector_for(root: Any, connectors: Sequence[Connector]) -> Connector:
     return with_setup(connector, driver=make_driver)
 
 
-__all__ = ["VENDOR", "ReadOutput", "builtin_connector", "connector_for"]
+__all__ = ["VENDOR", "ReadOutput", "builtin_connector", "connector_for", "declared_names"]

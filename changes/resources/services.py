@@ -3,7 +3,10 @@ it, and read its report; the plan with the verdict the policy would give the app
 
 A run is followed by a worker (the default) or advanced in this process (`here=True`: the same
 engine, one advance after another, as the scenarios and tests drive it). Following stops when the
-run ends or waits for an approval: the approvals it waits for are named.
+run ends or waits for an approval: the approvals it waits for are named. Without `here`, `drift`
+starts nothing when no worker would run it (`no_worker`, naming `manage.py worker` and `--here`),
+and stops following when the worker goes away (`runs.waiting`); a drift run it stops waiting for
+(that, the timeout, Ctrl-C) is cancelled if it has not begun, else left and said so.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from runs.engine import clock
 from runs.engine.advance import advance
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, Run, RunStatus
 from runs.policies.services import explain_call
+from runs.waiting import NO_WORKER, Watch, give_up, require_worker
 
 POLL_SECONDS = 0.2
 
@@ -36,6 +40,7 @@ POLL_SECONDS = 0.2
 class Followed:
     run: Run
     waiting: list[dict[str, Any]] = field(default_factory=list)  # pending approvals: {approval, title, approver, op}
+    stranded: str = ""  # why no worker will advance the run (following stopped early)
 
     @property
     def ended(self) -> bool:
@@ -63,15 +68,20 @@ def pending(run: Run) -> list[dict[str, Any]]:
 
 
 def follow(run: Run, *, here: bool = False, timeout: float = 600.0, config: ResolvedConfig | None = None,
-           on_wait: Callable[[list[dict[str, Any]]], None] | None = None, through_waits: bool = False) -> Followed:
+           on_wait: Callable[[list[dict[str, Any]]], None] | None = None, through_waits: bool = False,
+           watch: Watch | None = None) -> Followed:
     """Until the run ends, or waits for an approval (unless `through_waits`: then `on_wait` is told
-    each time and following goes on, as an approver decides elsewhere), or `timeout` passes."""
+    each time and following goes on, as an approver decides elsewhere), or `timeout` passes, or
+    (`watch`) no worker is left to advance it."""
     config = config or get_config()
     deadline = time.monotonic() + timeout
     while True:
         run.refresh_from_db()
         if run.status in ENDED_STATUSES:
             return Followed(run)
+        why = watch.stranded(run) if watch is not None and not here else None
+        if why:
+            return Followed(run, pending(run), stranded=why)
         waits = pending(run)
         if waits and run.status == RunStatus.WAITING:
             if on_wait is not None:
@@ -202,12 +212,28 @@ def check_apply(*, by: str | Principal, config: ResolvedConfig | None = None) ->
 
 
 def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
-          config: ResolvedConfig | None = None) -> tuple[Run, dict[str, Any]]:
-    """Start a drift run, follow it to its end, keep the verdicts: (run, report)."""
+          config: ResolvedConfig | None = None, purpose: str = "drift") -> tuple[Run, dict[str, Any]]:
+    """Start a drift run, follow it to its end, keep the verdicts: (run, report). Without `here`, a
+    worker must be up (`no_worker` otherwise, nothing started); `purpose` names the command."""
     config = _config(config)
+    if not here:
+        run_services.check_start(config=config, workflow="drift", input={}, started_by=by)
+        require_worker(config.version, what=f"{purpose} waits for a drift run")
     run = start("drift", by=by, config=config)
-    followed = follow(run, here=here, timeout=timeout, config=config)
+    try:
+        followed = follow(run, here=here, timeout=timeout, config=config, watch=Watch(config.version))
+    except KeyboardInterrupt:
+        raise SanomaError(f"Interrupted: {give_up(run, by=by, why=f'{purpose} was interrupted')}",
+                          code=ErrorCode.RUN_RUNNING, data={"run_id": run.id}) from None
     if not followed.ended:
+        if followed.stranded:
+            left = give_up(run, by=by, why=f"no worker ran it: {followed.stranded}")
+            raise SanomaError(f"{purpose} stopped waiting: {followed.stranded}; {left}", code=NO_WORKER,
+                              data={"run_id": run.id, "status": run.status})
+        if not followed.waiting:
+            left = give_up(run, by=by, why=f"{purpose} stopped waiting after {timeout:g} s")
+            raise SanomaError(f"Run {run.id} has not ended within {timeout:g} s; {left}", code="run_running",
+                              data={"run_id": run.id, "status": run.status})
         raise SanomaError(f"Run {run.id} has not ended: it is {run.status}"
                           + (f", waiting for {followed.waiting[0]['approver']}" if followed.waiting else ""),
                           code="run_running", data={"run_id": run.id, "status": run.status})

@@ -6,7 +6,8 @@ behave step, which hands each step to the scenario's `ScenarioWorld`. What they 
 - before_all: load the company config (`settings.SANOMA_ROOT`) on instance fakes and install it;
   when behave was given no paths (or only the features folder), add the feature files of the
   config's `scenarios/` and `apps/<app>/scenarios/` to the run (behave's `--include`/`--exclude`
-  still apply); read every feature as scenarios. A config whose scenario steps are broken (an
+  still apply, matched against each file's path from the config root as well as from the working
+  folder: `-i ^scenarios/refund`); read every feature as scenarios. A config whose scenario steps are broken (an
   operation phrase naming a field its input lacks) fails the whole run here.
 - before_feature / before_scenario: a file or scenario that cannot be read fails with its problem,
   naming `file:line`, before anything runs.
@@ -24,7 +25,7 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from features.library.errors import ScenarioProblem
-from features.library.loader import LoadResult, compile_features, display_path, scenario_files
+from features.library.loader import LoadResult, compile_features, display_path, root_path, scenario_files
 from features.library.world import ScenarioWorld
 from runs.config.registry import set_config
 from runs.config.resolution import load_config
@@ -64,7 +65,7 @@ def before_all(context: Any) -> None:
         known = {_path_of(f) for f in runner.features}
         for path in scenario_files(config):
             shown = display_path(path)
-            if path.resolve() in known or context.config.exclude(shown):
+            if path.resolve() in known or _left_out(context.config, path, config.root):
                 continue
             try:
                 feature = parse_file(shown)
@@ -87,6 +88,17 @@ def before_all(context: Any) -> None:
                   f"example company; left out for {config.root}")
     context.sanoma = session
     compile_features(runner.features, config, result=result)
+
+
+def _left_out(options: Any, path: Path, root: Path | None) -> bool:
+    """behave's `--include`/`--exclude` (`-i`/`-e`) on a config feature file: matched against its path
+    from the config root (`scenarios/refund.feature`, as scenarios name their file) and against its
+    path as shown (from the working folder); included when the include pattern matches either,
+    excluded when the exclude pattern does."""
+    names = [root_path(path, root), display_path(path)]
+    if options.include_re is not None and not any(options.include_re.search(name) for name in names):
+        return True
+    return options.exclude_re is not None and any(options.exclude_re.search(name) for name in names)
 
 
 def before_feature(context: Any, feature: Any) -> None:

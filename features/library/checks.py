@@ -1,7 +1,9 @@
 """Checking what a run did against what a scenario expects, from the run's ledger records. Pure.
 
 A call counts only when its `op.called` record has no error: a denied, held-then-rejected or
-failed call was attempted, not made. So `was not called` passes for a call the policy denied, and
+failed call was attempted, not made. A call expectation looks at the calls of the run and of the
+runs it started (`ctx.start_run`, and theirs), which the scenario drives with it; a failure names
+the child run that made each call. So `was not called` passes for a call the policy denied, and
 a failed `was called` lists the calls that were made and the attempts that failed.
 """
 from __future__ import annotations
@@ -33,19 +35,28 @@ def end_of(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return next((r for r in records if r.get("type") in ("run.finished", "run.failed", "run.cancelled")), None)
 
 
-def describe_calls(records: Sequence[dict[str, Any]]) -> str:
-    """Every operation call of the run, in order, with its outcome: for a failure message."""
+def _by(record: dict[str, Any], root: str | None) -> str:
+    """Which run made a call, when it was not the scenario's run itself."""
+    run_id = record.get("run_id")
+    return f" (by the child run {run_id})" if root is not None and run_id and run_id != root else ""
+
+
+def describe_calls(records: Sequence[dict[str, Any]], root: str | None = None) -> str:
+    """Every operation call of the run (and of the runs it started, when `root` names the run), in
+    order, with its outcome: for a failure message."""
     calls = [r for r in records if r.get("type") == "op.called"]
+    children = sorted({str(r.get("run_id")) for r in records if root is not None and r.get("run_id") != root})
     if not calls:
-        return "The run made no operation calls."
-    lines = ["The run's calls:"]
+        return "The run made no operation calls" + (f", nor did the runs it started ({', '.join(children)})."
+                                                   if children else ".")
+    lines = ["The run's calls" + (f" and those of the runs it started ({', '.join(children)}):" if children else ":")]
     for record in calls:
         outcome = f"failed, {_error_text(record['error'])}" if "error" in record else "made"
         decision = record.get("decision") or {}
         if decision.get("kind") == "deny":
             outcome = f"denied by policy, {_error_text(record.get('error', {}))}"
         attempts = f" after {record['attempt']} attempts" if (record.get("attempt") or 1) > 1 else ""
-        lines.append(f"  {record.get('op')} {short(record.get('input'))}: {outcome}{attempts}")
+        lines.append(f"  {record.get('op')} {short(record.get('input'))}: {outcome}{attempts}{_by(record, root)}")
     return "\n".join(lines)
 
 
@@ -60,7 +71,10 @@ def describe_end(records: Sequence[dict[str, Any]]) -> str:
     return "The run was cancelled."
 
 
-def check_call(expectation: m.ExpectCall, records: Sequence[dict[str, Any]], step: str = "") -> Check:
+def check_call(expectation: m.ExpectCall, records: Sequence[dict[str, Any]], step: str = "",
+               root: str | None = None) -> Check:
+    """The call made, or not, by the run; given `root` (the run's id), `records` may hold the records
+    of the runs it started too, and a call made by one of them counts (each is named in a failure)."""
     attempts = [r for r in records if r.get("type") == "op.called" and r.get("op") == expectation.op]
     made = [r for r in attempts if "error" not in r]
     found = any(expectation.input is None or contains(r.get("input"), expectation.input) for r in made)
@@ -71,16 +85,17 @@ def check_call(expectation: m.ExpectCall, records: Sequence[dict[str, Any]], ste
         lines = [f"no call to {what} was made."]
         if made:
             lines.append(f"Calls to {expectation.op} that were made:")
-            lines += [f"  {short(r.get('input'))}" for r in made]
+            lines += [f"  {short(r.get('input'))}{_by(r, root)}" for r in made]
         failed = [r for r in attempts if "error" in r]
         if failed:
             lines.append(f"Attempts at {expectation.op} that failed:")
-            lines += [f"  {short(r.get('input'))}: {_error_text(r['error'])}" for r in failed]
+            lines += [f"  {short(r.get('input'))}: {_error_text(r['error'])}{_by(r, root)}" for r in failed]
         if not attempts:
             lines.append(f"The run never attempted {expectation.op}.")
     else:
-        lines = [f"{expectation.op} was called:"] + [f"  {short(r.get('input'))}" for r in made]
-    lines += [describe_calls(records), describe_end(records)]
+        lines = [f"{expectation.op} was called:"] + [f"  {short(r.get('input'))}{_by(r, root)}" for r in made]
+    own = [r for r in records if root is None or r.get("run_id") == root]
+    lines += [describe_calls(records, root), describe_end(own)]
     return Check(step, False, "\n".join(lines))
 
 

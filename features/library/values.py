@@ -255,6 +255,48 @@ def get_path(state: Any, path: str) -> Any:
     return current
 
 
+def check_settable(state: Any, path: str) -> None:
+    """Raise LookupError, naming what is there, when `path` is not a place in `state` a step may set.
+
+    Every part but the last must be there. The last may be new only where the state keeps records by
+    key (a mapping whose values are all mappings or lists, or an empty one: `orders.3001` adds an
+    order) or as the next item of a list; a new key beside plain values (`orders.1001.statsu`) is
+    a typo, not a new field: set the whole record to give it one."""
+    parts = _path_parts(path)
+    if not parts:
+        raise LookupError('give a path such as "orders.1001"')
+    current = state
+    walked: list[str] = []
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        where = ".".join(walked)
+        if isinstance(current, dict):
+            if part in current:
+                current = current[part]
+            elif last and all(isinstance(v, (dict, list)) for v in current.values()):
+                return  # a new record beside the others
+            else:
+                raise LookupError(_not_there(part, where, [str(k) for k in current]))
+        elif isinstance(current, list) and part.lstrip("-").isdigit():
+            number = int(part)
+            if last and number == len(current):
+                return  # the next item
+            if not -len(current) <= number < len(current):
+                raise LookupError(f"{where or 'the state'} is a list of {len(current)} item(s): it has no item "
+                                  f"{part} (a step may add item {len(current)})")
+            current = current[number]
+        else:
+            raise LookupError(f"{where or 'the state'} is {short(current, 80)}, which has no {part!r}")
+        walked.append(part)
+
+
+def _not_there(part: str, where: str, keys: list[str]) -> str:
+    prefix = f"{where}." if where else ""
+    shown = ", ".join(f"{prefix}{k}" for k in keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+    return f"there is no {prefix}{part}; " + (f"the paths {'there' if where else 'at the top'} are {shown}" if keys
+                                              else f"{where or 'the state'} is empty")
+
+
 def put_path(state: dict[str, Any], path: str, value: Any) -> None:
     parts = _path_parts(path)
     if not parts:

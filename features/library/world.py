@@ -20,10 +20,11 @@ from features.library.checks import (
 )
 from features.library.drive import Driver
 from features.library.errors import DriveError, StepFailed
-from features.library.values import contains, get_path, put_path, short
+from features.library.values import check_settable, contains, get_path, put_path, short
 from runs import selectors, services
 from runs.collections.definition import DATA_VENDOR
 from runs.engine import clock, faults
+from runs.engine.drain import family_of
 from runs.models import ENDED_STATUSES, Run, RunStatus
 from runs.seed import seed_person
 
@@ -79,6 +80,12 @@ class ScenarioWorld:
     def records(self) -> list[dict[str, Any]]:
         return selectors.ledger_of(run_id=self.run_id) if self.run_id else []
 
+    def family_records(self) -> list[dict[str, Any]]:
+        """The records of the run and of every run it started (and theirs): the scenario drives them all."""
+        if not self.run_id:
+            return []
+        return [record for run_id in family_of(self.run_id) for record in selectors.ledger_of(run_id=run_id)]
+
     # -- running a step ----------------------------------------------------------------------------
 
     def execute(self, index: int, *, text: str | None = None, table: Any = None) -> None:
@@ -132,8 +139,13 @@ class ScenarioWorld:
         def change(state: dict[str, Any]) -> None:
             put_path(state, action.path, action.value)
 
+        fake = self.fake(action.vendor)
         try:
-            self.fake(action.vendor).update(change)
+            check_settable(fake.state, action.path)
+        except LookupError as err:  # a typo would set a place nothing reads: the scenario would test nothing
+            self._fail(f"{action.vendor}'s state has no {action.path!r}: {err}")
+        try:
+            fake.update(change)
         except (KeyError, IndexError, TypeError, ValueError) as err:
             self._fail(f"cannot set {action.vendor}'s state at {action.path!r}: {err}")
 
@@ -192,7 +204,7 @@ class ScenarioWorld:
 
     def _do_ExpectCall(self, action: m.ExpectCall) -> None:
         self._need_run()
-        self._check(check_call(action, self.records()))
+        self._check(check_call(action, self.family_records(), root=self.run_id))
 
     def _do_ExpectOutcome(self, action: m.ExpectOutcome) -> None:
         self._need_run()

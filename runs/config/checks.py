@@ -7,13 +7,18 @@ config root stops the command before it starts:
 
     sanoma.E001  the config root is missing or cannot be imported as a package
     sanoma.E002  a workflow file does not import (the file and line)
-    sanoma.E003  a policy file is invalid (the file and line)
+    sanoma.E003  a policy file is invalid (the file and line): Cedar syntax, an annotation misused, or an
+                 `Action::"..."`, `Operation::"..."` or `@covers` naming an operation no connector declares
     sanoma.E004  sanoma_config.py (or the root's __init__.py) does not import, or `config` is not valid
     sanoma.E005  operations do not line up between connectors, drivers and workflows
     sanoma.E006  two workflows share a name, or one takes a built-in's name
     sanoma.E007  a connector's driver or fake cannot be made
     sanoma.E008  a workflow's body holds what its outline cannot draw (the file, line and why)
     sanoma.E009  any other reason the config cannot be resolved
+    sanoma.E012  a policy's `@approve` names nobody of the site: no person (group) the data files declare,
+                 no user (group) of the site (the file and line)
+    sanoma.W012  the same for an approver whose account is inactive, or when the site's users cannot be
+                 read (no database yet): they may be users of the site
 
 A config refused on real drivers (SANOMA_FAKES unset) that resolves on its fakes gets the same ids
 as warnings (sanoma.W005, sanoma.W007): scenarios run on it, a worker on real drivers would not.
@@ -37,18 +42,23 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 
 from connectors.errors import ConfigError, Problem, ProblemKind
-from runs.config.resolution import load_config
+from runs.config.resolution import ENGINE_OPS, load_config
+from runs.policies.approvers import approver_problems
+from runs.policies.cedar import CedarPolicy
 
 _HINTS = {
     "sanoma.E001": "Point SANOMA_ROOT at the folder holding sanoma_config.py; its name must be a Python identifier.",
     "sanoma.E002": "Every .py file under workflows/ is imported (except _* and test_*): fix the file or move it.",
-    "sanoma.E003": "Fix the policy under policies/ (Cedar syntax and the @approve/@title/@covers annotations).",
+    "sanoma.E003": "Fix the policy under policies/ (Cedar syntax, the @approve/@title/@covers annotations, and "
+                   "the actions and operations it names: each an operation id a connector declares, or an effect).",
     "sanoma.E004": "sanoma_config.py must import and define `config = SanomaConfig(...)`.",
     "sanoma.E005": "Each operation a workflow uses is declared by one connector and implemented by its driver.",
     "sanoma.E006": "Give each workflow its own name, other than drift, apply, call and change.",
     "sanoma.E007": "The connector's with_setup(driver=..., fake=...) function raised: see the message.",
     "sanoma.E008": "Call ctx directly in run, as docs/reference/outline.md says: see the line and the reason.",
     "sanoma.E009": "See the message; the worker refuses this config the same way.",
+    "sanoma.E012": "Name a person a data file declares (sanoma.person) or a user of the site, or a group as "
+                   "group:<name> (sanoma.group, or a group of the site).",
 }
 
 _CHECK_IDS = {
@@ -84,7 +94,7 @@ def check_config(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) 
         message = f"the config root {root} is not a folder"
         return [Error(message, hint=_HINTS["sanoma.E001"], obj=_Where(root), id="sanoma.E001")]
     try:
-        load_config(
+        resolved = load_config(
             root,
             fakes=settings.SANOMA_FAKES,
             fake_dir=Path(settings.VAR_DIR) / "fakes",
@@ -103,7 +113,25 @@ def check_config(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) 
         what = "the config root's __init__.py does not import" if package else "the config cannot be resolved"
         message = f"{what}: {type(err).__name__}: {err}"
         return [Error(message, hint=_HINTS[check_id], obj=where or _Where(root), id=check_id)]
-    return []
+    return _policy_checks(root, resolved)
+
+
+def _policy_checks(root: Path, resolved: Any) -> list[CheckMessage]:
+    """Once the config resolves, every operation is known (the layers' own included): sanoma.E003
+    for an action or operation a Cedar policy names that none is; sanoma.E012 (W012) for an
+    `@approve` naming nobody of the site (see runs.policies.approvers)."""
+    if not isinstance(resolved.policy, CedarPolicy):
+        return []
+    found: list[CheckMessage] = [_problem_error(root, problem)
+                                 for problem in resolved.policy.unknown_names([*resolved.ops, *ENGINE_OPS])]
+    for item in approver_problems(resolved.policy, root=root, connectors=resolved.connectors):
+        problem = item.problem
+        message = f"invalid policy: {str(problem).partition(': ')[2]}"
+        where = _Where(root / problem.file, problem.line) if problem.file else _Where(root)
+        kind = Error if item.serious else Warning
+        found.append(kind(message, hint=_HINTS["sanoma.E012"], obj=where,
+                          id="sanoma.E012" if item.serious else "sanoma.W012"))
+    return found
 
 
 def _problem_error(root: Path, problem: Problem) -> Error:

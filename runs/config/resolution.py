@@ -389,6 +389,11 @@ def _check_schedules(workflows: Mapping[str, WorkflowDefinition], root: Path | N
                 kind=ProblemKind.OTHER, file=file))
 
 
+# Operations the engine itself asks the policy about (ctx.start_run: runs.engine.children.START_RUN):
+# a policy may name them beside the connectors' (the checks and the lint look).
+ENGINE_OPS = ("sanoma.run.start",)
+
+
 def _resolve_policy(config: SanomaConfig, root: Path | None, problems: list[str]) -> Any:
     if config.policy is not None:
         return config.policy

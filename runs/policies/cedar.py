@@ -21,11 +21,12 @@ lifted forbids left out are parsed once each and cached.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from typing import Any
 import cedarpy
 
 from connectors.errors import ConfigError, ErrorCode, Problem, ProblemKind, SanomaError
+from connectors.operations import EFFECTS
 
 from .decisions import (
     ALLOW,
@@ -102,6 +104,21 @@ class CedarRule:
     def self_approval(self) -> bool:
         """For an `@approve` forbid with `@self_approval("allowed")`: the run's starter may decide it."""
         return self.holds and self.annotations.get("self_approval", "").strip() == SELF_APPROVAL_ALLOWED
+
+
+def _entities(node: Any) -> list[tuple[str, str]]:
+    """Every entity (type, id) a policy's JSON form names: in its scope (`entity`, `entities`) and its
+    conditions (`__entity`)."""
+    found: list[tuple[str, str]] = []
+    if isinstance(node, Mapping):
+        if isinstance(node.get("type"), str) and isinstance(node.get("id"), str) and len(node) == 2:
+            return [(node["type"], node["id"])]
+        for value in node.values():
+            found += _entities(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += _entities(item)
+    return found
 
 
 def _split_covers(text: str) -> tuple[str, ...]:
@@ -365,6 +382,39 @@ class CedarPolicy:
 
     def rule(self, rule_id: str) -> CedarRule | None:
         return self._by_id.get(rule_id)
+
+    def unknown_names(self, ops: Iterable[str], *, effects: Iterable[str] = EFFECTS) -> list[Problem]:
+        """Every `Action::"..."` and `Operation::"..."` the policies name (in the scope, in a condition,
+        in `@covers`) that is neither one of `ops` (operation ids) nor, for an action, an effect: a
+        typo that would make a rule match nothing. Each at the file and line where it is written."""
+        known_ops = frozenset(ops)
+        actions = known_ops | frozenset(effects)
+        shown = self.directory.name if self.directory is not None else "policies"
+        found: list[Problem] = []
+        for rule in self.rules:
+            named = [(kind, ident) for kind, ident in _entities(rule.est) if kind in ("Action", "Operation")]
+            named += [("covers", op_id) for op_id in rule.covers]
+            for kind, ident in dict.fromkeys(named):
+                vocabulary = actions if kind == "Action" else known_ops
+                if ident in vocabulary:
+                    continue
+                written = f'@covers("{ident}' if kind == "covers" else f'{kind}::"{ident}"'
+                at = rule.source.find(f'::"{ident}"') if kind != "covers" else rule.source.find("@covers")
+                line = rule.line + rule.source[: max(at, 0)].count("\n")
+                what = (f'@covers names {ident}, which no connector declares' if kind == "covers" else
+                        f'{written} names {"an action" if kind == "Action" else "an operation"} no connector '
+                        "declares, so the rule never applies to it")
+                close = difflib.get_close_matches(ident, sorted(vocabulary), n=1, cutoff=0.75)
+                hint = (f": did you mean {close[0]}?" if close else
+                        ": an action is an operation id (shop.order.get) or an effect (" + ", ".join(EFFECTS) + ")"
+                        if kind == "Action" else ": name an operation id, e.g. shop.order.get")
+                found.append(Problem(f"{shown}/{rule.file}:{line}: {what}{hint}", kind=ProblemKind.POLICY,
+                                     file=f"{shown}/{rule.file}", line=line))
+        return found
+
+    def approvers(self) -> list[tuple[CedarRule, str]]:
+        """Each `@approve` forbid with the approver it names (`alice`, `group:security`)."""
+        return [(rule, rule.approver) for rule in self.rules if rule.approver is not None]
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -16,9 +16,10 @@ from django.core.management.base import CommandError
 from company.sanoma_config import notes
 from company.vendors.shop import shop
 from company.workflows.refund import refund
+from runs import presence
 from runs.approvals import services as approvals
 from runs.authoring import define_workflow
-from runs.models import Approval, DecisionMessage, Run
+from runs.models import Approval, DecisionMessage, PresenceRole, Run
 from runs.policies import load_cedar_policy
 from runs.testing import make_user
 
@@ -63,9 +64,11 @@ def held_refund(company, amount: int = 500) -> Run:
 
 @pytest.fixture
 def worker_while_waiting(monkeypatch):
-    """A worker advances runs while `decide` waits for the run to read the decision."""
+    """A worker advances runs while `decide` waits for the run to read the decision; it says it is up,
+    as a worker does (`runs.presence`), so `decide` waits for it."""
 
     def start(engine):
+        presence.beat(role=PresenceRole.WORKER, version=engine.config.version)
         fake_time = SimpleNamespace(monotonic=time.monotonic, sleep=lambda s: engine.drain())
         monkeypatch.setattr(approvals, "time", fake_time)
 

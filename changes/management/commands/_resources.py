@@ -17,8 +17,11 @@ def add_common(parser: CommandParser) -> None:
                         help=f"the username the run is started as (the policy decides for them); "
                              f"default {DEFAULT_USER}")
     parser.add_argument("--here", action="store_true",
-                        help="advance the run in this process instead of waiting for a worker")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to follow the run (default 600)")
+                        help="advance the run in this process (no worker needed) instead of waiting for a worker; "
+                             "without it, a worker must be running (`manage.py worker`)")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="seconds to follow the run (default 600); what becomes of a run not ended by then "
+                             "is said")
 
 
 def value(v: Any) -> str:

@@ -2,7 +2,11 @@
 follow it, naming each approval it waits for. Nothing is started when the policy denies U every
 change of the plan. Exit status 0 when every change was made, 1 when one was not (denied, rejected,
 failed or skipped: the run fails with `apply_incomplete`) or nothing could be applied, 3 when the
-run still waits (an approval) as `--timeout` runs out."""
+run still waits (an approval) as `--timeout` runs out.
+
+With no worker up (and no `--here`) it starts nothing and says so; a worker that goes away while
+it follows, or Ctrl-C, stops it: an apply run that has not begun is cancelled (nothing was
+applied), one that has begun is left to go on when a worker runs, and said so."""
 from __future__ import annotations
 
 import sys
@@ -13,8 +17,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from changes.management.commands._resources import add_common, outcome_line, plan_lines
 from changes.resources import services
 from changes.resources.outcome import counts
+from runs.config.registry import get_config
 from runs.management.commands._common import guarded
 from runs.models import RunStatus
+from runs.waiting import Watch, give_up, require_worker
 
 
 class Command(BaseCommand):
@@ -27,7 +33,7 @@ class Command(BaseCommand):
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
         by, here, timeout = options["user"], options["here"], options["timeout"]
-        _, report = services.drift(by=by, here=here, timeout=timeout)
+        _, report = services.drift(by=by, here=here, timeout=timeout, purpose="apply")
         plan = services.plan(report, by=by)
         for line in plan_lines(plan, by=by):
             self.stdout.write(line)
@@ -43,7 +49,10 @@ class Command(BaseCommand):
                                    "without asking)") from None
             if answer not in ("y", "yes"):
                 raise CommandError("Nothing applied")
-        run = services.start("apply", by=by)
+        config = get_config()
+        if not here:  # the worker that ran the drift may have gone while the question was asked
+            require_worker(config.version, what="apply waits for its run")
+        run = services.start("apply", by=by, config=config)
         self.stdout.write(f"apply run {run.id}")
         named: set[str] = set()
 
@@ -54,7 +63,14 @@ class Command(BaseCommand):
                     self.stdout.write(f"waiting for {a['approver']} to approve {a['approval']}: {a['title']} "
                                       f"(manage.py decide {run.id} approve --approval {a['approval']} --as USER)")
 
-        followed = services.follow(run, here=here, timeout=timeout, on_wait=waiting, through_waits=True)
+        try:
+            followed = services.follow(run, here=here, timeout=timeout, on_wait=waiting, through_waits=True,
+                                       config=config, watch=Watch(config.version))
+        except KeyboardInterrupt:
+            raise CommandError(f"Interrupted: {give_up(run, by=by, why='apply was interrupted')}") from None
+        if followed.stranded:
+            raise CommandError(f"apply stopped waiting: {followed.stranded}; "
+                               f"{give_up(run, by=by, why=f'no worker ran it: {followed.stranded}')}")
         if not followed.ended:
             self.stdout.write(f"{run.id} is {followed.run.status}: it goes on once approved; follow it with "
                               f"manage.py show {run.id}")

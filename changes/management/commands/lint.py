@@ -17,6 +17,9 @@ from runs.management.commands._common import guarded
 
 
 class Command(BaseCommand):
+    # The lint reads the files as they are: a config the system checks refuse (a workflow that does not
+    # import, a policy that does not parse) is when its findings are wanted most.
+    requires_system_checks: list[str] = []
     help = ("Lint the config root: workflows (no clock, randomness, network, threads, environment or files outside "
             "ctx; only the authoring API's imports), policies (as the policy loader reads them) and data files. "
             "Prints each problem as file:line:column: message; exit status 1 when there is one.")

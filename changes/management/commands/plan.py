@@ -24,7 +24,8 @@ class Command(BaseCommand):
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
-        run, report = services.drift(by=options["user"], here=options["here"], timeout=options["timeout"])
+        run, report = services.drift(by=options["user"], here=options["here"], timeout=options["timeout"],
+                                     purpose="plan")
         plan = services.plan(report, by=options["user"])
         if options["json"]:
             self.stdout.write(json.dumps({"drift_run": run.id, **plan}, indent=2))

@@ -4,8 +4,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from runs import presence
 from runs.approvals import services as approvals
 from runs.management.commands._common import dumps, guarded, run_id_argument
+from runs.models import Run
 
 
 class Command(BaseCommand):
@@ -22,12 +24,19 @@ class Command(BaseCommand):
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
+        run_id = run_id_argument(options["run_id"])
+        # With no worker to read it, waiting for the run to apply the decision would only pass the time.
+        version = Run.objects.filter(pk=run_id).values_list("app_version", flat=True).first()
+        found = presence.worker_for(version) if version and options["timeout"] > 0 else None
         state = approvals.decide(
-            run_id=run_id_argument(options["run_id"]), decision=options["decision"], by=options["user"],
-            note=options["note"],
-            approval_id=options["approval"], message_id=options["message_id"], timeout=options["timeout"],
+            run_id=run_id, decision=options["decision"], by=options["user"],
+            note=options["note"], approval_id=options["approval"], message_id=options["message_id"],
+            timeout=0 if found is not None and not found.ok else options["timeout"],
         )
-        if state["status"] == "pending":
+        if state["status"] == "pending" and found is not None and not found.ok:
+            self.stdout.write(f"{state['id']}: sent; still pending: the run applies it when a worker runs, and "
+                              f"{found.missing} (start one: `manage.py worker`)")
+        elif state["status"] == "pending":
             self.stdout.write(f"{state['id']}: sent; still pending (the run applies it when a worker runs)")
         else:
             self.stdout.write(f"{state['id']}: {state['status']} by {state['decided_by']}")

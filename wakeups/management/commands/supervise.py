@@ -4,7 +4,9 @@ runnable, and again if the worker dies; SIGTERM stops the worker (SIGTERM, then 
 process group after a grace period) and the supervisor, leaving no process behind.
 
 While no worker is up it waits: on PostgreSQL for a NOTIFY (a run enqueued, a deadline registered)
-or the registered time, with no query in between; on SQLite it polls once a second with one query.
+or the registered time, with no query in between but its beat; on SQLite it polls once a second with
+one query. Every 20 s it says it is up (`runs.presence`), so a command waiting for a run counts on it
+to start a worker.
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import connection, connections
 
+from runs import presence
 from runs.engine import clock
+from runs.models import PresenceRole
 from runs.worker_lifecycle import RESTART_EXIT
 from wakeups.declare import WAKEUP_CHANNEL
 from wakeups.listen import RUNNABLE, Listener, listens
@@ -71,18 +75,38 @@ class Command(BaseCommand):
         self.stdout.write(f"{READY_LINE}: waking workers through "
                           f"{'LISTEN/NOTIFY' if self.listener else f'a {SQLITE_POLL:g} s poll'}")
         self.stdout.flush()
+        self.next_beat = 0.0
         try:
             self.start_worker("starting up: catching up on what is due")
             while not self.stopping:
+                self.beat()
                 if self.worker is not None:
                     self.watch_worker()
                 else:
                     self.wait_for_work()
         finally:
             self.stop_worker()
+            try:
+                presence.leave()
+            except Exception:  # the row ages out instead
+                log.warning("removing the supervisor's presence row failed", exc_info=True)
             if self.listener is not None:
                 self.listener.close()
             self.stdout.write("supervisor stopped")
+
+    # ---- saying it is up ----------------------------------------------------------------------
+
+    def beat(self) -> None:
+        """Every SUPERVISOR_BEAT seconds: commands waiting for a run count on this supervisor to start
+        a worker (runs.presence). A failed beat is tried again on the next turn."""
+        if time.monotonic() < self.next_beat:
+            return
+        try:
+            presence.beat(role=PresenceRole.SUPERVISOR)
+        except Exception:
+            log.warning("saying the supervisor is up failed; trying again", exc_info=True)
+            connections.close_all()
+        self.next_beat = time.monotonic() + presence.SUPERVISOR_BEAT
 
     # ---- the worker ---------------------------------------------------------------------------
 
@@ -175,6 +199,7 @@ class Command(BaseCommand):
             self.start_worker(f"the deadline {at.isoformat()} is coming")
             return
         until_due = (at - LEAD - clock.now()).total_seconds() if at is not None else LONGEST_WAIT
+        until_due = min(until_due, max(self.next_beat - time.monotonic(), 0.0))  # up in time for the next beat
         if self.listener is None:
             self._wait_fd(min(SQLITE_POLL, until_due))
             return

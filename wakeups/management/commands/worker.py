@@ -26,8 +26,10 @@ from django.db import connections
 from django_q.cluster import Cluster
 
 from connectors.errors import ConfigError
+from runs import presence
 from runs.config.registry import get_config
 from runs.engine import clock, secrets
+from runs.models import PresenceRole
 from runs.versions import startup_report, sync_workflow_entries
 from runs.worker_lifecycle import RESTART_EXIT, restart_requested, worker_started
 from wakeups.broker import ListeningORM
@@ -92,6 +94,8 @@ class Command(BaseCommand):
                     "this worker never stops itself"))
         stop: list[int] = []  # the signals received; a handler only appends (no lock it could deadlock on)
         secrets.keep_fresh()  # the cluster's processes pick up a set, changed or cleared credential
+        # Up, as far as commands waiting for a run can tell (runs.presence): said before the ready line.
+        presence.beat(role=PresenceRole.WORKER, version=config.version)
         connections.close_all()  # the cluster forks: children must not share this process's sockets
         # The ORM broker, woken by the NOTIFY every enqueue sends (PostgreSQL) instead of polling.
         # Cluster() installs its own SIGTERM/SIGINT handlers: ours replace them.
@@ -114,9 +118,13 @@ class Command(BaseCommand):
         ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
         next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
         stopped_idle = None
+        next_beat = time.monotonic() + presence.WORKER_BEAT  # and again every WORKER_BEAT seconds
         try:
             while not stop and (ends is None or time.monotonic() < ends):
                 try:
+                    if time.monotonic() >= next_beat:
+                        presence.beat(role=PresenceRole.WORKER, version=config.version)
+                        next_beat = time.monotonic() + presence.WORKER_BEAT
                     restart = restart_requested(since=started_at)
                     if restart is not None:  # a deploy put new code in the live root: start again on it
                         break
@@ -143,6 +151,10 @@ class Command(BaseCommand):
                         except Exception:
                             log.exception("listening again failed")
         finally:
+            try:
+                presence.leave()
+            except Exception:  # the row ages out instead
+                log.warning("removing this worker's presence row failed", exc_info=True)
             if stopped_idle is not None and rule is not None:
                 self.stdout.write(f"worker stopping: idle, next deadline "
                                   f"{stopped_idle.at.isoformat() if stopped_idle.at else 'none'}")
