@@ -329,6 +329,10 @@ def test_a_helper_called_in_a_condition_or_an_elif_is_drawn_where_it_runs() -> N
     ("def keeps(c):\n    return c\n\n\ndef run(ctx, input):\n    keeps(ctx)\n", 2, 12, ["ctx is returned"]),
     ("def tell(ctx):\n    ctx.a.b.c({})\n\n\ndef run(ctx, input):\n    try:\n        pass\n    finally:\n"
      "        tell(ctx)\n", 9, 14, ["ctx is used in a finally block"]),
+    ("def tell(ctx):\n    ctx.a.b.c({})\n\n\ndef run(ctx, input):\n    tell = input.teller\n    tell(ctx)\n",
+     7, 10, ["ctx is passed to tell(), a name run binds itself", "by the name of its def"]),
+    ("def tell(ctx):\n    ctx.a.b.c({})\n\n\ntell = wrap(tell)\n\n\ndef run(ctx, input):\n    tell(ctx)\n",
+     9, 10, ["ctx is passed to tell(), a function the top level of this file binds again"]),
 ])
 def test_what_a_helper_cannot_be_is_a_problem_naming_line_and_why(
         source: str, line: int, column: int, words: list[str]) -> None:
@@ -465,3 +469,69 @@ def test_the_run_time_check_of_a_helper_call_names_another_kind_of_site(paths: A
     paths.run(Asking(paths), {})
     assert seen and all(m is not None and "where the outline of workflow \"paths\" shows ctx.shop.customer.notify"
                         in m for m in seen)
+
+
+COMPREHENDED = """
+    from runs.config.workflows import define_workflow
+
+
+    def get(ctx, order_id):
+        return ctx.shop.order.get({"id": order_id})
+
+
+    def more(ctx):
+        return ctx.shop.order.more({})["more"]
+
+
+    def run(ctx, input):
+        orders = [get(ctx, order_id) for order_id in input["ids"]]
+        found = any(get(ctx, order_id) for order_id in input["ids"])
+        while more(ctx):
+            pass
+        return orders, found
+
+
+    WORKFLOW = define_workflow(name="comprehended", run=run, uses=["shop.order.get", "shop.order.more"])
+"""
+
+
+def test_a_helper_called_in_a_comprehension_or_a_while_test_is_placed_there(tmp_path: Path) -> None:
+    definition = load(tmp_path, "comprehended", COMPREHENDED).WORKFLOW
+    try:
+        drawn = outline_of(definition)
+        assert drawn.problems == ()
+        assert shape(drawn.nodes) == [
+            ("each", [("", None, [("helper", "get", [("", None, [("op", "shop.order.get")])])])]),
+            ("each", [("", None, [("helper", "get", [("", None, [("op", "shop.order.get")])])])]),
+            ("repeat", [("", None, [("helper", "more", [("", None, [("op", "shop.order.more")])])])]),
+        ]
+
+        class Answering(Placing):
+            def __init__(self, definition: Any) -> None:
+                super().__init__(definition)
+                self.left = 2
+
+            def __getattr__(self, vendor: str) -> Any:
+                outer = self
+
+                class Call:
+                    def __init__(self, path: tuple[str, ...]) -> None:
+                        self.path = path
+
+                    def __getattr__(self, name: str) -> Any:
+                        return Call((*self.path, name))
+
+                    def __call__(self, payload: Any) -> Any:
+                        outer._check(sys._getframe(1), ".".join(self.path))
+                        outer.left -= self.path[-1] == "more"
+                        return {"more": outer.left > 0}
+
+                return Call((vendor,))
+
+        ctx = Answering(definition)
+        definition.run(ctx, {"ids": ["1", "2"]})
+        assert all(message is None for _, message in ctx.seen), ctx.seen
+        assert ctx.placed == [("shop.order.get", "0.0.0.0.0")] * 2 + [("shop.order.get", "1.0.0.0.0")] + [
+            ("shop.order.more", "2.0.0.0.0")] * 2
+    finally:
+        sys.modules.pop("outline_case_comprehended", None)

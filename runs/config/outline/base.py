@@ -70,6 +70,7 @@ class Shared:
     lines: list[str]
     run: Function | ast.Lambda
     functions: dict[str, Function]
+    rebound: set[str]
     problems: list[OutlineProblem] = field(default_factory=list)
     helpers: dict[HelperKey, Helper] = field(default_factory=dict)
     reading: list[ast.FunctionDef] = field(default_factory=list)  # the helpers being read, outermost first
@@ -116,6 +117,7 @@ class Base:
         self.scopes: list[dict[str, Function]] = []
         self.members: dict[ast.AST, list[Draft]] = {}
         self.undrawn: list[tuple[ast.Call, str]] = []
+        self.bound: set[str] | None = None  # the names this function binds (read when first needed)
 
     # -- the shared file
 

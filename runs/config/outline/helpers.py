@@ -8,9 +8,36 @@ import ast
 from runs.config.outline.base import DIRECT, FUNCTIONS, Base, Draft, Function, Helper, HelperKey, Sec, Where
 
 
-def top_level_functions(tree: ast.Module) -> dict[str, Function]:
-    """The functions a file defines at its top level, by name (the last one, when a name is defined twice)."""
-    return {node.name: node for node in tree.body if isinstance(node, FUNCTIONS)}
+def top_level_functions(tree: ast.Module) -> tuple[dict[str, Function], set[str]]:
+    """The functions a file defines at its top level, by name (the last one, when a name is defined
+    twice); and the names of those the file's top level also binds otherwise (assigned, imported, a
+    class), left out since a call by that name may not reach the def."""
+    functions = {node.name: node for node in tree.body if isinstance(node, FUNCTIONS)}
+    rebound = set()
+    for node in tree.body:
+        if not isinstance(node, FUNCTIONS):
+            rebound |= _bound(node) & set(functions)
+    return {name: fn for name, fn in functions.items() if name not in rebound}, rebound
+
+
+def _bound(node: ast.AST) -> set[str]:
+    """The names a statement (or a function's body) binds, not looking into the functions, lambdas
+    and classes it defines."""
+    names: set[str] = set()
+    todo: list[ast.AST] = [node]
+    while todo:
+        inner = todo.pop()
+        if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
+            names.add(inner.id)
+        elif isinstance(inner, ast.alias):
+            names.add((inner.asname or inner.name).split(".")[0])
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and inner is not node:
+            names.add(inner.name)
+            continue
+        elif isinstance(inner, ast.Lambda):
+            continue
+        todo.extend(ast.iter_child_nodes(inner))
+    return names
 
 
 def _yields(fn: Function) -> ast.AST | None:
@@ -76,10 +103,22 @@ class HelperCalls(Base):
             self.problem(ctx, f"ctx is passed to {name}(), a function defined inside {self.owner}: the outline reads "
                               f"a helper only at the top level of the file; move {name} there")
             return None
+        if self.bound is None:
+            self.bound = _bound(self.function) | {
+                arg.arg for arg in ast.walk(self.function.args) if isinstance(arg, ast.arg)}
+        if name in self.bound:
+            self.problem(ctx, f"ctx is passed to {name}(), a name {self.owner} binds itself, so the outline cannot "
+                              f"tell what it calls: call the helper by the name of its def")
+            return None
         fn = self.shared.functions.get(name)
         if fn is not None and fn is run:
             what = "run" if self.key is None else self.owner
             self.problem(e, f"{what} calls run ({name}): the outline cannot draw recursion; loop instead")
+            return None
+        if name in self.shared.rebound:
+            self.problem(ctx, f"ctx is passed to {name}(), a function the top level of this file binds again "
+                              f"(by an assignment, an import or a class), so the outline cannot tell what "
+                              f"{name}(ctx) calls: leave the def as it is written")
             return None
         if fn is None:
             self.problem(ctx, f"ctx is passed to {name}(), which is not defined at the top level of this file: the "

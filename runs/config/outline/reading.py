@@ -114,7 +114,7 @@ def outline_of_source(source: str, function_name: str, file: str = "<source>", *
         return empty_outline(file, workflow, function_name, OutlineProblem(
             file, line or 1, 1, f"run ({function_name}) is not in {file}{where}: the outline is read from the "
                                 "workflow's file (has it changed since it was loaded?)"))
-    shared = Shared(source, file, source.split("\n"), fn, top_level_functions(tree))
+    shared = Shared(source, file, source.split("\n"), fn, *top_level_functions(tree))
     builder = Builder(shared, fn, "", None)
     drafts = builder.build()
     freezer = _Freezer(shared)
