@@ -322,6 +322,8 @@ def test_a_helper_called_in_a_condition_or_an_elif_is_drawn_where_it_runs() -> N
      ["ctx follows a *argument", "hand it first"]),
     ("def fan(ctx):\n    ctx.all([lambda: ctx.a.b.c({})])\n\n\ndef run(ctx, input):\n    ctx.all([lambda: fan(ctx)])\n",
      2, 5, ["ctx.all inside a ctx.all member (fan() is called from one)", "cannot be nested"]),
+    ("def tell(ctx):\n    ctx.a.b.c({})\n\n\ndef run(ctx, input):\n    ctx.all([tell])\n", 6, 14,
+     ["a ctx.all member must be a lambda", "lambda: tell(ctx, ...)"]),
     ("def fails(ctx):\n    ctx.a.b.c({})\n    raise ValueError('no')\n\n\ndef run(ctx, input):\n    fails(ctx)\n", 3, 5,
      ["raise outside an except handler"]),
     ("def keeps(c):\n    c = None\n\n\ndef run(ctx, input):\n    keeps(ctx)\n", 2, 5,

@@ -236,8 +236,10 @@ class Expressions(Base):
             return Sec("member", "", self.expr(m.body, inside))
         if isinstance(m, ast.Name) and (fn := self.lookup(m.id)) is not None:
             return Sec("member", m.id, self.member_body(fn) if self.uses_ctx(fn) is not None else [])
+        hint = f": call the helper from a lambda, lambda: {m.id}(ctx, ...)" if isinstance(m, ast.Name) \
+            and m.id in self.shared.functions else ""
         self.problem(m, f"a ctx.all member must be a lambda or a function defined in {self.owner}, so the outline can "
-                        f"read it; {self.text(m)} is neither")
+                        f"read it; {self.text(m)} is neither{hint}")
         before += self.expr(m, where)
         return Sec("member", "", [])
 
