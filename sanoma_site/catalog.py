@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -170,11 +171,19 @@ def _node_text(node: dict[str, Any]) -> str:
     if kind == "child":
         action = "start" if node.get("action") == "start" else "wait for"
         return f"{action} a child run" + (f" of {node['workflow']}" if node.get("workflow") else "")
+    if kind == "helper":
+        return f"{node['label']}, defined at line {node['defined_line']}"
     return node.get("label") or kind
 
 
+# How a section of the outline may end, said the way a reader of the page says it.
+_ENDS = {"return": "returns", "raise": "raises", "break": "breaks out of the loop",
+         "continue": "goes on with the loop's next turn"}
+
+
 def outline_lines(nodes: list[dict[str, Any]], depth: int = 0) -> list[dict[str, Any]]:
-    """The outline as indented lines: each node, then its sections' nodes one level in."""
+    """The outline as indented lines: each node, then its sections' nodes one level in (a helper's
+    calls under the line that calls it), and how a section ends when it ends early."""
     lines: list[dict[str, Any]] = []
     for node in nodes:
         lines.append({"depth": depth, "kind": node["kind"], "text": _node_text(node), "line": node["span"]["line"]})
@@ -184,8 +193,28 @@ def outline_lines(nodes: list[dict[str, Any]], depth: int = 0) -> list[dict[str,
             label = section.get("label") or ("the way past" if section.get("past") else "")
             if label:
                 lines.append({"depth": depth + 1, "kind": "section", "text": label, "line": None})
-            lines += outline_lines(section.get("nodes", []), depth + 2 if label else depth + 1)
+            inner = depth + 2 if label else depth + 1
+            lines += outline_lines(section.get("nodes", []), inner)
+            if section.get("ends"):
+                lines.append({"depth": inner, "kind": "end", "text": _ENDS.get(section["ends"], section["ends"]),
+                              "line": None})
     return lines
+
+
+def _source(wf: WorkflowDefinition, file: str | None, helpers: tuple[tuple[str, int, int], ...]) -> str:
+    """run's source, then the helpers it calls (the outline draws their calls, at their lines)."""
+    try:
+        source = inspect.getsource(wf.run)
+    except (OSError, TypeError):
+        return ""
+    if helpers and file:
+        try:
+            lines = Path(file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return source
+        for _, first, last in helpers:
+            source += "\n\n" + "\n".join(lines[first - 1:last]) + "\n"
+    return source
 
 
 def workflow_page(request: HttpRequest, name: str, *, context: dict[str, Any]) -> HttpResponse:
@@ -193,10 +222,8 @@ def workflow_page(request: HttpRequest, name: str, *, context: dict[str, Any]) -
     wf = config.workflows.get(name)
     if wf is None:
         raise Http404(f"No workflow {name}")
-    try:
-        source = inspect.getsource(wf.run)
-    except (OSError, TypeError):
-        source = ""
+    outline = outline_of(wf)
+    source = _source(wf, outline.file, outline.sites.helpers)
     trigger, fires = _trigger(wf)
     _, by_workflow = _scenario_uses(config)
     runs: list[Run] = list(matching_runs(viewer=request.user.get_username(),
@@ -204,8 +231,8 @@ def workflow_page(request: HttpRequest, name: str, *, context: dict[str, Any]) -
     return TemplateResponse(request, "admin/catalog/workflow.html", {
         **context, "title": wf.title or wf.name, "workflow": wf, "trigger": trigger, "fires": fires,
         "input": fields_of(wf.input), "source": source, "file": wf.file or "",
-        "outline": outline_lines(outline_as_json(outline_of(wf))["nodes"]), "outline_problems": [
-            str(problem) for problem in outline_of(wf).problems],
+        "outline": outline_lines(outline_as_json(outline)["nodes"]), "outline_problems": [
+            str(problem) for problem in outline.problems],
         "operations": [{"id": op_id, "effect": getattr(config.ops.get(op_id), "effect", "?"),
                         "vendor": op_id.split(".", 1)[0]} for op_id in wf.ops],
         "builtins": list(wf.builtins), "runs": [{"run": r, "started": moment(r.created_at)} for r in runs],

@@ -261,12 +261,11 @@ UNDRAWABLE = """
     USES = ["acme.order.get", "acme.mail.send"]
 
 
-    def returns_early(ctx, input):
-        for order_id in input["order_ids"]:
-            order = ctx.acme.order.get({"order_id": order_id})
-            if order.total > 1000:
-                return order_id
-        return None
+    def look_up(ctx, order_id, depth):
+        order = ctx.acme.order.get({"order_id": order_id})
+        if depth:
+            look_up(ctx, order_id, depth - 1)
+        return order
 
 
     def raises_outside_except(ctx, input):
@@ -276,18 +275,12 @@ UNDRAWABLE = """
         return order.total
 
 
-    def continues(ctx, input):
-        for order_id in input["order_ids"]:
-            if not order_id:
-                continue
-            ctx.acme.order.get({"order_id": order_id})
+    def recurses(ctx, input):
+        return look_up(ctx, input["order_id"], 2)
 
 
-    def breaks(ctx, input):
-        for order_id in input["order_ids"]:
-            order = ctx.acme.order.get({"order_id": order_id})
-            if order.total > 1000:
-                break
+    def hands_ctx_away(ctx, input):
+        return input["notifier"].send(ctx)
 
 
     def uses_ctx_in_finally(ctx, input):
@@ -295,6 +288,12 @@ UNDRAWABLE = """
             ctx.acme.order.get({"order_id": input["order_id"]})
         finally:
             ctx.acme.mail.send({"to": "ops", "text": "looked"})
+
+
+    def never_runs(ctx, input):
+        for order_id in input["order_ids"]:
+            break
+            ctx.acme.order.get({"order_id": order_id})
 
 
     def ends_each_arm(ctx, input):
@@ -308,29 +307,30 @@ UNDRAWABLE = """
         return "told"
 
 
-    first = define_workflow(name="returns-early", run=returns_early, uses=USES)
+    first = define_workflow(name="recurses", run=recurses, uses=USES)
     second = define_workflow(name="raises-outside-except", run=raises_outside_except, uses=USES)
-    third = define_workflow(name="continues", run=continues, uses=USES)
-    fourth = define_workflow(name="breaks", run=breaks, uses=USES)
+    third = define_workflow(name="hands-ctx-away", run=hands_ctx_away, uses=USES)
+    fourth = define_workflow(name="never-runs", run=never_runs, uses=USES)
     fifth = define_workflow(name="uses-ctx-in-finally", run=uses_ctx_in_finally, uses=USES)
     sixth = define_workflow(name="ends-each-arm", run=ends_each_arm, uses=USES)
 """
 
 UNDRAWN = {  # (line, column): what the message starts with
-    (10, 13): "return inside a loop",
-    (17, 9): "raise outside an except handler",
-    (24, 13): "continue skips the rest of a loop body that calls ctx",
-    (32, 13): "break leaves a loop that calls ctx",
-    (39, 9): "ctx is used in a finally block",
+    (9, 9): "look_up() calls itself (look_up → look_up)",
+    (16, 9): "raise outside an except handler",
+    (25, 35): "ctx is passed to input[\"notifier\"].send()",
+    (32, 9): "ctx is used in a finally block",
+    (38, 9): "this never runs: it follows the break at line 37",
 }
 
 
 def test_an_undrawable_body_is_refused_when_the_worker_starts_and_reported_by_the_lint(root):
     """A workflow's picture is drawn from its file before it runs, so its body may only hold what the
-    picture can show: a return inside a loop, a raise outside an except handler, `continue` or
-    `break` in a loop that calls ctx, and ctx in a `finally` are refused when the worker starts
-    (each a sanoma.E008 error at its file and line) and reported by the lint at the same places. A
-    return or raise that ends an if arm or an except handler is drawn as the way out, so it passes."""
+    picture can show: a helper calling itself, a raise outside an except handler, ctx handed to what
+    the outline cannot read, ctx in a `finally` and a call that never runs are refused when the
+    worker starts (each a sanoma.E008 error at its file and line) and reported by the lint at the
+    same places. A return or raise that ends an if arm or an except handler is drawn as the way out,
+    so it passes."""
     write(root, "workflows/bad.py", UNDRAWABLE)
     # The worker checks the config before it starts: one error per place, nothing else wrong.
     with override_settings(SANOMA_ROOT=str(root), SANOMA_FAKES="instance"):
@@ -346,6 +346,48 @@ def test_an_undrawable_body_is_refused_when_the_worker_starts_and_reported_by_th
     assert sorted(found) == sorted(UNDRAWN)
     for where, start in UNDRAWN.items():
         assert found[where].startswith(f"outline: {start}"), found[where]
+
+
+def test_ordinary_python_with_early_returns_loops_that_break_and_helpers_passes_both(root):
+    """Early returns (in a branch, in a loop), `break` and `continue` in loops that call ctx, and
+    helpers of the same file taking ctx (one calling another) are drawn: the worker's checks and
+    the lint pass the file."""
+    write(root, "workflows/bad.py", """
+        from runs.authoring import define_workflow
+
+
+        def tell(ctx, to, text):
+            return ctx.acme.mail.send({"to": to, "text": text})
+
+
+        def look_up(c, order_id):
+            order = c.acme.order.get({"order_id": order_id})
+            if order.total > 1000:
+                tell(c, "finance", "big")
+                return order
+            return order
+
+
+        def run(ctx, input):
+            if not input["order_ids"]:
+                return None
+            for order_id in input["order_ids"]:
+                if not order_id:
+                    continue
+                order = look_up(ctx, order_id)
+                if order.total == 0:
+                    return "empty"
+                if order.total > 5000:
+                    break
+            ctx.all([lambda: tell(ctx, "a", "done"), lambda: tell(ctx, "b", "done")])
+            return "told"
+
+
+        good = define_workflow(name="good", run=run, uses=["acme.order.get", "acme.mail.send", "all"])
+    """)
+    with override_settings(SANOMA_ROOT=str(root), SANOMA_FAKES="instance"):
+        assert check_config() == []
+    assert lint_command(root) == (0, {})
 
 
 def test_the_same_body_written_to_be_drawn_passes_both(root):
