@@ -7,7 +7,7 @@ Connector authors import from `connectors`; policy authors from `runs.policies`.
 from connectors.errors import ErrorCode, SanomaError, error_code
 from runs.collections.definition import Collection, define_collection
 from runs.config.resolution import SanomaConfig
-from runs.config.workflows import Approved, NoInput, define_workflow
+from runs.config.workflows import Approved, Every, NoInput, Schedule, define_workflow
 
 __all__ = ["Approved", "Collection", "ErrorCode", "NoInput", "SanomaConfig", "SanomaError", "define_collection",
-           "define_workflow", "error_code"]
+           "define_workflow", "error_code", "Every", "Schedule"]

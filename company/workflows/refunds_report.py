@@ -1,6 +1,6 @@
 """Every weekday morning: how many refunds went out, and for how much. Reads the shop, sleeps nothing."""
 from company.vendors.shop import shop
-from runs.authoring import define_workflow
+from runs.authoring import Schedule, define_workflow
 
 
 def run(ctx, input):
@@ -13,5 +13,5 @@ refunds_report = define_workflow(
     title="Weekday refunds report",
     uses=[shop.op("shop.refund.list")],
     run=run,
-    trigger={"schedule": "0 8 * * 1-5", "timezone": "Europe/Helsinki", "overlap": "skip"},
+    trigger=Schedule(cron="0 8 * * 1-5", timezone="Europe/Helsinki", overlap="skip"),
 )
