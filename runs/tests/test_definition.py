@@ -1,6 +1,7 @@
 """Defining workflows and resolving a config."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import textwrap
 import uuid
@@ -144,7 +145,7 @@ def test_a_driver_for_an_undeclared_operation_and_an_operation_without_driver_ar
     }})
     driver = define_driver(bigger, {"thing": {"get": lambda i, c: {}, "put": lambda i, c: {}}})
     with pytest.raises(ConfigError, match=r'Driver "tiny" implements tiny.thing.put, which no connector'):
-        resolve_config(SanomaConfig(connectors=[with_setup(small, driver=lambda: driver)]))
+        resolve_config(SanomaConfig(connectors=[with_setup(dataclasses.replace(small), driver=lambda: driver)]))
     wf = define_workflow(name="getter", uses=[small.op("tiny.thing.get")], run=body)
     with pytest.raises(ConfigError, match="tiny.thing.get has no driver"):
         resolve_config(SanomaConfig(connectors=[small], workflows=[wf]))
