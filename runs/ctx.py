@@ -150,8 +150,10 @@ class Ctx(Protocol):
         failed child raises its error; past `timeout`: `wait_timed_out`."""
         ...
 
-    def all(self, members: Sequence[Callable[[], T]]) -> list[T]:
-        """Run zero-argument functions one after another as one fan-out; their results in order."""
+    def all(self, members: Sequence[Callable[..., T]]) -> list[T]:
+        """Run zero-argument functions one after another as one fan-out; their results in order.
+        (Typed `Callable[..., T]`: mypy cannot infer `lambda p=p: ...`, the comprehension's idiom,
+        against a function of no arguments.)"""
         ...
 
     def __getattr__(self, vendor: str) -> Vendor:

@@ -58,12 +58,13 @@ def run(ctx: ShopCtx, input: OrderRef) -> dict[str, str]:
     child = ctx.start_run("other", {"n": 1})
     done = ctx.wait_run(child, model=Order)
     sums: list[int] = ctx.all([lambda: 1, lambda: 2])
+    orders: list[Order] = ctx.all([lambda p=p: ctx.shop.order.get({"order_id": p}) for p in ("1", "2")])
     anything = ctx.crm.lead.find({"q": "x"})  # a connector declared as a dict: Any
     ctx.data.notes.put({"record": {"order_id": "1"}})
     ctx.tag(order=order.order_id)
     return {"customer": order.customer + again.customer + done.customer, "tracking": shipped.tracking,
             "raw": str(raw["n"]), "by": ok.approved_by, "id": ctx.run_id, "n": str(sum(sums)),
-            "a": str(anything)}
+            "a": str(anything), "o": orders[0].customer}
 
 
 flow = define_workflow(name="good", input=OrderRef, run=run)
