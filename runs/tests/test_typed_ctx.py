@@ -110,8 +110,8 @@ def test_mypy_passes_a_workflow_typed_with_ctx_and_names_each_wrong_call(tmp_pat
          "--cache-dir", str(tmp_path / "cache"), "--hide-error-context", str(good), str(bad)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     errors: dict[tuple[str, int], list[str]] = {}
-    for line in done.stdout.splitlines():
-        found = re.match(r"^(.*?):(\d+): error: (.*?)(?:  \[[a-z-]+\])?$", line)
+    for said_line in done.stdout.splitlines():
+        found = re.match(r"^(.*?):(\d+): error: (.*?)(?:  \[[a-z-]+\])?$", said_line)
         if found:
             errors.setdefault((Path(found.group(1)).name, int(found.group(2))), []).append(found.group(3))
     assert not [key for key in errors if key[0] == good.name], done.stdout

@@ -92,13 +92,13 @@ def test_a_bad_schedule_is_refused_when_made_naming_the_field(make, message):
 
 def test_a_trigger_written_as_a_dict_is_refused_with_the_value_to_write_instead():
     with pytest.raises(ValueError) as refused:
-        define_workflow(name="report", run=report, trigger={"schedule": "0 8 * * 1-5", "timezone": HELSINKI,
-                                                           "overlap": "skip"})
+        define_workflow(name="report", run=report, trigger={  # type: ignore[arg-type]
+            "schedule": "0 8 * * 1-5", "timezone": HELSINKI, "overlap": "skip"})
     assert str(refused.value) == (
         'Workflow "report": a trigger is a value now, not a dict: write trigger=Schedule(cron=\'0 8 * * 1-5\', '
         "timezone='Europe/Helsinki', overlap='skip') (Schedule and Every come from runs.authoring)")
     with pytest.raises(ValueError, match=r"write trigger=Every\('15m'\)"):
-        define_workflow(name="report", run=report, trigger={"every": "15m"})
+        define_workflow(name="report", run=report, trigger={"every": "15m"})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r'trigger is "manual", Schedule\(cron=.*or Every\("15m"\); got \'daily\''):
         define_workflow(name="report", run=report, trigger="daily")  # type: ignore[arg-type]
 
