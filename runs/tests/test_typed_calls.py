@@ -13,7 +13,7 @@ from runs import services
 from runs.authoring import Ctx, define_workflow
 from runs.engine import clock
 from runs.models import LedgerRecord, RunStatus
-from runs.tests.fixtures import Order, OrderRef, RefundIn, RefundOut
+from runs.tests.fixtures import SEND, Order, OrderRef, RefundIn, RefundOut
 
 
 def with_models(ctx: Ctx, input: OrderRef) -> dict:
@@ -148,3 +148,17 @@ def test_a_derived_call_no_connector_declares_is_refused_with_the_config_naming_
     line = calls_an_unknown_op.__code__.co_firstlineno + 1
     assert (f'Workflow "typo" calls acme.order.gett ({__file__}:{line}), which no connector in the config '
             "declares") in str(refused.value)
+
+
+def test_built_ins_in_a_given_uses_are_the_typed_ctx_methods_not_text(engine_for):
+    limited = define_workflow(name="limited", input=OrderRef, run=naps,
+                              uses=[SEND, "acme.post.publish", Ctx.sleep, Ctx.all, Ctx.approval])
+    assert limited.ops == ("acme.mail.send", "acme.post.publish")
+    assert limited.builtins == ("sleep", "all", "approval") and not limited.derived
+    engine = engine_for(limited)
+    run = engine.start("limited", {"order_id": "1"})
+    engine.drain()
+    run.refresh_from_db()
+    assert run.status == RunStatus.WAITING and run.waiting_for == "sleep"
+    with pytest.raises(ValueError, match=r"uses lists <function Ctx.now"):
+        define_workflow(name="nowish", run=naps, uses=[Ctx.now])
