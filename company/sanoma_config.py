@@ -1,8 +1,7 @@
 from pydantic import BaseModel, Field
 
 from company.vendors.shop import shop
-from runs.authoring import SanomaConfig, define_collection
-from wakeups.declare import sanoma_wakeup
+from runs.authoring import SanomaConfig, define_collection, wakeup
 
 
 class CustomerNote(BaseModel):
@@ -22,4 +21,4 @@ config = SanomaConfig(app_name="acme", connectors=[shop], collections=[notes])
 
 # What starts the worker again after it stops itself when idle (`manage.py worker --stop-when-idle`):
 # the built-in wakeup, served by `manage.py supervise` (or a systemd timer: `manage.py wakeup systemd`).
-wakeups = [sanoma_wakeup(host="supervisor")]
+wakeups = [wakeup(host="supervisor")]

@@ -1,4 +1,7 @@
-"""The authoring API for vendors: what a company's connector files import."""
+"""The vendor half of sanoma: connectors, drivers, fakes, resource types and errors.
+
+A company's files import these names from the front door, `runs.authoring`, with everything else
+they need; this package's names stay importable for the engine and for older files."""
 from typing import TYPE_CHECKING
 
 from connectors.drivers import CallContext, Driver, DriverFn, define_driver

@@ -151,7 +151,9 @@ class ConfigError(SanomaError):
 
 
 class DriverError(SanomaError):
-    """A vendor said no. `retryable` says whether trying again may succeed."""
+    """A vendor said no. `retryable` says whether trying again may succeed; left out, it follows the
+    HTTP `status` (408, 429 and 5xx may succeed later: `retryable_status`), and without a status the
+    answer is final."""
 
     code: str | None = ErrorCode.DRIVER_FAILED
 
@@ -159,14 +161,15 @@ class DriverError(SanomaError):
         self,
         message: str,
         *,
-        retryable: bool,
+        retryable: bool | None = None,
         status: int | None = None,
         vendor_code: str | None = None,
         cause: BaseException | None = None,
         retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
-        self.retryable = bool(retryable)
+        self.retryable = bool(retryable) if retryable is not None else (
+            status is not None and retryable_status(status))
         self.status = status
         self.vendor_code = vendor_code
         # Seconds the vendor asked to wait before trying again (its `Retry-After`): honoured by the retry.

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from connectors.drivers import CallContext, Driver, check_complete, flatten_impl
 from connectors.errors import DriverError, error_from_dict, error_to_dict
 from connectors.operations import Connector, Operation
+from connectors.resource_fake import fill_resource_functions
 
 InputT = TypeVar("InputT", bound=BaseModel)
 # A fake's operation: `fn(state, parsed_input, call_context) -> reply`, editing `state` in place.
@@ -514,25 +515,32 @@ class Fake:
 def define_fake(
     connector: Connector,
     *,
-    initial: Initial,
-    ops: Mapping[str, Mapping[str, OpFn[Any]]],
+    initial: Initial | None = None,
+    ops: Mapping[str, Mapping[str, OpFn[Any]]] | None = None,
     file: str | os.PathLike[str] | None = None,
     calls: CallLog | None = None,
 ) -> Fake:
     """A fake vendor: `ops` maps each resource to its operations' functions, each called as
-    `fn(state, parsed_input, call_context)`; it edits `state` in place and returns the reply.
+    `fn(state, parsed_input, call_context)`; it edits `state` (a JSON dict, `initial` at first) in
+    place and returns the reply (a dict or a model). An error it raises is the vendor's answer
+    (`DriverError(message, status=...)`), and the state is then left as it was.
+
+    A resource type's five operations may be left out: each is then its in-memory fake, made from
+    the type's schema (see `connectors.resource_fake`: the instances are kept at `state["<type>"]`).
 
     With `file`, the state, remembered replies, pending faults (except holds) and the call log live
     in that JSON file, shared by every process using it. With `calls`, the fake also appends its
     calls to that shared log.
     """
+    initial = {} if initial is None else initial
     if not isinstance(connector, Connector):
         raise TypeError("define_fake needs a Connector")
     if not (isinstance(initial, dict) or callable(initial)):
         raise TypeError(f"fake {connector.vendor}: initial must be a dict or a function returning one")
     if calls is not None and not isinstance(calls, CallLog):
         raise TypeError(f"fake {connector.vendor}: calls must be a CallLog")
-    functions = flatten_impl(connector.vendor, ops)
+    functions = flatten_impl(connector.vendor, ops or {})
+    fill_resource_functions(connector.vendor, connector.types, functions)
     check_complete("A fake", connector, set(functions))
     if isinstance(initial, dict):
         initial = _json_copy(initial, f"fake {connector.vendor}: initial state: state")

@@ -5,11 +5,12 @@ Plain Python: importable without Django, so a company's files can be read withou
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlparse
 
 from pydantic import BaseModel
@@ -89,13 +90,20 @@ def check_timeout(value: Any, *, what: str) -> float | None:
     return float(value)
 
 
+InputModel = TypeVar("InputModel", bound=BaseModel)
+OutputModel = TypeVar("OutputModel", bound=BaseModel)
+
+
 @dataclass(frozen=True)
-class OperationSpec:
-    """What `op(...)` returns: an operation before it knows its vendor and resource."""
+class OperationSpec(Generic[InputModel, OutputModel]):
+    """What `op(...)` returns: an operation before it knows its vendor and resource.
+
+    Typed by its input and output models, so a connector declared as a class (`define_connector`)
+    gives mypy each operation's call: `ctx.shop.order.get(OrderRef(...))` returns an `Order`."""
 
     effect: str
-    input: type[BaseModel]
-    output: type[BaseModel]
+    input: type[InputModel]
+    output: type[OutputModel]
     idempotent: bool = False
     description: str = ""
     target: Callable[[Any], str] | None = None
@@ -108,6 +116,12 @@ class OperationSpec:
     summary: str | None = None
     approve_each_target: bool = False
     money: MoneyRule | None = None
+
+    def __call__(self, input: InputModel | Mapping[str, Any] | None = None, /, *, timeout: float | None = None,
+                 retry: Retry | None = None) -> OutputModel:
+        """The typed shape of a call through ctx; the declaration itself is never called."""
+        raise TypeError("an operation is called through ctx, in a workflow: ctx.<vendor>.<resource>.<op>(input); "
+                        "op(...) only declares it")
 
 
 @dataclass(frozen=True)
@@ -237,8 +251,8 @@ class Connector:
 def op(
     *,
     effect: str,
-    input: type[BaseModel],
-    output: type[BaseModel],
+    input: type[InputModel],
+    output: type[OutputModel],
     idempotent: bool = False,
     description: str = "",
     target: Callable[[Any], str] | None = None,
@@ -254,7 +268,7 @@ def op(
     amount: str | None = None,
     currency: str | None = None,
     ceiling: int | None = None,
-) -> OperationSpec:
+) -> OperationSpec[InputModel, OutputModel]:
     """Declare an operation; `define_connector` gives it its vendor and resource.
 
     `timeout` (seconds) caps each call (default: the site's `SANOMA_CALL_TIMEOUT_SECONDS`, 60);
@@ -340,16 +354,24 @@ def _check_info(vendor: str, info: VendorInfo | None) -> VendorInfo:
 
 def define_connector(
     vendor: str,
-    resources: Mapping[str, Mapping[str, OperationSpec]],
+    resources: Mapping[str, Mapping[str, OperationSpec[Any, Any]]] | type,
     *,
     info: VendorInfo | None = None,
     environment: type[BaseModel] | None = None,
     types: Sequence[ResourceType] = (),
 ) -> Connector:
-    """A connector: `resources` maps each resource to its operations by name.
+    """A connector: `resources` maps each resource to its operations by name, or is a class whose
+    nested classes are the resources and their `op(...)` attributes the operations:
 
-    An operation's id is `<vendor>.<resource>.<name>`. `environment` is a pydantic model naming
-    the variables its driver reads (each field a variable: its description, default, checks).
+        class Shop:
+            class order:
+                get = op(effect="read", input=OrderRef, output=Order)
+        shop = define_connector("shop", Shop)
+
+    The class form types `ctx`: a `Ctx` protocol of the company's own with `shop: Shop` lets mypy
+    check each call's input and output. An operation's id is `<vendor>.<resource>.<name>`.
+    `environment` is a pydantic model naming the variables its driver reads (each field a variable:
+    its description, default, checks).
     `types` are its resource types (`define_resource`): each adds the operations
     `<vendor>.<type>.import|read|create|update|delete` (see `connectors.resources`).
     """
@@ -363,7 +385,7 @@ def define_connector(
             f"(taken: {', '.join(RESERVED_VENDOR_NAMES)})"
         )
     operations: dict[str, Operation] = {}
-    for resource, specs in resources.items():
+    for resource, specs in _resources_of(vendor, resources).items():
         if not _ID_PART.match(resource):
             raise ValueError(f"connector {vendor}: resource {resource!r} must be a lowercase name")
         for name, spec in specs.items():
@@ -397,6 +419,24 @@ def define_connector(
     bound = _bind_types(vendor, types, operations)
     return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info), environment=environment,
                      types=bound)
+
+
+def _resources_of(vendor: str, resources: Any) -> Mapping[str, Mapping[str, Any]]:
+    """The resources and their operations, from a mapping or a class of classes."""
+    if not isinstance(resources, type):
+        if not isinstance(resources, Mapping):
+            raise TypeError(f"connector {vendor}: resources map each resource to its operations, "
+                            f'{{"order": {{"get": op(...)}}}}, or are a class of classes (class order: get = op(...))')
+        return resources
+    found: dict[str, dict[str, Any]] = {}
+    for name, value in vars(resources).items():
+        if name.startswith("_"):
+            continue
+        if not isinstance(value, type):
+            raise TypeError(f"connector {vendor}: {resources.__name__}.{name} must be a class holding the operations "
+                            f"of the resource {name} (class {name}: get = op(...))")
+        found[name] = {n: v for n, v in vars(value).items() if not n.startswith("_")}
+    return found
 
 
 # Names a resource type may not take: `shop.<name>` would be the connector's own attribute.
@@ -501,14 +541,69 @@ def with_setup(
     steps: Any = None,
     remote: Callable[[], Any] | None = None,
 ) -> Connector:
-    """The connector with its halves attached: makers of its driver, fake and remote, and step sets."""
-    return dataclasses.replace(
-        connector,
-        driver=driver or connector.driver,
-        fake=fake or connector.fake,
-        steps=steps if steps is not None else connector.steps,
-        remote=remote or connector.remote,
-    )
+    """Attach a connector's halves to the connector itself, and return it: the makers of its driver
+    (`driver()`), its fake (`fake(state_file_or_None)`) and its remote, and its scenario steps.
+
+        with_setup(shop, driver=make_driver, fake=make_fake)
+
+    The halves attach in place, so every module that imported `shop` sees them (`shop =
+    with_setup(shop, ...)` is the same thing). Each half attaches once: a second, different one is
+    refused, as are the halves themselves given instead of their makers (`driver=define_driver(...)`),
+    each with the fix in the message."""
+    if not isinstance(connector, Connector):
+        raise TypeError(f"with_setup takes the connector first, as define_connector returned it; got "
+                        f"{type(connector).__name__}: with_setup(shop, driver=make_driver, fake=make_fake)")
+    vendor = connector.vendor
+    halves = {"driver": driver, "fake": fake, "remote": remote}
+    for kind, maker in halves.items():
+        if maker is not None:
+            _check_maker(vendor, kind, maker)
+    for kind, given in (*halves.items(), ("steps", steps)):
+        current = getattr(connector, kind)
+        if given is not None and current is not None and current is not given:
+            raise ValueError(
+                f"connector {vendor} already has a {kind} ({_named(current)}): with_setup attaches halves to the "
+                f"connector itself, once each, so call it once with every half; for another connector with "
+                f"another {kind} (in a test), copy it first: dataclasses.replace({vendor}, {kind}=...)")
+    for kind, given in (*halves.items(), ("steps", steps)):
+        if given is not None:
+            object.__setattr__(connector, kind, given)  # the connector is frozen for everyone else
+    return connector
+
+
+# How each half is made: what its maker is called with, and how to write one.
+_MAKERS = {
+    "driver": (0, "def make_driver(): return define_driver({vendor}, {{...}})", "a Driver"),
+    "fake": (1, "def make_fake(file=None): return define_fake({vendor}, initial=..., file=file)", "a Fake"),
+    "remote": (0, "def make_remote(): return MyRemote(...)", "a Remote"),
+}
+
+
+def _check_maker(vendor: str, kind: str, maker: Any) -> None:
+    """A half's maker is a function taking what the runtime calls it with; the half itself, or a
+    maker of the wrong shape, is refused naming how to write it."""
+    arguments, example, made = _MAKERS[kind]
+    example = example.format(vendor=vendor)
+    fix = f"write `{example}` and pass {kind}=make_{kind}"
+    if type(maker).__name__ in ("Driver", "Fake") or (kind == "remote" and hasattr(maker, "handles")):
+        raise TypeError(f"with_setup({vendor}, {kind}=...) takes the function that makes the {kind}, not "
+                        f"{made}: the runtime makes it when it needs it ({fix})")
+    if not callable(maker):
+        raise TypeError(f"with_setup({vendor}, {kind}=...) takes a function; got {type(maker).__name__} ({fix})")
+    try:
+        signature = inspect.signature(maker)
+    except (TypeError, ValueError):
+        return  # a builtin or C function: it is called as it is
+    try:
+        signature.bind(*([None] * arguments))
+    except TypeError:
+        takes = "the fake's state file (a Path, or None in memory)" if arguments else "no arguments"
+        raise TypeError(f"with_setup({vendor}, {kind}=...): {_named(maker)} must take {takes}, as the runtime "
+                        f"calls it ({fix})") from None
+
+
+def _named(value: Any) -> str:
+    return getattr(value, "__qualname__", None) or type(value).__name__
 
 
 # `{field}`, `{field:money}`, or a path into a field holding an object: `{desired.user}`.

@@ -3,8 +3,11 @@
 
 Until data files can declare resources, a config root declares its wakeup in `sanoma_config.py`:
 
-    from wakeups.declare import sanoma_wakeup
-    wakeups = [sanoma_wakeup(host="supervisor")]
+    from runs.authoring import wakeup
+    wakeups = [wakeup(host="supervisor")]
+
+`wakeup(...)` is a plain value (`runs.declarations.Wakeup`); this module gives it its register half
+(`declared_wakeups`). `sanoma_wakeup(...)` is the older spelling, with the half attached.
 
 `SANOMA_WAKEUP=off` ignores what the root declares (the worker then never stops itself).
 """
@@ -23,6 +26,7 @@ from pydantic import BaseModel
 
 from connectors.drivers import CallContext
 from runs.config.resolution import ResolvedConfig
+from runs.declarations import Wakeup
 
 log = logging.getLogger("sanoma.wakeup")
 
@@ -67,8 +71,19 @@ def sanoma_wakeup(*, host: str = "supervisor", id: str = "sanoma.wakeup") -> Wak
     return WakeupDeclaration(id=id, register=hand_to_supervisor, type="sanoma.wakeup", host=host)
 
 
+# A declared wakeup's type -> the function its register operation calls.
+REGISTERS: dict[str, Callable[[RegisterInput, CallContext], Any]] = {"sanoma.wakeup": hand_to_supervisor}
+
+
+def declaration_of(declared: Wakeup) -> WakeupDeclaration:
+    """A `wakeup(...)` value with its type's register half."""
+    return WakeupDeclaration(id=declared.id, register=REGISTERS[declared.type], type=declared.type,
+                             host=declared.host)
+
+
 def declared_wakeups(config: ResolvedConfig) -> list[WakeupDeclaration]:
-    """The wakeups the config root declares (`wakeups = [...]` in sanoma_config.py)."""
+    """The wakeups the config root declares (`wakeups = [...]` in sanoma_config.py): `wakeup(...)`
+    values, or `sanoma_wakeup(...)` declarations."""
     if getattr(settings, "SANOMA_WAKEUP", "") == "off" or config.root is None:
         return []
     try:
@@ -76,4 +91,5 @@ def declared_wakeups(config: ResolvedConfig) -> list[WakeupDeclaration]:
     except Exception:
         return []
     declared: Sequence[Any] = getattr(module, "wakeups", ()) or ()
-    return [w for w in declared if isinstance(w, WakeupDeclaration)]
+    return [declaration_of(w) if isinstance(w, Wakeup) else w for w in declared
+            if isinstance(w, (Wakeup, WakeupDeclaration))]

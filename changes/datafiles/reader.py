@@ -5,8 +5,8 @@ named `_*` or `test_*` are skipped). They are read with `ast`; nothing in them i
 A data file holds, besides a docstring (and a string under an assignment, documenting it):
 
     from company.vendors.shop import shop                  # a connector, from the module defining it
-    from changes.datafiles import sanoma                   # sanoma.person(...), sanoma.group(...)
-    from changes.datafiles.sanoma import secret            # also person, group
+    from runs.authoring import group, person, secret       # sanoma's own: also local
+    from changes.datafiles import sanoma                   # or sanoma.person(...), sanoma.group(...)
     from company.resources.people import alice             # a resource another data file declares
 
     mug = shop.product(sku="mug", title="Mug", price_cents=1500, tags=["kitchen"])
@@ -39,10 +39,12 @@ from connectors.resources import Ref, ResourceType, Secret, plain_value
 
 RUNTIME_PACKAGE = "changes.datafiles"
 RUNTIME_MODULE = "changes.datafiles.sanoma"
+# The front door offers the same functions; a data file may take them from either.
+FRONT_DOOR = "runs.authoring"
 RUNTIME_FUNCTIONS = ("group", "local", "person", "secret")
 WHAT_TO_IMPORT = ("import connectors from their module (from company.vendors.shop import shop), resources from "
-                  "other data files (from company.resources.people import alice), and secret, person and group "
-                  "from changes.datafiles.sanoma (or: from changes.datafiles import sanoma)")
+                  "other data files (from company.resources.people import alice), and secret, person, group and "
+                  "local from runs.authoring (or: from changes.datafiles import sanoma)")
 WHAT_A_FILE_HOLDS = "a data file holds imports and declarations `name = vendor.type(field=value, ...)`"
 
 
@@ -306,9 +308,13 @@ class _Reader:
                 continue
             if module == RUNTIME_PACKAGE and alias.name == "sanoma":
                 self.bind(file, local, _Binding("runtime", alias))
-            elif module == RUNTIME_MODULE:
+            elif module in (RUNTIME_MODULE, FRONT_DOOR):
                 if alias.name in RUNTIME_FUNCTIONS:
                     self.bind(file, local, _Binding("function", alias, function=alias.name))
+                elif module == FRONT_DOOR:
+                    self.refuse(file, local, alias, f"`from {module} import {alias.name}`: a data file is read, "
+                                                    f"not run; from {module} it takes only "
+                                                    f"{', '.join(RUNTIME_FUNCTIONS)}")
                 else:
                     self.refuse(file, local, alias, f"{RUNTIME_MODULE} has no {alias.name}: it offers "
                                                     f"{', '.join(RUNTIME_FUNCTIONS)}")

@@ -30,8 +30,10 @@ ALLOWED_PACKAGES = frozenset({"pydantic"})  # with their submodules
 AUTHORING = "runs.authoring"
 CONNECTORS_PUBLIC = frozenset({"connectors", "connectors.errors"})
 # Public names of `connectors` that belong to a vendor's other halves, never to a workflow.
+# The same names from the front door (`runs.authoring`) are refused alike.
 VENDOR_HALVES = frozenset({"define_fake", "Fake", "OpFn", "define_driver", "Driver", "DriverFn", "CallContext",
                            "with_setup"})
+HALF = "belongs to a vendor's driver or fake, which the worker calls: a workflow calls the vendor through ctx"
 ALLOWED_TEXT = ("runs.authoring, connectors (its public names), pydantic, the standard library's "
                 + ", ".join(sorted(ALLOWED_STDLIB - {"__future__"}))
                 + ", the config's connectors, and files inside the config root")
@@ -275,6 +277,8 @@ class _Checker(ast.NodeVisitor):
             return None
         if module in self.allowed.connector_modules:
             return None
+        if module == AUTHORING and name in VENDOR_HALVES:
+            return "import", HALF
         if module == AUTHORING or f"{module}.{name}" == AUTHORING:
             return None
         if "runs.testing" in (module, f"{module}.{name}") or top == "features":
@@ -284,8 +288,7 @@ class _Checker(ast.NodeVisitor):
                               "`runs.authoring`")
         if module in CONNECTORS_PUBLIC or f"{module}.{name}" in CONNECTORS_PUBLIC:
             if name in VENDOR_HALVES:
-                return "import", ("belongs to a vendor's driver or fake, which the worker calls: a workflow calls "
-                                  "the vendor through ctx")
+                return "import", HALF
             return None
         if top == "connectors":
             return "import", ("is a connector's inside: a workflow imports from `connectors` (its public names) or "

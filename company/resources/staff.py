@@ -1,18 +1,18 @@
 """The company's people and groups (they become Django users and groups): who runs the shop, who
 signs off refunds (finance-lead, as policies/shop.cedar names), who approves access (security)."""
-from changes.datafiles import sanoma
+from runs.authoring import group, person
 
-staff = sanoma.group(name="staff")
-finance = sanoma.group(name="finance")
-security = sanoma.group(name="security")
+staff = group(name="staff")
+finance = group(name="finance")
+security = group(name="security")
 """Approves staff access in the shop (policies/shop.cedar: access-needs-security)."""
-support = sanoma.group(name="support")
+support = group(name="support")
 """Own the company's repo: a change is merged only once one of them approves (policies/changes.cedar)."""
-owners = sanoma.group(name="owners")
+owners = group(name="owners")
 
-alice = sanoma.person(username="alice", email="alice@acme.example", name="Alice Lind", groups=[staff])
-finance_lead = sanoma.person(username="finance-lead", email="finance-lead@acme.example", name="Fiona Berg",
-                             groups=[staff, finance])
-sam = sanoma.person(username="sam", email="sam@acme.example", name="Sam Aalto", groups=[staff, security, owners])
-support_lead = sanoma.person(username="support-lead", email="support-lead@acme.example", name="Sanna Koski",
-                             groups=[staff, support])
+alice = person(username="alice", email="alice@acme.example", name="Alice Lind", groups=[staff])
+finance_lead = person(username="finance-lead", email="finance-lead@acme.example", name="Fiona Berg",
+                      groups=[staff, finance])
+sam = person(username="sam", email="sam@acme.example", name="Sam Aalto", groups=[staff, security, owners])
+support_lead = person(username="support-lead", email="support-lead@acme.example", name="Sanna Koski",
+                      groups=[staff, support])

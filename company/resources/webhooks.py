@@ -1,6 +1,6 @@
 """Where the shop tells us what happened. The signing secret stays out of the repo."""
-from changes.datafiles.sanoma import secret
 from company.vendors.shop import shop
+from runs.authoring import secret
 
 orders_hook = shop.webhook(
     url="https://hooks.acme.example/shop/orders",

@@ -17,18 +17,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from connectors import (
+from runs.authoring import (
     CallContext,
     DriverError,
     VendorInfo,
     define_connector,
     define_driver,
+    define_fake,
     define_resource,
     op,
-    retryable_status,
     with_setup,
 )
-from connectors.fakes import define_fake
 
 
 class OrderRef(BaseModel):
@@ -259,8 +258,9 @@ def _http(method: str, path: str, payload: dict[str, Any], context: CallContext)
         with urllib.request.urlopen(request, timeout=context.time_left() or 30) as reply:
             return json.loads(reply.read() or b"{}")
     except urllib.error.HTTPError as err:
-        raise DriverError(f"shop answered {err.code} to {method} {path}", retryable=retryable_status(err.code),
-                          status=err.code, retry_after=_retry_after(err.headers.get("Retry-After"))) from None
+        # Retryable as the status says (408, 429, 5xx), the vendor's Retry-After honoured.
+        raise DriverError(f"shop answered {err.code} to {method} {path}", status=err.code,
+                          retry_after=_retry_after(err.headers.get("Retry-After"))) from None
     except (urllib.error.URLError, TimeoutError) as err:
         raise DriverError(f"shop could not be reached: {err}", retryable=True) from None
 
@@ -629,4 +629,5 @@ def make_fake(file: Path | None = None):
     )
 
 
-shop = with_setup(shop, driver=make_driver, fake=make_fake)
+# The halves attach to `shop` itself: every module importing it sees them.
+with_setup(shop, driver=make_driver, fake=make_fake)

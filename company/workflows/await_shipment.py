@@ -6,9 +6,7 @@ The warehouse sends the message through the API (`POST /api/runs/<id>/messages` 
 """
 from pydantic import BaseModel, Field
 
-from company.vendors.shop import shop
-from connectors import SanomaError, error_code
-from runs.authoring import define_workflow
+from runs.authoring import Ctx, SanomaError, define_workflow, error_code
 
 
 class ShipmentInput(BaseModel):
@@ -16,10 +14,17 @@ class ShipmentInput(BaseModel):
     within_hours: float = Field(default=48, gt=0)
 
 
-def run(ctx, input: ShipmentInput):
+class Shipped(BaseModel):
+    """What the warehouse says when an order leaves it."""
+
+    carrier: str = ""
+    tracking: str = ""
+
+
+def run(ctx: Ctx, input: ShipmentInput):
     order = ctx.shop.order.get({"order_id": input.order_id})
     try:
-        shipped = ctx.wait_message("shipped", timeout=input.within_hours * 3600)
+        shipped = ctx.wait_message("shipped", model=Shipped, timeout=input.within_hours * 3600)
     except SanomaError as err:
         if error_code(err) != "wait_timed_out":
             raise
@@ -29,7 +34,7 @@ def run(ctx, input: ShipmentInput):
             "body": "We are sorry: it has not left the warehouse yet. We will write again when it does.",
         })
         return {"shipped": False}
-    tracking = shipped.get("tracking", "")
+    tracking = shipped.tracking
     ctx.shop.customer.notify({
         "customer": order.customer,
         "subject": f"Your order {order.order_id} is on its way",
@@ -42,6 +47,5 @@ await_shipment = define_workflow(
     name="await-shipment",
     title="Tell the customer when an order ships",
     input=ShipmentInput,
-    uses=[shop.op("shop.order.get"), shop.op("shop.customer.notify"), "wait_message"],
     run=run,
 )

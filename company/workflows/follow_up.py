@@ -1,8 +1,7 @@
 """Check in with a customer some time after an order: sleep, then write."""
 from pydantic import BaseModel, Field
 
-from company.vendors.shop import shop
-from runs.authoring import define_workflow
+from runs.authoring import Ctx, define_workflow
 
 
 class FollowUpInput(BaseModel):
@@ -10,7 +9,7 @@ class FollowUpInput(BaseModel):
     after_seconds: float = Field(default=2, ge=0)
 
 
-def run(ctx, input: FollowUpInput):
+def run(ctx: Ctx, input: FollowUpInput):
     order = ctx.shop.order.get({"order_id": input.order_id})
     ctx.sleep(seconds=input.after_seconds)
     sent = ctx.shop.customer.notify({"customer": order.customer, "subject": "How is your order?"})
@@ -21,6 +20,5 @@ follow_up = define_workflow(
     name="follow-up",
     title="Follow up on an order",
     input=FollowUpInput,
-    uses=[shop.op("shop.order.get"), shop.op("shop.customer.notify"), "sleep"],
     run=run,
 )

@@ -2,9 +2,8 @@
 keep a note of it in the company's `notes` collection."""
 from pydantic import BaseModel, Field
 
-from company.sanoma_config import notes
-from company.vendors.shop import shop
-from runs.authoring import define_workflow
+from company.vendors.shop import OrderRef, RefundRequest, shop
+from runs.authoring import Ctx, define_workflow
 
 
 class RefundInput(BaseModel):
@@ -14,10 +13,10 @@ class RefundInput(BaseModel):
     reason: str = "customer request"
 
 
-def run(ctx, input: RefundInput):
-    order = ctx.shop.order.get({"order_id": input.order_id})
+def run(ctx: Ctx, input: RefundInput):
+    order = ctx.shop.order.get(OrderRef(order_id=input.order_id))
     refund = ctx.shop.order.refund(
-        {"order_id": order.order_id, "amount_cents": input.amount_cents, "reason": input.reason})
+        RefundRequest(order_id=order.order_id, amount_cents=input.amount_cents, reason=input.reason))
     ctx.shop.customer.notify({
         "customer": order.customer,
         "subject": f"Your refund for order {order.order_id}",
@@ -37,6 +36,5 @@ refund = define_workflow(
     name="refund",
     title="Refund an order",
     input=RefundInput,
-    uses=[shop.op("shop.order.get"), shop.op("shop.order.refund"), shop.op("shop.customer.notify"), notes.put],
     run=run,
 )

@@ -1,9 +1,8 @@
 """Every weekday morning: how many refunds went out, and for how much. Reads the shop, sleeps nothing."""
-from company.vendors.shop import shop
-from runs.authoring import define_workflow
+from runs.authoring import Ctx, Schedule, define_workflow
 
 
-def run(ctx, input):
+def run(ctx: Ctx, input):
     listed = ctx.shop.refund.list({"limit": 100})
     return {"refunds": len(listed.refunds), "total_cents": listed.total_cents, "at": ctx.now().isoformat()}
 
@@ -11,7 +10,6 @@ def run(ctx, input):
 refunds_report = define_workflow(
     name="refunds-report",
     title="Weekday refunds report",
-    uses=[shop.op("shop.refund.list")],
     run=run,
-    trigger={"schedule": "0 8 * * 1-5", "timezone": "Europe/Helsinki", "overlap": "skip"},
+    trigger=Schedule(cron="0 8 * * 1-5", timezone="Europe/Helsinki", overlap="skip"),
 )

@@ -1,8 +1,7 @@
 """Publish new prices for several products as one fan-out."""
 from pydantic import BaseModel, Field
 
-from company.vendors.shop import shop
-from runs.authoring import define_workflow
+from runs.authoring import Ctx, define_workflow
 
 
 class Price(BaseModel):
@@ -14,7 +13,7 @@ class RepriceInput(BaseModel):
     prices: list[Price] = Field(min_length=1)
 
 
-def run(ctx, input: RepriceInput):
+def run(ctx: Ctx, input: RepriceInput):
     published = ctx.all([
         (lambda p=p: ctx.shop.product.price({"sku": p.sku, "price_cents": p.price_cents}))
         for p in input.prices
@@ -26,6 +25,5 @@ reprice = define_workflow(
     name="reprice",
     title="Publish new prices",
     input=RepriceInput,
-    uses=[shop.op("shop.product.price"), "all"],
     run=run,
 )

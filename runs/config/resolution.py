@@ -24,6 +24,7 @@ from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
 from runs.config import extensions
 from runs.config.outline import config_problems
+from runs.config.uses import complete_uses, site_of_call
 from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
 from runs.policies.cedar import load_cedar_policy
 from runs.policies.python_policies import allow_all
@@ -328,7 +329,7 @@ def _collection_halves(
 
 def _check_workflows(
     listed: Sequence[Any], found: Sequence[WorkflowDefinition], ops: Mapping[str, Operation],
-    drivers: Mapping[str, Driver], problems: list[str],
+    drivers: Mapping[str, Driver], problems: list[str], root: Path | None = None,
 ) -> dict[str, WorkflowDefinition]:
     names: dict[str, WorkflowDefinition] = {}
     for wf in [*listed, *found]:
@@ -349,12 +350,15 @@ def _check_workflows(
                 ))
             continue
         names[wf.name] = wf
+        # `uses` derived from the outline, or checked against it: a call the list lacks is refused here.
+        problems.extend(complete_uses(wf, root))
         for op_id in wf.ops:
             declared = ops.get(op_id)
             if declared is None:
+                verb = "calls" if wf.derived else "uses"
                 problems.append(Problem(
-                    f'Workflow "{wf.name}" uses {op_id}, which no connector in the config declares',
-                    kind=ProblemKind.OPERATIONS))
+                    f'Workflow "{wf.name}" {verb} {op_id}{site_of_call(wf, op_id, root)}, which no connector in '
+                    "the config declares", kind=ProblemKind.OPERATIONS))
                 continue
             copy = wf.operations.get(op_id)
             if copy is not None and not copy.same_contract(declared):
@@ -449,7 +453,8 @@ def resolve_config(
     if collections:
         _collection_halves(connectors[-1], list(collections.values()), fakes, fake_dir, drivers, fake_instances)
     workflows = _check_workflows(
-        config.workflows if isinstance(config.workflows, (list, tuple)) else (), discovered, ops, drivers, problems
+        config.workflows if isinstance(config.workflows, (list, tuple)) else (), discovered, ops, drivers, problems,
+        root,
     )
     _check_schedules(workflows, root, problems)
     for wf in workflows.values():  # the outline contract: what a workflow's body may hold

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -21,7 +21,6 @@ from connectors.operations import Operation
 BUILTIN_USES = ("approval", "sleep", "all", "wait_message", "start_run", "wait_run")
 BUILTIN_WORKFLOWS = ("drift", "apply", "call", "change")
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
-_TRIGGER_KEYS = {"schedule", "every", "timezone", "overlap", "catchup"}
 
 
 class NoInput(BaseModel):
@@ -47,16 +46,57 @@ _EVERY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Schedule:
-    """A schedule trigger: a five-field `cron` in `timezone`, or an interval of `every` seconds
-    (fires on the multiples of the interval since the Unix epoch)."""
+    """A workflow that runs on a clock: `Schedule(cron="0 9 * * 1-5", timezone="Europe/Helsinki")`.
 
-    cron: str | None = None
-    timezone: str = "UTC"
-    every: float | None = None
-    overlap: str = "allow"
-    catchup: float = DEFAULT_CATCHUP_SECONDS
+    `cron` is five fields (minute hour day-of-month month day-of-week) read in `timezone` (an IANA
+    name, UTC by default). `overlap="skip"` starts no run while the last fire's run is unfinished;
+    `catchup` is how far back missed fires are run when the worker comes back (`"2h"`, seconds, or
+    0 for none; 24 h by default). An interval is `Every("15m")`, which is a `Schedule` whose `every`
+    is its seconds. Every mistake is a `ValueError` naming the field, when the value is made."""
+
+    cron: str | None
+    timezone: str
+    overlap: str
+    catchup: float
+    every: float | None
+
+    def __init__(self, cron: str | None = None, *, timezone: str = "UTC", overlap: str = "allow",
+                 catchup: float | str = DEFAULT_CATCHUP_SECONDS, every: float | str | None = None) -> None:
+        tz = timezone or "UTC"
+        try:
+            ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError, TypeError):
+            raise ValueError(f"timezone {tz!r} is not an IANA time zone (e.g. 'Europe/Helsinki')") from None
+        if (cron is None) == (every is None):
+            raise ValueError("a Schedule has a cron expression (Schedule(cron='0 9 * * 1-5')) or, as Every('15m'), "
+                             "an interval; not both, not neither")
+        overlap = overlap or "allow"
+        if overlap not in OVERLAPS:
+            raise ValueError(f"overlap {overlap!r} is not one of {', '.join(OVERLAPS)}")
+        window: Any = DEFAULT_CATCHUP_SECONDS if catchup is None else catchup
+        if isinstance(window, str):
+            window = 0.0 if window.strip() in ("0", "0s") else parse_every(window)
+        if isinstance(window, bool) or not isinstance(window, (int, float)) or window < 0:
+            raise ValueError(f"catchup {catchup!r} is not a window ('24h', '30m', 0 for none)")
+        set_ = object.__setattr__  # checked and normalised once, here: the value is frozen
+        set_(self, "cron", check_cron(cron) if cron is not None else None)
+        set_(self, "timezone", tz)
+        set_(self, "overlap", overlap)
+        set_(self, "catchup", float(window))
+        set_(self, "every", parse_every(every) if every is not None else None)
+
+
+def Every(interval: str | float, *, overlap: str = "allow", catchup: float | str = DEFAULT_CATCHUP_SECONDS,
+          timezone: str = "UTC") -> Schedule:
+    """A workflow that runs at an interval: `Every("15m")` (`"30s"`, `"2h"`, `"1d"`, or seconds; at
+    least one second). It fires on the multiples of the interval since 1970-01-01 UTC, so every
+    worker agrees on the fire times. `overlap` and `catchup` as for `Schedule`."""
+    return Schedule(every=interval, overlap=overlap, catchup=catchup, timezone=timezone)
+
+
+Trigger = Literal["manual"] | Schedule
 
 
 def check_name(name: Any) -> str:
@@ -104,24 +144,9 @@ def parse_every(every: Any) -> float:
 
 def check_schedule(schedule: Any = None, timezone: Any = None, *, every: Any = None, overlap: Any = None,
                    catchup: Any = None) -> Schedule:
-    tz = timezone or "UTC"
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ValueError(f"timezone {tz!r} is not an IANA time zone (e.g. 'Europe/Helsinki')") from None
-    if (schedule is None) == (every is None):
-        raise ValueError("a schedule trigger has either schedule (a cron expression) or every (an interval)")
-    cron = check_cron(schedule) if schedule is not None else None
-    interval = parse_every(every) if every is not None else None
-    overlap = overlap or "allow"
-    if overlap not in OVERLAPS:
-        raise ValueError(f"overlap {overlap!r} is not one of {', '.join(OVERLAPS)}")
-    window = DEFAULT_CATCHUP_SECONDS if catchup is None else catchup
-    if isinstance(window, str):
-        window = 0.0 if window.strip() in ("0", "0s") else parse_every(window)
-    if isinstance(window, bool) or not isinstance(window, (int, float)) or window < 0:
-        raise ValueError(f"catchup {catchup!r} is not a window ('24h', '30m', 0 for none)")
-    return Schedule(cron=cron, timezone=tz, every=interval, overlap=overlap, catchup=float(window))
+    """A schedule from its parts (a cron expression or an interval), checked: see `Schedule`."""
+    return Schedule(cron=schedule, timezone=timezone or "UTC", every=every, overlap=overlap or "allow",
+                    catchup=DEFAULT_CATCHUP_SECONDS if catchup is None else catchup)
 
 
 def app_of(file: str | None) -> str | None:
@@ -149,6 +174,8 @@ class WorkflowDefinition:
     app: str | None = None
     local_name: str = ""
     builtin: bool = False
+    # `uses` was left out: `ops` and `builtins` are derived from the outline when the config resolves.
+    derived: bool = False
 
     def __repr__(self) -> str:
         return f"<workflow {self.name}>"
@@ -159,15 +186,19 @@ def define_workflow(
     name: str,
     run: Callable[..., Any],
     input: type[BaseModel] | None = None,
-    uses: Sequence[Operation | str] = (),
+    uses: Sequence[Operation | str | Callable[..., Any]] | None = None,
     title: str = "",
-    trigger: str | Mapping[str, Any] = "manual",
+    trigger: Trigger = "manual",
 ) -> WorkflowDefinition:
-    """A workflow: `run(ctx, input)` may call exactly what `uses` lists, through `ctx`.
+    """A workflow: `run(ctx, input)`, run durably; every call it makes goes through `ctx`.
 
-    `uses` holds operations (from a connector) or their ids, and the built-ins "approval",
-    "sleep", "all", "wait_message", "start_run" and "wait_run". A file under
-    `apps/<app>/workflows/` names it `<app>.<name>`.
+    `uses` is best left out: it is then derived from the workflow's outline, every ctx call `run`
+    makes (operations, collections and built-ins). Given, it is a limit, and the config refuses a
+    call the list lacks, naming the file and line: operations (`shop.op("shop.order.get")`, a
+    collection's `notes.put`, or an id) and built-ins as `Ctx.approval`, `Ctx.sleep`, `Ctx.all`,
+    `Ctx.wait_message`, `Ctx.start_run`, `Ctx.wait_run`. `trigger` is "manual", a
+    `Schedule(cron=..., timezone=...)` or an `Every("15m")`. A file under `apps/<app>/workflows/`
+    names it `<app>.<name>`.
     """
     local = check_name(name)
     if not callable(run):
@@ -178,35 +209,24 @@ def define_workflow(
     ops: list[str] = []
     operations: dict[str, Operation] = {}
     builtins: list[str] = []
-    for use in uses:
+    if isinstance(uses, (str, bytes)) or (uses is not None and not isinstance(uses, Sequence)):
+        raise TypeError(f'Workflow "{name}": uses is a list (or leave it out: it is derived from the ctx calls)')
+    for use in uses or ():
+        builtin = builtin_of(use)
         if isinstance(use, Operation):
             ops.append(use.id)
             operations[use.id] = use
-        elif isinstance(use, str) and use in BUILTIN_USES:
-            builtins.append(use)
+        elif builtin is not None:
+            builtins.append(builtin)
         elif isinstance(use, str) and use.count(".") >= 2:
             ops.append(use)
         else:
             raise ValueError(
-                f'Workflow "{name}": uses lists {use!r}, '
-                f'which is neither an operation nor one of {", ".join(BUILTIN_USES)}'
+                f'Workflow "{name}": uses lists {use!r}, which is neither an operation nor a built-in '
+                f'({", ".join(f"Ctx.{b}" for b in BUILTIN_USES)}); or leave uses out: it is derived from the '
+                "ctx calls"
             )
-    if trigger == "manual":
-        checked_trigger: str | Schedule = "manual"
-    elif isinstance(trigger, Mapping) and ({"schedule", "every"} & set(trigger)):
-        unknown = set(trigger) - _TRIGGER_KEYS
-        try:
-            if unknown:
-                raise ValueError(f"trigger has {', '.join(sorted(unknown))}; a schedule trigger has "
-                                 f"{', '.join(sorted(_TRIGGER_KEYS))}")
-            checked_trigger = check_schedule(trigger.get("schedule"), trigger.get("timezone"),
-                                             every=trigger.get("every"), overlap=trigger.get("overlap"),
-                                             catchup=trigger.get("catchup"))
-        except ValueError as err:
-            raise ValueError(f'Workflow "{name}": {err}') from None
-    else:
-        raise ValueError(f'Workflow "{name}": trigger must be "manual", {{"schedule": cron, "timezone": tz}} '
-                         f'or {{"every": "15m"}}')
+    checked_trigger = _check_trigger(name, trigger)
     file = sys._getframe(1).f_code.co_filename
     app = app_of(file)
     return WorkflowDefinition(
@@ -221,4 +241,32 @@ def define_workflow(
         file=file,
         app=app,
         local_name=local,
+        derived=uses is None,
     )
+
+
+def builtin_of(use: Any) -> str | None:
+    """The built-in a `uses` entry names: `Ctx.sleep` (the typed ctx's method), or the older text "sleep"."""
+    if isinstance(use, str):
+        return use if use in BUILTIN_USES else None
+    qualname = getattr(use, "__qualname__", None)
+    if callable(use) and isinstance(qualname, str) and qualname.startswith("Ctx."):
+        member = qualname[len("Ctx."):]
+        return member if member in BUILTIN_USES else None
+    return None
+
+
+def _check_trigger(name: str, trigger: Any) -> str | Schedule:
+    if trigger == "manual" or isinstance(trigger, Schedule):
+        return trigger
+    if isinstance(trigger, Mapping) and ({"schedule", "every"} & set(trigger)):
+        # The older form: say what to write instead, with the same values.
+        parts = [f"{key}={trigger[key]!r}" for key in ("timezone", "overlap", "catchup") if key in trigger]
+        if "schedule" in trigger:
+            written = f"Schedule(cron={trigger['schedule']!r}{''.join(', ' + p for p in parts)})"
+        else:
+            written = f"Every({trigger['every']!r}{''.join(', ' + p for p in parts)})"
+        raise ValueError(f'Workflow "{name}": a trigger is a value now, not a dict: write trigger={written} '
+                         "(Schedule and Every come from runs.authoring)")
+    raise ValueError(f'Workflow "{name}": trigger is "manual", Schedule(cron="0 9 * * 1-5", '
+                     f'timezone="Europe/Helsinki") or Every("15m"); got {trigger!r}')

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -57,8 +57,10 @@ from runs.engine.faults import FaultPoint
 from runs.engine.requests import (
     NO_OPTIONS,
     CallOptions,
+    as_model,
     check_approval_request,
     check_call_options,
+    check_result_model,
     check_sleep,
     check_tags,
     check_wait_message,
@@ -275,11 +277,12 @@ class RunContext:
         if clock.now_ms() < until_ms:
             raise Suspend("sleep", wake_at=clock.from_ms(until_ms))
 
-    def wait_message(self, topic: str, timeout: Any = None) -> dict[str, Any]:
+    def wait_message(self, topic: str, timeout: Any = None, *, model: Any = None) -> Any:
         """Wait for the next message sent to this run on `topic` and return its payload (a JSON
-        object). Messages are read in the order they arrived; one sent before the wait is kept
-        for it. With `timeout` (seconds, or a timedelta) the wait raises `wait_timed_out` once
-        that deadline passes without a message. No process is held while it waits.
+        object), or with `model` (a pydantic model class) the payload parsed by it. Messages are
+        read in the order they arrived; one sent before the wait is kept for it. With `timeout`
+        (seconds, or a timedelta) the wait raises `wait_timed_out` once that deadline passes
+        without a message. No process is held while it waits.
 
         Two steps: the wait's start (its topic and deadline, so a replay keeps the same deadline)
         and the message it read (its payload, so a replay returns the same one)."""
@@ -287,22 +290,25 @@ class RunContext:
         self._require("wait_message")
         self._check_open()
         topic, timeout_ms = check_wait_message(topic, timeout)
+        check_result_model(f"ctx.wait_message({topic!r})", model)
         step = self._wait_steps(StepKind.WAIT, StepKind.MESSAGE, topic, timeout_ms, {"topic": topic},
                                 read=lambda seq, until: self._read_message(topic, seq, until))
         assert step.output is not None  # a message read always has its payload
         payload: dict[str, Any] = step.output["payload"]
-        return payload
+        return as_model(f"the message on {topic!r}", payload, model)
 
-    def start_run(self, workflow: str, input: Any = None, run_id: str | None = None) -> str:
-        """Start a run of `workflow` as a child of this one and return its id (`<this run>.<seq>`
-        unless `run_id` is given). The child runs as this run's starter and records this run as
-        its parent. Starting it is a call the policy sees (`sanoma.run.start`, target the child's
-        id, input its workflow and input), recorded as `run.child_started`; the child's row is
-        written in the same transaction, so a replay returns the same child and never starts a
-        second one."""
+    def start_run(self, workflow: str | WorkflowDefinition, input: Any = None, run_id: str | None = None) -> str:
+        """Start a run of `workflow` (its name, or its definition) as a child of this one and return
+        its id (`<this run>.<seq>` unless `run_id` is given); the input is a dict or a model. The
+        child runs as this run's starter and records this run as its parent. Starting it is a call
+        the policy sees (`sanoma.run.start`, target the child's id, input its workflow and input),
+        recorded as `run.child_started`; the child's row is written in the same transaction, so a
+        replay returns the same child and never starts a second one."""
         self._check_in_outline("start_run", sys._getframe(1))
         self._require("start_run")
         self._check_open()
+        if isinstance(workflow, WorkflowDefinition):
+            workflow = workflow.name
         definition = self._config.workflows.get(workflow) if isinstance(workflow, str) else None
         if definition is None:
             raise InvalidInput(
@@ -310,6 +316,8 @@ class RunContext:
                 f"the workflows are {', '.join(sorted(self._config.workflows))}",
                 data={"issues": [{"path": ["workflow"], "message": "no such workflow", "code": "not_found"}]})
         input = {} if input is None else input
+        if isinstance(input, BaseModel):
+            input = input.model_dump(mode="json")
         validate_input(definition.input, input, name=definition.name)
         seq = self._take_seq()
         step = self._replayed(seq, StepKind.CALL, children.START_RUN.id)
@@ -360,16 +368,17 @@ class RunContext:
         self._commit(step, [self._record(LedgerKind.CHILD_STARTED, seq, body)], child=child)
         return child_id
 
-    def wait_run(self, run_id: str, timeout: Any = None) -> Any:
-        """Wait for a child run (an id `ctx.start_run` returned) to end and return its output.
-        A child that failed raises a copy of its error, keeping its code (its data names the
-        child); a cancelled one raises `run_cancelled`. With `timeout` (seconds, or a timedelta)
-        the wait raises `wait_timed_out` once that deadline passes. No process is held meanwhile:
-        the child's end wakes this run."""
+    def wait_run(self, run_id: str, timeout: Any = None, *, model: Any = None) -> Any:
+        """Wait for a child run (an id `ctx.start_run` returned) to end and return its output, or
+        with `model` (a pydantic model class) the output parsed by it. A child that failed raises a
+        copy of its error, keeping its code (its data names the child); a cancelled one raises
+        `run_cancelled`. With `timeout` (seconds, or a timedelta) the wait raises `wait_timed_out`
+        once that deadline passes. No process is held meanwhile: the child's end wakes this run."""
         self._check_in_outline("wait_run", sys._getframe(1))
         self._require("wait_run")
         self._check_open()
         run_id, timeout_ms = check_wait_run(run_id, timeout)
+        check_result_model(f"ctx.wait_run({run_id!r})", model)
 
         def check_child() -> None:
             if not Run.objects.filter(pk=run_id, parent_id=self._run.pk).exists():
@@ -381,7 +390,7 @@ class RunContext:
         step = self._wait_steps(StepKind.RUN_WAIT, StepKind.RUN_END, run_id, timeout_ms, {"run": run_id},
                                 read=lambda seq, until: self._read_child_end(run_id, seq, until), first=check_child)
         assert step.output is not None  # a child's end read always has its output
-        return step.output["output"]
+        return as_model(f"the output of child run {run_id}", step.output["output"], model)
 
     def all(self, members: Any) -> list[Any]:
         """Run zero-argument functions one after another; their records carry the group."""
@@ -1073,3 +1082,11 @@ class RunContext:
     def _close(self) -> None:
         """The advance is over: any later call through this ctx (kept by a workflow) is refused."""
         self._ended = True
+
+
+if TYPE_CHECKING:
+    from runs.ctx import Ctx
+
+    def _typed_as_documented(ctx: RunContext) -> Ctx:
+        """mypy holds the engine's ctx to the typed `Ctx` authors annotate with."""
+        return ctx

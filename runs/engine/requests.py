@@ -170,6 +170,26 @@ def check_wait_message(topic: Any, timeout: Any) -> tuple[str, int | None]:
     return topic, check_timeout(f"ctx.wait_message({topic!r})", timeout)
 
 
+def check_result_model(call: str, model: Any) -> None:
+    """`model=` of a wait: a pydantic model class, or None."""
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise InvalidInput(f"{call}: model must be a pydantic model class; got {model!r}",
+                           data={"issues": [{"path": ["model"], "message": "not a model class", "code": "type"}]})
+
+
+def as_model(what: str, value: Any, model: type[BaseModel] | None) -> Any:
+    """A wait's result as `model` (as sent, without one). A value the model refuses fails the run
+    with `invalid_input` naming the field; the recorded value is the same on every replay."""
+    if model is None:
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError as err:
+        issues = issues_of(err)
+        raise InvalidInput(f"{what} does not match {model.__name__}: {describe_issues(issues)}",
+                           data={"model": model.__name__, "issues": issues}) from None
+
+
 def check_wait_run(run_id: Any, timeout: Any) -> tuple[str, int | None]:
     """The child's run id, and the timeout in milliseconds (None: wait as long as it takes)."""
     if not isinstance(run_id, str) or not run_id:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0009_operator_preference'),
+        ('runs', '0010_desk_verbose_names'),
     ]
 
     operations = [

@@ -22,12 +22,13 @@ def wf(name, run, uses=(GET, REFUND, SEND, PUBLISH, "sleep", "all")):
     return define_workflow(name=name, uses=list(uses), run=run)
 
 
-def test_touching_an_operation_not_in_uses_fails_naming_the_fix(engine_for):
-    engine = engine_for(wf("narrow", lambda ctx, i: ctx.acme.mail.send({"to": "x"}), uses=[GET]))
-    run = engine.run("narrow")
-    assert run.status == "failed"
-    assert run.error["message"] == 'ctx.acme.mail.send is not available: add it to `uses` in workflow "narrow"'
-    assert engine.fake.calls == []
+def test_an_operation_its_uses_do_not_list_is_refused_with_the_config_naming_the_fix(engine_for):
+    narrow = wf("narrow", lambda ctx, i: ctx.acme.mail.send({"to": "x"}), uses=[GET])
+    with pytest.raises(ConfigError) as refused:
+        engine_for(narrow)
+    line = narrow.run.__code__.co_firstlineno
+    assert (f'Workflow "narrow" calls ctx.acme.mail.send at {__file__}:{line}:42, which its `uses` does not list: '
+            "add acme.mail.send to uses, or leave uses out (it is then derived from the calls)") in str(refused.value)
 
 
 def test_an_input_refused_by_the_operation_schema_fails_the_run_before_any_call(engine_for):

@@ -12,10 +12,11 @@ from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from connectors.errors import SanomaError, error_code
+from connectors.errors import ConfigError, SanomaError, error_code
 from runs import services
 from runs.approvals.services import decide
-from runs.authoring import define_workflow
+from runs.authoring import SanomaConfig, define_workflow
+from runs.config.resolution import resolve_config
 from runs.engine import clock
 from runs.models import Run, RunStatus, Step
 from runs.policies.python_policies import allow, approve, define_policy, deny
@@ -292,7 +293,6 @@ def unlisted(ctx, input):
     (bad_start, ["start_run"], "order_id"),
     (unknown_start, ["start_run"], "no workflow 'no-such-flow'"),
     (foreign_wait, ["wait_run"], "not a run this run started"),
-    (unlisted, [], "add it to `uses`"),
 ])
 def test_a_bad_start_or_wait_fails_the_run_naming_what_is_wrong_and_starts_nothing(engine_for, body, uses, says):
     engine = engine_for(lookup, define_workflow(name="bad", uses=uses, run=body))
@@ -300,6 +300,15 @@ def test_a_bad_start_or_wait_fails_the_run_naming_what_is_wrong_and_starts_nothi
     assert run.status == RunStatus.FAILED and run.error["code"] == "invalid_input"
     assert says in run.error["message"]
     assert Run.objects.count() == 1 and not Step.objects.filter(run=run).exists()
+
+
+def test_a_start_its_uses_do_not_list_is_refused_with_the_config_naming_the_line():
+    with pytest.raises(ConfigError) as refused:
+        resolve_config(SanomaConfig(connectors=[], workflows=[lookup, define_workflow(name="bad", uses=[],
+                                                                                       run=unlisted)]))
+    line = unlisted.__code__.co_firstlineno + 1
+    assert (f'Workflow "bad" calls ctx.start_run at {__file__}:{line}:5, which its `uses` does not list: add '
+            "Ctx.start_run to uses, or leave uses out (it is then derived from the calls)") in str(refused.value)
 
 
 # -- the run's picture -----------------------------------------------------------------------------------

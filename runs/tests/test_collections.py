@@ -100,7 +100,7 @@ def reads_without_uses(ctx, input):
 
 unlisted = define_workflow(name="unlisted", uses=[notes.put], run=reads_without_uses)
 
-WORKFLOWS = [script, pager, putter, unlisted]
+WORKFLOWS = [script, pager, putter]
 
 
 def resolved(*, fakes: str = "", policy: Any = None, collections: list[Collection] | None = None) -> ResolvedConfig:
@@ -244,10 +244,12 @@ def test_a_record_the_database_could_not_hold_is_refused_before_the_call():
         assert "the key contains a NUL character" in bad_key.value.data["issues"][0]["message"]
 
 
-def test_ctx_offers_only_the_collection_ops_the_workflow_uses(database):
-    done = run(database, "unlisted", {})
-    assert done.status == "failed" and done.error is not None
-    assert done.error["message"] == 'ctx.data.notes.get is not available: add it to `uses` in workflow "unlisted"'
+def test_a_collection_call_its_uses_do_not_list_is_refused_with_the_config():
+    with pytest.raises(ConfigError) as refused:
+        resolve_config(SanomaConfig(connectors=[], workflows=[unlisted], collections=[notes]))
+    line = reads_without_uses.__code__.co_firstlineno + 1
+    assert (f'Workflow "unlisted" calls ctx.data.notes.get at {__file__}:{line}:12, which its `uses` does not '
+            "list: add data.notes.get to uses") in str(refused.value)
 
 
 # ---- compare-and-set ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from runs import pausing
 from runs.approvals.services import decide
-from runs.authoring import define_workflow
+from runs.authoring import Schedule, define_workflow
 from runs.config.registry import set_config
 from runs.config.resolution import load_config
 from runs.engine import pauses
@@ -386,7 +386,7 @@ def fresh_pauses():
 
 def test_every_moment_on_the_lists_reads_the_desks_one_way(live_server, engine_for, browser, shots, fresh_pauses):
     engine = engine_for(orders, define_workflow(name="nightly", run=scheduled,
-                                                trigger={"schedule": "0 3 * * *", "timezone": "Europe/Helsinki"}))
+                                                trigger=Schedule(cron="0 3 * * *", timezone="Europe/Helsinki")))
     register_version(version=engine.config.version, promote=True)
     operator("olga")
     sleeping = start(engine, "1001", waits="sleep")

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from connectors.errors import SanomaError, error_code
+from connectors.errors import ConfigError, SanomaError, error_code
 from runs import services
 from runs.authoring import define_workflow
 from runs.engine import clock
@@ -206,11 +206,10 @@ def test_a_caught_wait_timed_out_lets_the_workflow_go_on(engine_for):
     assert error_code(refused(send, run)) == "run_ended"
 
 
-def test_wait_message_must_be_declared_in_uses(engine_for):
-    engine = engine_for(not_declared)
-    run = engine.run("not-declared")
-    assert run.status == RunStatus.FAILED
-    assert "ctx.wait_message is not available: add it to `uses`" in run.error["message"]
+def test_wait_message_must_be_declared_in_uses_when_uses_is_given(engine_for):
+    with pytest.raises(ConfigError, match=r'Workflow "not-declared" calls ctx.wait_message at .*test_messages.py:'
+                                          r'\d+:12, which its `uses` does not list: add Ctx.wait_message to uses'):
+        engine_for(not_declared)
 
 
 @pytest.mark.parametrize(("topic", "timeout"), [("", None), ("x" * 201, None), ("t", -1), ("t", "5"), ("t", True)])

@@ -177,9 +177,8 @@ def test_each_kind_of_author_has_one_import():
     import runs.authoring
     import runs.policies
 
-    assert set(runs.authoring.__all__) == {
-        "Approved", "Collection", "ErrorCode", "NoInput", "SanomaConfig", "SanomaError", "define_collection",
-        "define_workflow", "error_code"}
+    # The front door's own list is held in runs/tests/test_front_door.py.
+    assert {"define_workflow", "define_connector", "define_policy", "person"} <= set(runs.authoring.__all__)
     assert set(runs.policies.__all__) == {
         "ApprovalView", "Decision", "DecisionKind", "Policy", "PolicyCall", "RunInfo", "allow", "allow_all",
         "approve", "approved_for", "define_policy", "deny", "load_cedar_policy"}

@@ -55,7 +55,7 @@ def test_a_workflows_page_shows_its_trigger_input_operations_source_runs_and_sta
                          config=company)
     page = root.get("/admin/catalog/workflows/refund/").content.decode()
     assert "started by hand" in page and "<code>order_id</code>" in page
-    assert "shop.order.refund" in page and "def run(ctx, input: RefundInput):" in page
+    assert "shop.order.refund" in page and "def run(ctx: Ctx, input: RefundInput):" in page
     assert '<ol class="sanoma-outline" id="outline">' in page and "<strong>op</strong> shop.order.refund" in page
     assert run.id in page and "users alice" in page and "refund.feature" in page
     listing = root.get("/admin/catalog/workflows/").content.decode()

@@ -52,13 +52,13 @@ def test_a_workflow_with_a_syntax_error_fails_naming_its_file_and_line(company, 
 
 def test_each_broken_workflow_is_its_own_error_with_the_line_that_raised(company, tmp_path):
     refund = break_refund(company)
-    shop = "from company.vendors.shop import"
-    reprice = replace_line(company / "workflows" / "reprice.py", shop, f"{shop} no_such_name")
+    authoring = "from runs.authoring import"
+    reprice = replace_line(company / "workflows" / "reprice.py", authoring, f"{authoring} no_such_name")
     status, output = check(company, tmp_path)
     assert status != 0
     assert f"{company}/workflows/refund.py:{refund}: (sanoma.E002)" in output
     assert (f"{company}/workflows/reprice.py:{reprice}: (sanoma.E002) workflows/reprice.py does not import: "
-            "ImportError: cannot import name 'no_such_name'") in output
+            "ImportError: cannot import name 'no_such_name' from 'runs.authoring'") in output
     assert "System check identified 2 issues" in output
 
 
@@ -106,7 +106,7 @@ def test_other_commands_refuse_a_broken_config_too(company, tmp_path):
 
 
 def test_a_config_running_only_on_fakes_is_a_warning_in_development_and_an_error_in_production(company, tmp_path):
-    replace_line(company / "vendors" / "shop.py", "shop = with_setup(", "shop = with_setup(shop, fake=make_fake)")
+    replace_line(company / "vendors" / "shop.py", "with_setup(shop, ", "with_setup(shop, fake=make_fake)")
 
     status, output = check(company, tmp_path)
     assert status == 0, output  # scenarios run on the fakes

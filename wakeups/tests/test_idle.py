@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 
 from connectors.drivers import CallContext
 from runs.config.resolution import SanomaConfig
-from runs.config.workflows import define_workflow
+from runs.config.workflows import Every, define_workflow
 from runs.engine import clock
 from runs.models import AppVersion, Run, RunStatus
 from runs.testing import resolve_on_fakes
@@ -32,7 +32,7 @@ def config():
 
 
 def scheduled_config(every: str = "1h"):
-    wf = define_workflow(name="report", run=nothing, trigger={"every": every})
+    wf = define_workflow(name="report", run=nothing, trigger=Every(every))
     return resolve_on_fakes(SanomaConfig(connectors=[], workflows=[wf]))
 
 

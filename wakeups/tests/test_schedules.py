@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from connectors.errors import ConfigError, ProblemKind
 from runs.config.resolution import SanomaConfig
-from runs.config.workflows import Schedule, check_schedule, define_workflow
+from runs.config.workflows import Every, Schedule, check_schedule, define_workflow
 from runs.models import Run, RunStatus
 from runs.testing import drain, resolve_on_fakes
 from wakeups.models import ScheduleState, WakeupRow
@@ -32,7 +32,8 @@ def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second:
     return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
-def config_with(**trigger):
+def config_with(schedule: str | None = None, **options):
+    trigger = Schedule(cron=schedule, **options) if schedule else Every(options.pop("every"), **options)
     wf = define_workflow(name="report", run=report, trigger=trigger)
     return resolve_on_fakes(SanomaConfig(connectors=[], workflows=[wf]))
 
@@ -73,27 +74,40 @@ def test_an_interval_fires_on_its_multiples_since_the_epoch():
 
 # ---- definition --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("trigger", "message"), [
-    ({"schedule": "0 9 * * * *"}, "has 6 field"),
-    ({"schedule": "61 9 * * *"}, "its minute field"),
-    ({"schedule": "0 25 * * *"}, "its hour field"),
-    ({"schedule": "0 9 * * 8"}, "its day-of-week field"),
-    ({"every": "500ms"}, "shortest interval, 1 s"),
-    ({"every": "soon"}, "is not an interval"),
-    ({"every": "1m", "overlap": "queue"}, "overlap 'queue'"),
-    ({"schedule": "0 9 * * *", "every": "1m"}, "either schedule"),
-    ({"schedule": "0 9 * * *", "when": "now"}, "trigger has when"),
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: Schedule(cron="0 9 * * * *"), "has 6 field"),
+    (lambda: Schedule(cron="61 9 * * *"), "its minute field"),
+    (lambda: Schedule(cron="0 25 * * *"), "its hour field"),
+    (lambda: Schedule(cron="0 9 * * 8"), "its day-of-week field"),
+    (lambda: Every("500ms"), "shortest interval, 1 s"),
+    (lambda: Every("soon"), "is not an interval"),
+    (lambda: Every("1m", overlap="queue"), "overlap 'queue'"),
+    (lambda: Schedule(cron="0 9 * * *", every="1m"), "not both, not neither"),
+    (lambda: Every("1h", catchup="soon"), "is not an interval"),
 ])
-def test_a_bad_schedule_is_refused_at_definition_naming_the_field(trigger, message):
+def test_a_bad_schedule_is_refused_when_made_naming_the_field(make, message):
     with pytest.raises(ValueError, match=message):
-        define_workflow(name="report", run=report, trigger=trigger)
+        make()
+
+
+def test_a_trigger_written_as_a_dict_is_refused_with_the_value_to_write_instead():
+    with pytest.raises(ValueError) as refused:
+        define_workflow(name="report", run=report, trigger={  # type: ignore[arg-type]
+            "schedule": "0 8 * * 1-5", "timezone": HELSINKI, "overlap": "skip"})
+    assert str(refused.value) == (
+        'Workflow "report": a trigger is a value now, not a dict: write trigger=Schedule(cron=\'0 8 * * 1-5\', '
+        "timezone='Europe/Helsinki', overlap='skip') (Schedule and Every come from runs.authoring)")
+    with pytest.raises(ValueError, match=r"write trigger=Every\('15m'\)"):
+        define_workflow(name="report", run=report, trigger={"every": "15m"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r'trigger is "manual", Schedule\(cron=.*or Every\("15m"\); got \'daily\''):
+        define_workflow(name="report", run=report, trigger="daily")  # type: ignore[arg-type]
 
 
 def test_a_scheduled_workflow_whose_input_refuses_nothing_is_refused_when_the_config_resolves():
     class Needs(BaseModel):
         day: str
 
-    wf = define_workflow(name="report", run=report, input=Needs, trigger={"every": "1h"})
+    wf = define_workflow(name="report", run=report, input=Needs, trigger=Every("1h"))
     with pytest.raises(ConfigError) as err:
         resolve_on_fakes(SanomaConfig(connectors=[], workflows=[wf]))
     [problem] = err.value.problems

@@ -19,7 +19,7 @@ from django.test import Client
 
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, SanomaConfig
-from runs.config.workflows import define_workflow
+from runs.config.workflows import Every, Schedule, define_workflow
 from runs.engine import clock
 from runs.models import Run, RunStatus
 from runs.testing import make_user, resolve_on_fakes
@@ -41,8 +41,8 @@ def report(ctx, input):
 @pytest.fixture
 def config():
     workflows = [
-        define_workflow(name="morning-report", run=report, trigger={"schedule": "0 9 * * 1-5", "timezone": HELSINKI}),
-        define_workflow(name="sync", run=report, trigger={"every": "15m"}),
+        define_workflow(name="morning-report", run=report, trigger=Schedule(cron="0 9 * * 1-5", timezone=HELSINKI)),
+        define_workflow(name="sync", run=report, trigger=Every("15m")),
         define_workflow(name="by-hand", run=report),
     ]
     resolved = resolve_on_fakes(SanomaConfig(connectors=[], workflows=workflows))

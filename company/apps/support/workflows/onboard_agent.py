@@ -1,8 +1,7 @@
 """Give a new support agent access to the shop admin, once their lead has signed off."""
 from pydantic import BaseModel, Field
 
-from company.vendors.shop import shop
-from runs.authoring import define_workflow
+from runs.authoring import Ctx, define_workflow
 
 
 class AgentInput(BaseModel):
@@ -10,7 +9,7 @@ class AgentInput(BaseModel):
     lead: str = Field(default="support-lead", min_length=1)
 
 
-def run(ctx, input: AgentInput):
+def run(ctx: Ctx, input: AgentInput):
     signed = ctx.approval(
         f"Onboard {input.username} as a support agent",
         approver=input.lead,
@@ -24,6 +23,5 @@ onboard_agent = define_workflow(
     name="onboard-agent",
     title="Onboard a support agent",
     input=AgentInput,
-    uses=[shop.op("shop.staff.grant"), "approval"],
     run=run,
 )

@@ -2,7 +2,7 @@
 started first, then waited for together. Each child asks its own sign-offs."""
 from pydantic import BaseModel, Field
 
-from runs.authoring import define_workflow
+from runs.authoring import Ctx, define_workflow
 
 
 class TeamInput(BaseModel):
@@ -10,7 +10,7 @@ class TeamInput(BaseModel):
     lead: str = Field(default="support-lead", min_length=1)
 
 
-def run(ctx, input: TeamInput):
+def run(ctx: Ctx, input: TeamInput):
     started = [ctx.start_run("support.onboard-agent", {"username": name, "lead": input.lead})
                for name in input.usernames]
     outcomes = ctx.all([lambda child=child: ctx.wait_run(child) for child in started])
@@ -22,6 +22,5 @@ onboard_team = define_workflow(
     name="onboard-team",
     title="Onboard a team of support agents",
     input=TeamInput,
-    uses=["start_run", "wait_run", "all"],
     run=run,
 )

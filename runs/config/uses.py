@@ -1,0 +1,70 @@
+"""What a workflow uses: derived from its outline, or, where `uses` is given, checked against it.
+
+The outline (`runs.config.outline`) draws every ctx call `run` makes. A workflow defined without
+`uses` gets them all: its operations (`shop.order.get`, `data.notes.put`) and built-ins
+(`approval`, `sleep`, `all`, `wait_message`, `start_run`, `wait_run`); `now` and `tag` need no
+listing. A workflow that gives `uses` keeps it as a limit, and every call the list lacks is a
+problem at the call's file and line, so `check`, the worker and every command refuse it before a
+run meets it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from connectors.errors import Problem, ProblemKind
+from runs.config.outline import UNDRAWN_BUILTINS, CallSite, outline_of
+from runs.config.workflows import BUILTIN_USES, WorkflowDefinition
+
+
+def calls_of(definition: WorkflowDefinition) -> dict[str, CallSite]:
+    """Each ctx call the outline shows that `uses` covers, by what it calls, at its first site."""
+    found: dict[str, CallSite] = {}
+    for site in sorted(outline_of(definition).sites, key=lambda s: (s.span.line, s.span.column)):
+        if site.call in UNDRAWN_BUILTINS:
+            continue
+        found.setdefault(site.call, site)
+    return found
+
+
+def complete_uses(definition: WorkflowDefinition, root: Path | None = None) -> list[Problem]:
+    """Fill in a derived workflow's `ops` and `builtins` from its outline (once: the outline of a
+    definition does not change); for one that lists `uses`, the calls the list lacks, as problems.
+    Built-in workflows (`drift`, `apply`, ...) keep their lists unchecked."""
+    if definition.builtin:
+        return []
+    calls = calls_of(definition)
+    if definition.derived:
+        # The definition is frozen for everyone else; this is its one completion, the same every time.
+        object.__setattr__(definition, "ops", tuple(c for c in calls if c not in BUILTIN_USES))
+        object.__setattr__(definition, "builtins", tuple(c for c in calls if c in BUILTIN_USES))
+        return []
+    listed = {*definition.ops, *definition.builtins}
+    problems = []
+    for call, site in calls.items():
+        if call in listed:
+            continue
+        file = _relative(site.file, root)
+        shown = f"Ctx.{call}" if call in BUILTIN_USES else call
+        problems.append(Problem(
+            f'Workflow "{definition.name}" calls ctx.{call} at {file}:{site.span.line}:{site.span.column}, which '
+            f"its `uses` does not list: add {shown} to uses, or leave uses out (it is then derived from the calls)",
+            kind=ProblemKind.OPERATIONS, file=file, line=site.span.line))
+    return problems
+
+
+def site_of_call(definition: WorkflowDefinition, call: str, root: Path | None = None) -> str:
+    """` (file:line)` of the first site calling `call`, or "" when the outline does not show one."""
+    site = calls_of(definition).get(call) if not definition.builtin else None
+    return "" if site is None else f" ({_relative(site.file, root)}:{site.span.line})"
+
+
+def _relative(file: str, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return str(Path(file).resolve().relative_to(Path(root).resolve()))
+        except ValueError:
+            pass
+    return file
+
+
+__all__ = ["calls_of", "complete_uses", "site_of_call"]
