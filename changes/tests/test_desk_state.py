@@ -234,6 +234,13 @@ def gitco_site(tmp_path):
     set_config(resolve_on_fakes(SanomaConfig(connectors=[acme_connector], workflows=[], root=root)))
     repo = tmp_path / "company.git"
     subprocess.run(["git", "init", "--bare", "--quiet", str(repo)], check=True)
+    work = tmp_path / "work"  # one commit on main and a branch off it, as a person pushes them
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "--quiet", "-b", "main", str(work)], check=True)
+    (work / "README.md").write_text("company\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "start"], check=True)
+    subprocess.run([*git, "push", "--quiet", str(repo), "main", "main:raise-mug"], check=True)
     with override_settings(SANOMA_REPO_URL=str(repo)):
         yield repo
     set_config(None)

@@ -31,8 +31,6 @@ def line_of(file: Path, starting: str) -> int:
 def test_a_call_the_given_uses_lacks_is_refused_by_check_and_lint_at_its_line(company, tmp_path):
     refund = company / "workflows" / "refund.py"
     rewrite(refund, "    run=run,\n", "    uses=[Ctx.approval, shop.op(\"shop.order.get\")],\n    run=run,\n")
-    rewrite(refund, "from company.vendors.shop import OrderRef, RefundRequest\n",
-            "from company.vendors.shop import OrderRef, RefundRequest, shop\n")
     for command in ("check", "lint"):
         done = manage(command, SANOMA_ROOT=str(company), SANOMA_VAR_DIR=str(tmp_path / command))
         output = done.stdout + done.stderr
