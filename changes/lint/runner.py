@@ -2,6 +2,9 @@
 
 - Workflow files (`workflows/**/*.py`, `apps/<app>/workflows/**/*.py`, helpers included; `test_*`
   files left to the tests) are read with `ast`: see `changes.lint.workflows`. They are never run.
+- Once `sanoma_config.py` imports, the workflows are imported too (as the worker imports them), so
+  that a workflow listing `uses` is checked against the calls its outline draws: a call the list
+  lacks is a problem at the call (`uses`).
 - Policies (`policies/*.cedar`) are loaded as the worker loads them; each problem the loader
   reports is placed at its file and the line where the policy starts. Once they load, an action or
   operation they name that no connector declares (the config's, its collections', the built-in
@@ -35,10 +38,13 @@ from runs.config.resolution import (
     ENGINE_OPS,
     SanomaConfig,
     discover_collections,
+    discover_workflows,
     failure_line,
     import_root,
     kind_dirs,
 )
+from runs.config.uses import missing_uses
+from runs.config.workflows import WorkflowDefinition
 from runs.policies.approvers import approver_problems
 from runs.policies.cedar import load_cedar_policy
 
@@ -109,6 +115,8 @@ def lint(root: Path | str, paths: Sequence[Path | str] | None = None, *,
         modules, collections = _connector_modules(root), _config_collections(root)
         for path in chosen_flows:
             problems += _lint_workflow_file(root, path, rel(path), modules, collections)
+        chosen_names = {rel(p) for p in chosen_flows}
+        problems += [p for p in _uses_problems(root) if p.file in chosen_names]
     chosen_policies = {rel(p) for p in policies if p in chosen}
     if chosen_policies:
         problems += [p for p in _policy_problems(root) if p.file in chosen_policies]
@@ -211,6 +219,20 @@ def _config_collections(root: Path) -> frozenset[str]:
             continue
         names.update(target.id for target in targets if isinstance(target, ast.Name))
     return frozenset(names)
+
+
+def _uses_problems(root: Path) -> list[LintProblem]:
+    """Once `sanoma_config.py` imports: each ctx call a workflow that lists `uses` makes and the list
+    lacks (the workflows are imported for this, as the worker imports them). A workflow file that
+    does not import is left to the system checks, which say why."""
+    config, _ = _config_of(root)
+    if config is None:
+        return []
+    ignored: list[str] = []
+    definitions = {id(wf): wf for wf in [*config.workflows, *discover_workflows(root, root.name, ignored)]
+                   if isinstance(wf, WorkflowDefinition)}
+    return [LintProblem(file, line, column, message, "uses")
+            for wf in definitions.values() for file, line, column, message in missing_uses(wf, root)]
 
 
 def _policy_problems(root: Path) -> list[LintProblem]:

@@ -38,18 +38,27 @@ def complete_uses(definition: WorkflowDefinition, root: Path | None = None) -> l
         object.__setattr__(definition, "ops", tuple(c for c in calls if c not in BUILTIN_USES))
         object.__setattr__(definition, "builtins", tuple(c for c in calls if c in BUILTIN_USES))
         return []
+    return [Problem(message, kind=ProblemKind.OPERATIONS, file=file, line=line)
+            for file, line, _, message in missing_uses(definition, root)]
+
+
+def missing_uses(definition: WorkflowDefinition, root: Path | None = None) -> list[tuple[str, int, int, str]]:
+    """For a workflow that lists `uses`: each call the list lacks, as (file, line, column, message),
+    the file relative to `root`; empty for a derived or built-in workflow."""
+    if definition.builtin or definition.derived:
+        return []
     listed = {*definition.ops, *definition.builtins}
-    problems = []
-    for call, site in calls.items():
+    found = []
+    for call, site in calls_of(definition).items():
         if call in listed:
             continue
         file = _relative(site.file, root)
         shown = f"Ctx.{call}" if call in BUILTIN_USES else call
-        problems.append(Problem(
-            f'Workflow "{definition.name}" calls ctx.{call} at {file}:{site.span.line}:{site.span.column}, which '
-            f"its `uses` does not list: add {shown} to uses, or leave uses out (it is then derived from the calls)",
-            kind=ProblemKind.OPERATIONS, file=file, line=site.span.line))
-    return problems
+        found.append((file, site.span.line, site.span.column,
+                      f'Workflow "{definition.name}" calls ctx.{call} at {file}:{site.span.line}:{site.span.column}, '
+                      f"which its `uses` does not list: add {shown} to uses, or leave uses out (it is then derived "
+                      "from the calls)"))
+    return found
 
 
 def site_of_call(definition: WorkflowDefinition, call: str, root: Path | None = None) -> str:
@@ -67,4 +76,4 @@ def _relative(file: str, root: Path | None) -> str:
     return file
 
 
-__all__ = ["calls_of", "complete_uses", "site_of_call"]
+__all__ = ["calls_of", "complete_uses", "missing_uses", "site_of_call"]

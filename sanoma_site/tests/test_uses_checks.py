@@ -36,7 +36,8 @@ def test_a_call_the_given_uses_lacks_is_refused_by_check_and_lint_at_its_line(co
         output = done.stdout + done.stderr
         assert done.returncode != 0, output
         refunded = line_of(refund, "refund = ctx.shop.order.refund(")
-        assert (f'(sanoma.E005) Workflow "refund" calls ctx.shop.order.refund at workflows/refund.py:{refunded}:14, '
+        prefix = "(sanoma.E005) " if command == "check" else f"workflows/refund.py:{refunded}:14: "
+        assert (prefix + f'Workflow "refund" calls ctx.shop.order.refund at workflows/refund.py:{refunded}:14, '
                 "which its `uses` does not list: add shop.order.refund to uses, or leave uses out (it is then "
                 "derived from the calls)") in output, output
         for call in ("shop.customer.notify", "data.notes.put"):
