@@ -35,6 +35,11 @@ try:  # the errors psycopg raises itself (Django wraps those of cursors and conn
 except ImportError:  # pragma: no cover - psycopg is pinned
     _CONNECTION_ERRORS = (InterfaceError, OperationalError)
 
+# SQLSTATEs of a connection the server ended: class 08 (connection exception), and the server
+# shutting down or restarting (admin_shutdown, crash_shutdown, cannot_connect_now).
+_CONNECTION_STATES = ("08",)
+_SHUTDOWN_STATES = ("57P01", "57P02", "57P03")
+
 # The waits between tries once the connection dropped: short first (a blip), then a second
 # apart until the deadline (a restart takes a few seconds).
 BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8)
@@ -46,6 +51,13 @@ def connection_lost(err: BaseException) -> bool:
     opposed to an answer of the database (a constraint, a lock timeout, a bad value)."""
     if not isinstance(err, _CONNECTION_ERRORS):
         return False
+    # The server said it is closing this connection (a restart, a failover, an administrator's
+    # pg_terminate_backend): the socket may not have reached its end yet, so the driver still
+    # reads the connection as open, but nothing more will go through it.
+    cause = err if getattr(err, "sqlstate", None) else err.__cause__
+    state = getattr(cause, "sqlstate", None) or ""
+    if state.startswith(_CONNECTION_STATES) or state in _SHUTDOWN_STATES:
+        return True
     raw = connection.connection
     if raw is None:
         return True  # nothing is connected: the connection was discarded and reopening it failed
