@@ -74,8 +74,12 @@ def _find(state, i, c):
     return {"happened": False}
 
 
-shop_setup = with_setup(shop, fake=lambda file=None: define_fake(
-    shop, initial=lambda: {"payments": []}, ops={"payment": {"create": _pay, "find": _find}}, file=file))
+def _shop_fake(file=None):
+    return define_fake(shop, initial=lambda: {"payments": []}, ops={"payment": {"create": _pay, "find": _find}},
+                       file=file)
+
+
+shop_setup = with_setup(shop, fake=_shop_fake)
 
 child = define_workflow(name="blip-child", uses=["sleep"], run=lambda ctx, input: {"ok": True})
 
@@ -141,8 +145,10 @@ def engine(engine_for) -> Iterator:
 def _advance_all(engine) -> None:
     """Drain; a run waiting in doubt is woken at its deadline (the clock moved, not waited for)."""
     engine.drain()
-    for run in Run.objects.filter(status=RunStatus.WAITING, waiting_for="in_doubt", wake_at__isnull=False):
-        clock.advance(max(timedelta(0), run.wake_at - clock.now()))
+    for wake_at in Run.objects.filter(status=RunStatus.WAITING, waiting_for="in_doubt", wake_at__isnull=False
+                                      ).values_list("wake_at", flat=True):
+        if wake_at is not None:
+            clock.advance(max(timedelta(0), wake_at - clock.now()))
     engine.drain()
 
 
