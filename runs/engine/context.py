@@ -1017,9 +1017,10 @@ class RunContext:
         A dropped connection is ridden out (`runs.engine.reconnect.ride_out`): the write is tried
         again on a new connection until the lease would run out, after looking whether it had
         landed with only its answer lost. Past that, `Unreachable` stops the advance."""
-        point = point or (_WRITE_POINTS.get(LedgerKind(records[0].kind)) if records else None)
-        if point is not None:
-            faults.point(point)
+        if faults.any_armed():
+            point = point or (_WRITE_POINTS.get(LedgerKind(records[0].kind)) if records else None)
+            if point is not None:
+                faults.point(point)
         mark_approvals = approval is not None and not self._run.has_approvals
         mark_retries = retries and not self._run.has_retries
 
