@@ -7,6 +7,8 @@ change to the run row goes through `runs.engine.transitions`.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -19,8 +21,9 @@ from connectors.errors import ErrorCode, InvalidInput, SanomaError, describe_iss
 from runs import ledger
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock, pauses, transitions
+from runs.engine import clock, faults, pauses, reconnect, transitions
 from runs.engine.context import Cancelled, LeaseLost, RunContext, Suspend
+from runs.engine.faults import FaultPoint
 from runs.models import Approval, DecisionMessage, LedgerKind, LedgerRecord, Run, RunStatus
 
 log = logging.getLogger("sanoma.engine")
@@ -50,6 +53,7 @@ def claim(run_id: str, *, worker_id: str, version: str) -> Run | None:
 def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None) -> Advanced:
     """Advance one run by one segment and say what happened."""
     config = config or get_config()
+    claimed_at = time.monotonic()
     run = claim(run_id, worker_id=worker_id, version=config.version)
     if run is None:
         other = (Run.objects.filter(pk=run_id).exclude(app_version=config.version)
@@ -58,6 +62,19 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
             log.warning("leaving run %s alone: it runs version %s; this worker runs %s", run_id, other,
                         config.version, extra={"run_id": run_id})
         return Advanced.SKIPPED
+    try:
+        return _advance_claimed(run, worker_id, config, claimed_at)
+    except reconnect.Unreachable as gone:
+        # The database stayed away as long as the lease allowed: nothing more is written (nor
+        # could be); the run is taken over by a worker once its lease runs out. Never failed.
+        log.warning("run %s: advance stopped: %s", run_id, gone, extra={"run_id": run_id})
+        return Advanced.LOST
+
+
+def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_at: float) -> Advanced:
+    run_id = run.pk
+    lease = float(settings.SANOMA_LEASE_SECONDS)
+    deadline: Callable[[], float] = lambda: claimed_at + lease - min(2.0, lease / 10)
     held = pauses.holding_start(run.workflow)
     if held is not None and not run.steps.exists():
         # A paused workflow starts nothing new: the run stays queued until the unpause.
@@ -68,7 +85,7 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
     if definition is None:
         missing = SanomaError(f"Workflow {run.workflow} is not in {config.version}", code=ErrorCode.WORKFLOW_NOT_FOUND,
                               data={"workflow": run.workflow, "version": config.version})
-        return _fail(run, worker_id, config, missing, seq=1)
+        return _fail(run, worker_id, config, missing, seq=1, deadline=deadline)
     ctx = RunContext(
         run=run,
         definition=definition,
@@ -82,6 +99,7 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
         attempts=(list(LedgerRecord.objects.filter(run_id=run.pk, kind__in=CALL_HISTORY_KINDS))
                   if run.has_retries else []),
     )
+    deadline = ctx._write_deadline
     try:
         try:
             payload = definition.input.model_validate(run.input)
@@ -92,55 +110,80 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
         output = definition.run(ctx, payload)
     except Suspend as suspension:
         ctx._close()
-        return _suspend(run, worker_id, ctx._signal_gen, suspension)
+        return _suspend(run, worker_id, ctx._signal_gen, suspension, deadline=deadline)
     except (LeaseLost, Cancelled) as stop:
         ctx._close()
         log.info("run %s: advance stopped (%s)", run_id, type(stop).__name__, extra={"run_id": run_id})
         return Advanced.LOST
     except Exception as err:
         ctx._close()
-        return _fail(run, worker_id, config, err, seq=ctx._next_seq)
+        if reconnect.connection_lost(err) and reconnect.can_reconnect():
+            # A read lost the database connection (the engine's writes ride that out themselves):
+            # not the workflow's failure. The run goes back to the queue; its next advance replays.
+            log.warning("run %s: the database connection was lost (%s); handing the run back", run_id,
+                        str(err).strip().split("\n")[0], extra={"run_id": run_id})
+            reconnect.discard()
+            return _suspend(run, worker_id, ctx._signal_gen, Suspend("segment", requeue=True), deadline=deadline)
+        return _fail(run, worker_id, config, err, seq=ctx._next_seq, deadline=deadline)
     ctx._close()
-    return _finish(run, worker_id, config, output, seq=ctx._next_seq)
+    return _finish(run, worker_id, config, output, seq=ctx._next_seq, deadline=deadline)
 
 
 def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: RunStatus, kind: LedgerKind,
-         body: dict[str, Any], seq: int, result: Any = None, error: Any = None) -> Advanced:
+         body: dict[str, Any], seq: int, deadline: Callable[[], float], result: Any = None,
+         error: Any = None) -> Advanced:
     record = ledger.build(run, kind=kind, seq=seq, body=body, app=config.app_name)
-    ended = transitions.end(run_id=run.pk, worker_id=worker_id, status=status, result=result, error=error,
-                            now=clock.now(), record=record, parent_id=run.parent_id,
-                            has_approvals=run.has_approvals)
+    faults.point(FaultPoint.BEFORE_END)
+
+    def write() -> bool:
+        record.pk = None  # a try rolled back with the connection may have left its id behind
+        return transitions.end(run_id=run.pk, worker_id=worker_id, status=status, result=result, error=error,
+                               now=clock.now(), record=record, parent_id=run.parent_id,
+                               has_approvals=run.has_approvals)
+
+    def landed() -> bool | None:  # the end and its record commit together
+        return True if LedgerRecord.objects.filter(record_id=record.record_id).exists() else None
+
+    ended = reconnect.ride_out(write, deadline=deadline, landed=landed, what=f"run {run.pk}: its end ({status})")
     return Advanced(status.value) if ended else Advanced.LOST
 
 
-def _finish(run: Run, worker_id: str, config: ResolvedConfig, output: Any, *, seq: int) -> Advanced:
+def _finish(run: Run, worker_id: str, config: ResolvedConfig, output: Any, *, seq: int,
+            deadline: Callable[[], float]) -> Advanced:
     try:
         result = to_jsonable_python(output.model_dump(mode="json") if hasattr(output, "model_dump") else output)
     except Exception as err:
         bad = SanomaError(f"The workflow returned a value that is not JSON: {err}", code=ErrorCode.BAD_RETURN_VALUE,
                           data={"type": type(output).__name__})
-        return _fail(run, worker_id, config, bad, seq=seq)
+        return _fail(run, worker_id, config, bad, seq=seq, deadline=deadline)
     return _end(run, worker_id, config, status=RunStatus.FINISHED, kind=LedgerKind.RUN_FINISHED,
-                body={"output": result}, seq=seq, result=result)
+                body={"output": result}, seq=seq, result=result, deadline=deadline)
 
 
-def _fail(run: Run, worker_id: str, config: ResolvedConfig, err: BaseException, *, seq: int) -> Advanced:
+def _fail(run: Run, worker_id: str, config: ResolvedConfig, err: BaseException, *, seq: int,
+          deadline: Callable[[], float]) -> Advanced:
     error = error_to_dict(err)
     if not isinstance(err, SanomaError) or err.code is None:
         log.info("run %s failed: %s", run.id, err, exc_info=not isinstance(err, SanomaError), extra={"run_id": run.id})
     return _end(run, worker_id, config, status=RunStatus.FAILED, kind=LedgerKind.RUN_FAILED, body={"error": error},
-                seq=seq, error=error)
+                seq=seq, error=error, deadline=deadline)
 
 
-def _suspend(run: Run, worker_id: str, signal_gen: int, suspension: Suspend) -> Advanced:
+def _suspend(run: Run, worker_id: str, signal_gen: int, suspension: Suspend, *,
+             deadline: Callable[[], float]) -> Advanced:
+    # Both changes name the state they leave: one that landed with its answer lost matches nothing
+    # when written again, and the advance reads as lost while the run waits as it should.
     now = clock.now()
-    if not suspension.requeue and transitions.suspend(
-        run_id=run.pk, worker_id=worker_id, signal_gen=signal_gen, waiting_for=suspension.waiting_for,
-        wake_at=suspension.wake_at, now=now,
+    if not suspension.requeue and reconnect.ride_out(
+        lambda: transitions.suspend(run_id=run.pk, worker_id=worker_id, signal_gen=signal_gen,
+                                    waiting_for=suspension.waiting_for, wake_at=suspension.wake_at, now=now),
+        deadline=deadline, what=f"run {run.pk}: suspending it",
     ):
         return Advanced.WAITING
     # Handed back: the segment ran long, or a signal arrived while this advance ran.
-    return Advanced.QUEUED if transitions.hand_back(run_id=run.pk, worker_id=worker_id, now=now) else Advanced.LOST
+    handed = reconnect.ride_out(lambda: transitions.hand_back(run_id=run.pk, worker_id=worker_id, now=now),
+                                deadline=deadline, what=f"run {run.pk}: handing it back")
+    return Advanced.QUEUED if handed else Advanced.LOST
 
 
 def wake(run_id: str) -> bool:

@@ -94,6 +94,18 @@ log = logging.getLogger("sanoma.engine")
 LEDGER_RETRY_DELAYS = (0.05, 0.2, 0.8)
 # Records whose step's unique (run, seq) already guards them: written without a savepoint.
 FAST_KINDS = (LedgerKind.OP_CALLED, LedgerKind.SLEEP_STARTED)
+# Workers' clocks may differ a little: a reconcile waits this much past an in-doubt attempt's
+# recorded deadline (taken on the clock of the worker that sent it) before asking the vendor.
+CLOCK_MARGIN_MS = 1000
+# The test-only fault point right before each kind of write (see `runs.engine.faults`).
+_WRITE_POINTS = {
+    LedgerKind.OP_INTENT: FaultPoint.BEFORE_INTENT,
+    LedgerKind.OP_RESOLVED: FaultPoint.BEFORE_RESOLVED,
+    LedgerKind.MESSAGE_RECEIVED: FaultPoint.BEFORE_MESSAGE_READ,
+    LedgerKind.APPROVAL_REQUESTED: FaultPoint.BEFORE_APPROVAL,
+    LedgerKind.CHILD_STARTED: FaultPoint.BEFORE_CHILD,
+    LedgerKind.OP_CALLED: FaultPoint.BEFORE_CALL,
+}
 
 
 class Suspend(BaseException):
@@ -206,12 +218,16 @@ class RunContext:
         # and calls in doubt (seq -> the attempt that may have taken effect, and how it was settled).
         self._attempts: dict[int, tuple[int, int | None]] = {}
         self._doubts: dict[int, tuple[int, dict[str, Any] | None]] = {}
+        # When each call in doubt was sent (epoch ms) and the deadline its intent recorded (None in
+        # a record written before intents carried one).
+        self._sent: dict[int, tuple[int, int | None]] = {}
         for record in sorted(attempts, key=lambda r: (r.seq, r.body.get("attempt", 0), r.kind != LedgerKind.OP_INTENT)):
             made = record.body.get("attempt", 0)
             if record.kind == LedgerKind.OP_ATTEMPT_FAILED:
                 self._attempts[record.seq] = (made, record.body.get("next_at"))
             elif record.kind == LedgerKind.OP_INTENT:
                 self._doubts[record.seq] = (made, None)
+                self._sent[record.seq] = (record.at, record.body.get("deadline"))
             elif record.kind == LedgerKind.OP_RESOLVED and self._doubts.get(record.seq, (None,))[0] == made:
                 self._doubts[record.seq] = (made, {k: record.body.get(k) for k in ("happened", "output", "by")})
 
@@ -533,21 +549,31 @@ class RunContext:
         started = time.monotonic()
         while True:
             attempt += 1
+            allowed = timeout
             if in_doubt:
                 # Recorded before the call: a worker that dies before recording the reply leaves
-                # this behind, and the run is then in doubt instead of calling again.
-                self._commit(None, [self._record(LedgerKind.OP_INTENT, seq, {"op": op.id, "attempt": attempt},
+                # this behind, and the run is then in doubt instead of calling again. The intent
+                # records the attempt's deadline: past it the attempt is abandoned, and a reconcile
+                # read of a worker taking the run over waits for it (see `_settle_doubt`).
+                deadline_ms = clock.now_ms() + int(timeout * 1000)
+                self._commit(None, [self._record(LedgerKind.OP_INTENT, seq,
+                                                 {"op": op.id, "attempt": attempt, "deadline": deadline_ms},
                                                  key=f"{seq}:{attempt}")], retries=True)
+                allowed = (deadline_ms - clock.now_ms()) / 1000  # less what writing the intent took
+                if allowed <= 0:
+                    # Writing the intent outlasted the call's time (a database blip ridden out): the
+                    # call is not sent; the next advance settles this attempt as one in doubt.
+                    raise Suspend("segment", requeue=True)
             context = CallContext(
                 idempotency_key=f"{self._run.id}:{seq}", run_id=self._run.id, op_id=op.id, attempt=attempt,
-                by=self._run.started_by, secrets=secrets.for_connector(op.vendor), timeout=timeout,
-                deadline=time.time() + timeout,
+                by=self._run.started_by, secrets=secrets.for_connector(op.vendor), timeout=allowed,
+                deadline=time.time() + allowed,
             )
             try:
                 if driver is None:
                     raise SanomaError(f"{op.id} has no driver", code=ErrorCode.NO_DRIVER, data={"op": op.id})
                 with self._heartbeat():
-                    reply = calling.invoke(driver, op, parsed, context, timeout)
+                    reply = calling.invoke(driver, op, parsed, context, allowed)
                 try:
                     output = op.output.model_validate(reply)
                 except ValidationError as err:
@@ -575,9 +601,17 @@ class RunContext:
     def _settle_doubt(self, op: Operation, seq: int, parsed: BaseModel, input_json: dict, decision: dict,
                       driver: Any, timeout: float) -> BaseModel | None:
         """A call whose effect may have happened: its outcome as an operator or the reconcile read
-        settled it (None: it did not happen, call again); unsettled, the run waits `in_doubt`."""
+        settled it (None: it did not happen, call again); unsettled, the run waits `in_doubt`.
+
+        The reconcile read is asked only once the attempt in doubt can no longer land: its worker
+        may be frozen (past its lease, which fences its database writes but not its vendor call)
+        with the call still in flight, and a read before the call's deadline could say "did not
+        happen" just before it does. Until then the run waits `in_doubt`, woken at the deadline."""
         attempt, resolution = self._doubts[seq]
         if resolution is None and op.reconcile is not None:
+            lands_until = self._lands_until(seq, timeout)
+            if clock.now_ms() < lands_until:
+                raise Suspend("in_doubt", wake_at=clock.from_ms(lands_until))
             resolution = self._reconcile(op, seq, attempt, parsed, driver, timeout)
         if resolution is None:
             raise Suspend("in_doubt")
@@ -587,6 +621,15 @@ class RunContext:
         self._settle_call(op, seq, input_json, decision, output=output, attempt=attempt,
                           extra={"resolved_by": resolution["by"]})
         return output
+
+    def _lands_until(self, seq: int, timeout: float) -> int:
+        """Until when (epoch ms) the attempt in doubt at `seq` may still land at the vendor: the
+        deadline its intent recorded (an older intent: its time plus the call's timeout), plus a
+        margin for the clocks of two workers."""
+        sent_at, deadline = self._sent[seq]
+        if deadline is None:
+            deadline = sent_at + int(timeout * 1000)
+        return deadline + CLOCK_MARGIN_MS
 
     def _reconcile(self, op: Operation, seq: int, attempt: int, parsed: BaseModel, driver: Any,
                    timeout: float) -> dict[str, Any] | None:
@@ -781,22 +824,42 @@ class RunContext:
     def _apply_message(self, approval: Approval, message: DecisionMessage, *, outcome: MessageOutcome,
                        records: Sequence[LedgerRecord] = ()) -> None:
         message.applied = True
-        message.outcome = outcome
-        with self._guarded():
-            if outcome == MessageOutcome.DECIDED:
-                changed = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
-                    status=approval.status, decided_by=approval.decided_by, decided_at=approval.decided_at,
-                    note=approval.note, decided_with=approval.decided_with,
-                )
-                if not changed:  # withdrawn meanwhile: the withdrawal stands
+
+        def write() -> bool:
+            message.outcome = outcome
+            with self._guarded():
+                written = records
+                if outcome == MessageOutcome.DECIDED:
+                    changed = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
+                        status=approval.status, decided_by=approval.decided_by, decided_at=approval.decided_at,
+                        note=approval.note, decided_with=approval.decided_with,
+                    )
+                    if not changed:  # withdrawn meanwhile: the withdrawal stands
+                        approval.refresh_from_db(fields=["status", "decided_by", "decided_at", "note", "decided_with"])
+                        message.outcome = MessageOutcome.IGNORED
+                        written = ()
+                elif outcome == MessageOutcome.REFUSED:
+                    Approval.objects.filter(pk=approval.pk).update(refused=approval.refused)
+                DecisionMessage.objects.filter(pk=message.pk).update(applied=True, outcome=message.outcome)
+                for record in written:
+                    record.pk = None  # a try rolled back with the connection may have left its id behind
+                    ledger.append(record)
+            return True
+
+        def landed() -> bool | None:
+            applied = DecisionMessage.objects.filter(pk=message.pk, applied=True).values_list("outcome", flat=True)
+            for seen in applied:
+                with self._guarded():
+                    pass
+                message.outcome = seen
+                if seen == MessageOutcome.IGNORED:
                     approval.refresh_from_db(fields=["status", "decided_by", "decided_at", "note", "decided_with"])
-                    message.outcome = MessageOutcome.IGNORED
-                    records = ()
-            elif outcome == MessageOutcome.REFUSED:
-                Approval.objects.filter(pk=approval.pk).update(refused=approval.refused)
-            DecisionMessage.objects.filter(pk=message.pk).update(applied=True, outcome=message.outcome)
-            for record in records:
-                ledger.append(record)
+                return True
+            return None
+
+        faults.point(FaultPoint.BEFORE_DECISION)
+        reconnect.ride_out(write, deadline=self._write_deadline, landed=landed,
+                           what=f"run {self._run.id}: applying decision message {message.message_id}")
 
     # ---- messages -------------------------------------------------------------------------
 
@@ -837,7 +900,7 @@ class RunContext:
             until = None if timeout_ms is None else clock.now_ms() + timeout_ms
             began = Step(run=self._run, seq=wait_seq, kind=kind, name=name, output={**began_with, "until": until},
                          next_seq=self._next_seq)
-            self._commit(began)
+            self._commit(began, point=FaultPoint.BEFORE_WAIT)
         assert began.output is not None  # a recorded wait always has its deadline
         end_seq = self._take_seq()
         step = self._replayed(end_seq, end_kind, name)
@@ -947,9 +1010,61 @@ class RunContext:
 
     def _commit(self, step: Step | None, records: Sequence[LedgerRecord] = (), *,
                 approval: Approval | None = None, read: RunMessage | None = None, child: Run | None = None,
-                tags: dict[str, str] | None = None, retries: bool = False) -> None:
+                tags: dict[str, str] | None = None, retries: bool = False, point: FaultPoint | None = None,
+                call_seconds: float = 0.0) -> None:
+        """Write a step and its records (and what goes with them) in one transaction, under the lease.
+
+        A dropped connection is ridden out (`runs.engine.reconnect.ride_out`): the write is tried
+        again on a new connection until the lease would run out, after looking whether it had
+        landed with only its answer lost. Past that, `Unreachable` stops the advance."""
+        if faults.any_armed():
+            point = point or (_WRITE_POINTS.get(LedgerKind(records[0].kind)) if records else None)
+            if point is not None:
+                faults.point(point)
+        mark_approvals = approval is not None and not self._run.has_approvals
+        mark_retries = retries and not self._run.has_retries
+
+        def write() -> bool:
+            for record in records:
+                record.pk = None  # a try rolled back with the connection may have left its id behind
+            if step is not None:
+                step.pk = None
+            if approval is not None:
+                approval.pk = None
+            self._write(step, records, approval=approval, read=read, child=child, tags=tags,
+                        mark_approvals=mark_approvals, mark_retries=mark_retries)
+            return True
+
+        def landed() -> bool | None:
+            found = Step.objects.filter(run_id=self._run.pk, seq=step.seq).first() if step is not None else None
+            if found is None and (step is not None or not records
+                                  or not LedgerRecord.objects.filter(record_id=records[0].record_id).exists()):
+                return None
+            with self._guarded():  # a run another worker took over stops here
+                pass
+            if found is not None:
+                self._steps[found.seq] = found
+            return True
+
+        seq = step.seq if step is not None else records[0].seq if records else "-"
+        what = f"run {self._run.id}: writing step {seq}"
+        reconnect.ride_out(write, deadline=lambda: self._write_deadline(call_seconds), landed=landed, what=what)
+        if mark_approvals:
+            self._run.has_approvals = True
+        if mark_retries:
+            self._run.has_retries = True
+
+    def _write_deadline(self, call_seconds: float = 0.0) -> float:
+        """When (time.monotonic()) a write riding out a dropped connection gives up: before the lease
+        could run out (see `_lease_left`)."""
+        return time.monotonic() + self._lease_left(call_seconds)
+
+    def _write(self, step: Step | None, records: Sequence[LedgerRecord], *, approval: Approval | None,
+               read: RunMessage | None, child: Run | None, tags: dict[str, str] | None, mark_approvals: bool,
+               mark_retries: bool) -> None:
+        """One try of `_commit`'s write."""
         one_record = (step is not None and approval is None and read is None and child is None and tags is None
-                      and not retries and len(records) == 1
+                      and not mark_retries and len(records) == 1
                       and records[0].kind in FAST_KINDS)
         if one_record and step is not None and fastpath.available():
             if self._commit_fast(step, records[0]):
@@ -963,9 +1078,8 @@ class RunContext:
                 if approval is not None:
                     approval.save(force_insert=True)
                     grant_approver(approval)
-                    if not self._run.has_approvals:
+                    if mark_approvals:
                         transitions.mark_has_approvals(run_id=self._run.pk)
-                        self._run.has_approvals = True
                 if read is not None and step is not None:
                     marked = RunMessage.objects.filter(pk=read.pk, read_seq__isnull=True).update(
                         read_seq=step.seq, read_at=clock.now())
@@ -973,9 +1087,8 @@ class RunContext:
                         raise LeaseLost(f"{self._run.id}: message {read.message_id} was read by another advance")
                 for key, value in (tags or {}).items():
                     RunTag.objects.update_or_create(run_id=self._run.pk, key=key, defaults={"value": value})
-                if retries and not self._run.has_retries:
+                if mark_retries:
                     transitions.mark_has_retries(run_id=self._run.pk)
-                    self._run.has_retries = True
                 if child is not None:
                     # The child's row and its first record commit with the step that started it.
                     transitions.start(run=child)
@@ -1012,49 +1125,31 @@ class RunContext:
     def _commit_effect(self, op: Operation, step: Step, record: LedgerRecord, *, call_seconds: float) -> None:
         """Write the checkpoint of a call the vendor carried out, trying again before giving up.
 
-        An error the database answered is tried again after 50, 200 and 800 ms. A dropped
-        connection is discarded and the same write tried on a new one, on a backoff, for as long
-        as this worker's lease lasts (see `runs.engine.reconnect`). A write that landed before
-        its answer was lost counts as written.
+        A dropped connection is ridden out by `_commit` for as long as this worker's lease lasts
+        (counting the renewals of the heartbeat while the vendor answered). An error the database
+        answered is tried again after 50, 200 and 800 ms. Past either, every further call of the
+        run is refused, so a workflow that catches the failure cannot repeat the effect unrecorded.
         """
         delays = iter(LEDGER_RETRY_DELAYS)
-        backoff: reconnect.Backoff | None = None  # once the connection dropped
-        maybe_landed = False
         while True:
+            failure: BaseException
             try:
-                if maybe_landed and self._landed(step, record):
-                    log.info("recording %s of run %s: the write before the drop had landed", op.id, self._run.id,
-                             extra={"run_id": self._run.id})
-                    return
-                self._commit(step, [record])
-                if backoff is not None:
-                    log.warning("recorded %s of run %s on a new connection after %.1f s, try %d", op.id,
-                                self._run.id, backoff.elapsed(), backoff.tries + 1, extra={"run_id": self._run.id})
+                self._commit(step, [record], call_seconds=call_seconds)
                 return
             except (LeaseLost, Cancelled):
                 raise
+            except reconnect.Unreachable as gone:
+                failure, delay = gone, None
             except Exception as err:
-                delay: float | None
-                if isinstance(err, (TypeError, ValueError)):
-                    delay = None  # a record that cannot be serialised fails the same way every time
-                elif reconnect.connection_lost(err) and reconnect.can_reconnect():
-                    reconnect.discard()
-                    if backoff is None:
-                        backoff = reconnect.Backoff(deadline=time.monotonic() + self._lease_left(call_seconds))
-                    delay = backoff.next_delay()
-                    # The statement may have committed with its answer lost: look before writing again.
-                    maybe_landed = True
-                else:
-                    delay = next(delays, None)
-                if delay is None:
-                    self._poisoned = op.id
-                    raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {err}",
-                                      code=ErrorCode.LEDGER_WRITE_FAILED, data={"op": op.id}) from err
-                log.warning("recording %s of run %s failed (%s); trying again", op.id, self._run.id,
-                            str(err).strip().split("\n")[0], extra={"run_id": self._run.id})
-                step.pk = None  # a rolled-back insert may have left its id behind
-                record.pk = None
-                clock.sleep(delay)
+                # A record that cannot be serialised fails the same way every time.
+                failure, delay = err, None if isinstance(err, (TypeError, ValueError)) else next(delays, None)
+            if delay is None:
+                self._poisoned = op.id
+                raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {failure}",
+                                  code=ErrorCode.LEDGER_WRITE_FAILED, data={"op": op.id}) from failure
+            log.warning("recording %s of run %s failed (%s); trying again", op.id, self._run.id,
+                        str(failure).strip().split("\n")[0], extra={"run_id": self._run.id})
+            clock.sleep(delay)
 
     def _lease_left(self, call_seconds: float) -> float:
         """Seconds this worker may still spend writing before its lease could run out, less a margin
@@ -1065,16 +1160,6 @@ class RunContext:
             renewed = max(renewed, time.monotonic() - lease / 3 - heartbeat.TICK_SECONDS)
         margin = min(2.0, lease / 10)
         return renewed + lease - margin - time.monotonic()
-
-    def _landed(self, step: Step, record: LedgerRecord) -> bool:
-        """Whether the step's record is already written (by this worker's write whose answer was
-        lost); if so the lease is checked too, so a run another worker took over stops here."""
-        if not LedgerRecord.objects.filter(record_id=record.record_id).exists():
-            return False
-        with self._guarded():
-            pass
-        self._steps[step.seq] = Step.objects.get(run_id=step.run_id, seq=step.seq)
-        return True
 
     def _lease_renewed(self) -> None:
         self._renew_after = time.monotonic() + self._lease.total_seconds() / 3

@@ -21,7 +21,7 @@ from connectors.errors import SanomaError
 from connectors.fakes import define_fake
 from runs import recovery, selectors
 from runs.authoring import define_workflow
-from runs.engine import clock, faults, transitions
+from runs.engine import clock, context, faults, transitions
 from runs.engine.faults import FaultPoint
 from runs.models import Run, RunStatus
 from runs.testing import make_user
@@ -144,8 +144,18 @@ def test_an_operator_saying_it_did_not_happen_sends_it_again(engine, ops):
 
 def test_a_reconcile_read_settles_the_doubt_by_asking_the_vendor(engine, ops):
     run = crash_after_the_vendor_answered(engine, "pay2")
-    assert (run.status, run.result) == (RunStatus.FINISHED, "pay_1")
     fake = engine.config.fakes["bank2"]
+    # The attempt may still land until its deadline (the call's timeout from its intent): the run
+    # waits in doubt until then, and the vendor is not asked yet.
+    [intent] = engine.records(run, "op.intent")
+    assert -100 <= intent["deadline"] - intent["at"] - 60_000 <= 0  # the site's default timeout, 60 s
+    assert (run.status, run.waiting_for) == (RunStatus.WAITING, "in_doubt")
+    assert clock.to_ms(run.wake_at) == intent["deadline"] + context.CLOCK_MARGIN_MS
+    assert [c["op"] for c in fake.calls] == ["bank2.payment.create"]
+    clock.advance(run.wake_at - clock.now())
+    engine.drain()
+    run.refresh_from_db()
+    assert (run.status, run.result) == (RunStatus.FINISHED, "pay_1")
     assert [c["op"] for c in fake.calls] == ["bank2.payment.create", "bank2.payment.find"]
     [resolved] = engine.records(run, "op.resolved")
     assert (resolved["happened"], resolved["by"]) == (True, "reconcile")

@@ -93,7 +93,8 @@ def test_ledger_kinds_are_the_records_the_engine_writes():
 
 
 def test_arming_a_fault_point_the_engine_does_not_have_is_refused():
-    with pytest.raises(ValueError, match="No fault point 'step.comit'; the engine has: step.commit, after_driver_call"):
+    with pytest.raises(ValueError, match="No fault point 'step.comit'; the engine has: step.commit, after_driver_call, "
+                                         "before.op.intent, "):
         faults.arm("step.comit", RuntimeError("never"))
     faults.arm(FaultPoint.STEP_COMMIT, RuntimeError("armed"))
     with pytest.raises(RuntimeError, match="armed"):
