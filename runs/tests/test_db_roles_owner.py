@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection  # noqa: F401  (the skipif condition reads it)
 
 from runs.tests import db_roles_setup
 from runs.tests.processes import REPO
