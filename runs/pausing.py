@@ -14,7 +14,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from connectors.errors import ErrorCode, InvalidInput, SanomaError
-from runs.approvals.permissions import Principal, permission_denied, principal_of
+from runs.approvals.permissions import Principal, permission_denied, principal_of, visible_runs
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, pauses, transitions
@@ -109,10 +109,12 @@ def unpause(*, kind: Any, target: Any, by: str | Principal, reason: str = "",
     return active
 
 
-def held_runs(pause: Pause) -> list[Run]:
-    """The runs an active pause holds now: waiting at a call, or queued before their start."""
+def held_runs(pause: Pause, *, viewer: str | Principal | None = None) -> list[Run]:
+    """The runs an active pause holds now: waiting at a call, or queued before their start; of
+    those, only the runs `viewer` may see (`viewer=None`: the runtime itself, which sees all)."""
     status = RunStatus.QUEUED if pause.kind == PauseKind.WORKFLOW else RunStatus.WAITING
-    return list(Run.objects.filter(status=status, waiting_for=pauses.waiting_for(pause)).order_by("created_at"))
+    runs = Run.objects.all() if viewer is None else visible_runs(principal_of(viewer))
+    return list(runs.filter(status=status, waiting_for=pauses.waiting_for(pause)).order_by("created_at"))
 
 
 def active_pauses() -> list[Pause]:

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from features.library.errors import ScenarioConfigError
 from features.library.loader import load_scenarios, root_path
 from runs.api.pagination import Page
-from runs.api.serializers import StrictSerializer
+from runs.api.serializers import StrictCharField, StrictSerializer
 from runs.api.views import SanomaAPIView, errors
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
@@ -45,7 +45,7 @@ class ScenarioSerializer(serializers.Serializer):
 
 
 class ScenarioQuery(StrictSerializer):
-    workflow = serializers.CharField(required=False, max_length=200, help_text="only the scenarios running it")
+    workflow = StrictCharField(required=False, max_length=200, help_text="only the scenarios running it")
 
 
 def scenario_entries(config: ResolvedConfig) -> list[ScenarioEntry]:

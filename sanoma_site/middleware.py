@@ -43,8 +43,9 @@ def _refuse(status: int, message: str, code: str) -> HttpResponse:
     response = JsonResponse({"error": message, "code": code}, status=status)
     response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"
-    # The body was not read: the connection cannot carry another request after it.
-    response["Connection"] = "close"
+    # No `Connection: close`, though the body was not read: a WSGI application may not set a
+    # hop-by-hop header (wsgiref, so runserver, answers 500 to one). The server deals with the unread
+    # body: runserver and gunicorn read past it before the connection's next request.
     return response
 
 

@@ -29,7 +29,7 @@ from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code
 from runs.api.errors import ApiError, invalid_input
 from runs.api.pagination import Page
 from runs.api.parsers import body_limit, too_large
-from runs.api.serializers import ErrorSerializer, StrictSerializer
+from runs.api.serializers import ErrorSerializer, StrictCharField, StrictSerializer
 from runs.api.views import ERRORS, SanomaAPIView, errors, me
 from runs.models import Run
 from runs.validation import parse_json
@@ -45,18 +45,18 @@ MAX_WAIT_FOR_PUSH = 30 * 24 * 3600
 class OpenChangeInput(StrictSerializer):
     """`{branch, title, description?, base?, wait_for_push?}` or `{pull_request, title?, ...}`."""
 
-    branch = serializers.CharField(required=False, allow_blank=True, default="", max_length=200,
+    branch = StrictCharField(required=False, allow_blank=True, default="", max_length=200,
                                    trim_whitespace=False,
                                    help_text="The branch to check, merge and deploy: letters, digits, `.`, `_`, "
                                              "`/` and `-`.")
-    pull_request = serializers.CharField(required=False, allow_blank=True, default="", max_length=500,
+    pull_request = StrictCharField(required=False, allow_blank=True, default="", max_length=500,
                                          trim_whitespace=False,
                                          help_text="Instead of a branch: a pull request's URL (GitHub).")
-    title = serializers.CharField(required=False, allow_blank=True, default="", max_length=200,
+    title = StrictCharField(required=False, allow_blank=True, default="", max_length=200,
                                   help_text="Required with a branch.")
-    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000,
+    description = StrictCharField(required=False, allow_blank=True, default="", max_length=5000,
                                         trim_whitespace=False)
-    base = serializers.CharField(required=False, default="main", max_length=200, trim_whitespace=False,
+    base = StrictCharField(required=False, default="main", max_length=200, trim_whitespace=False,
                                  help_text="The branch it merges into (default `main`).")
     wait_for_push = serializers.FloatField(
         required=False, default=0, min_value=0, max_value=MAX_WAIT_FOR_PUSH,

@@ -24,7 +24,7 @@ from changes.credentials.declared import VariableStatus
 from connectors.errors import SanomaError
 from runs.api.errors import ApiError, invalid_input
 from runs.api.pagination import Page
-from runs.api.serializers import ErrorSerializer
+from runs.api.serializers import ErrorSerializer, StrictCharField, StrictSerializer
 from runs.api.views import SanomaAPIView, errors, me
 
 # What the credentials' refusals mean over HTTP, beside the API's own codes (runs.api.errors).
@@ -64,8 +64,10 @@ class CredentialChangedSerializer(serializers.Serializer):
     credentials = CredentialStatusSerializer(many=True)
 
 
-class CredentialValueSerializer(serializers.Serializer):
-    value = serializers.CharField(help_text="The value, stored encrypted; never answered.")
+class CredentialValueSerializer(StrictSerializer):
+    """The body's shape, for the schema; the view checks it itself (its messages show the body to send)."""
+
+    value = StrictCharField(help_text="The value, stored encrypted; never answered.")
 
 
 CREDENTIAL_ERRORS = {

@@ -6,16 +6,20 @@ lifted, read-only.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.utils.html import format_html_join
 
 from connectors.errors import SanomaError
 from runs import pausing
 from runs.admin.common import is_staff, me, refusal, run_link
+from runs.approvals.permissions import Principal
 from runs.config.registry import get_config
 from runs.display import moment
 from runs.models import Pause
@@ -40,6 +44,21 @@ class PauseForm(forms.ModelForm):
                 raise forms.ValidationError(f"{active.target} is already paused, by {active.paused_by}: "
                                             f"{active.reason}")
         return data
+
+
+_viewer: ContextVar[Principal | None] = ContextVar("sanoma_pause_viewer", default=None)
+
+
+def _rendered_for(request: HttpRequest, view: Callable[..., Any], *args: Any) -> Any:
+    """`view(*args)`, its template rendered while `_viewer` is the request's person."""
+    token = _viewer.set(me(request))
+    try:
+        response = view(*args)
+        if isinstance(response, TemplateResponse):
+            response.render()
+        return response
+    finally:
+        _viewer.reset(token)
 
 
 @admin.register(Pause)
@@ -83,9 +102,19 @@ class PauseAdmin(admin.ModelAdmin):
     def unpaused(self, pause: Pause) -> str:
         return moment(pause.unpaused_at)
 
+    # The "runs held" column names only the runs the person looking may see. A display method has
+    # no request, so the views below set who is looking while their page is rendered.
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return _rendered_for(request, super().changelist_view, request, extra_context)
+
+    def changeform_view(self, request: HttpRequest, object_id: Any = None, form_url: str = "",
+                        extra_context: Any = None) -> Any:
+        return _rendered_for(request, super().changeform_view, request, object_id, form_url, extra_context)
+
     @admin.display(description="runs held")
     def held(self, pause: Pause) -> str:
-        runs = pausing.held_runs(pause) if pause.active else []
+        viewer = _viewer.get()
+        runs = pausing.held_runs(pause, viewer=viewer) if pause.active and viewer is not None else []
         if not runs:
             return "-"
         return format_html_join(", ", "{}", ((run_link(run.id),) for run in runs))

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from runs.api.errors import ApiError
 from runs.api.pagination import Page
+from runs.api.serializers import StrictCharField, StrictSerializer
 from runs.api.views import ERRORS, SanomaAPIView, me
 from runs.collections import selectors
 from runs.collections.definition import KEY_MAX_LENGTH, LIST_LIMIT, LIST_LIMIT_MAX, Collection, decode_cursor
@@ -46,11 +47,11 @@ class RecordPageSerializer(serializers.Serializer):
     cursor = serializers.CharField(allow_null=True, help_text="Pass it back for the next page; null on the last")
 
 
-class RecordQuery(serializers.Serializer):
-    prefix = serializers.CharField(required=False, default="", allow_blank=True, max_length=KEY_MAX_LENGTH,
+class RecordQuery(StrictSerializer):
+    prefix = StrictCharField(required=False, default="", allow_blank=True, max_length=KEY_MAX_LENGTH,
                                    trim_whitespace=False)
     limit = serializers.IntegerField(required=False, default=LIST_LIMIT, min_value=1, max_value=LIST_LIMIT_MAX)
-    cursor = serializers.CharField(required=False, default=None, allow_null=True)
+    cursor = StrictCharField(required=False, default=None, allow_null=True)
 
     def validate_cursor(self, value: str | None) -> str | None:
         if value is not None:

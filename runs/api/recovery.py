@@ -87,9 +87,10 @@ class BulkCancelView(SanomaAPIView):
                                               reason=body.get("reason", "")), 0)
 
 
-def _pause_data(pause: Pause) -> dict[str, Any]:
+def _pause_data(pause: Pause, request: Request) -> dict[str, Any]:
+    """The pause, with the runs it holds that the caller may see (the rest are not named)."""
     data: dict[str, Any] = s.PauseSerializer(pause).data
-    data["held_runs"] = [run.id for run in pausing.held_runs(pause)] if pause.active else []
+    data["held_runs"] = [run.id for run in pausing.held_runs(pause, viewer=me(request))] if pause.active else []
     return data
 
 
@@ -99,7 +100,7 @@ class PausesView(SanomaAPIView):
     @extend_schema(operation_id="pauses_list", summary="The active pauses, with the runs each holds",
                    responses={200: s.PauseSerializer(many=True), **errors(400)})
     def get(self, request: Request) -> Response:
-        return self.paged(request, list(pausing.active_pauses()), lambda page: [_pause_data(p) for p in page])
+        return self.paged(request, list(pausing.active_pauses()), lambda page: [_pause_data(p, request) for p in page])
 
     @extend_schema(operation_id="pauses_create", summary="Pause a connector, an operation or a workflow "
                    "(operators: runs.pause)", request=s.PauseInput,
@@ -107,7 +108,7 @@ class PausesView(SanomaAPIView):
     def post(self, request: Request) -> Response:
         body = self.checked(s.PauseInput, self.body(request))
         pause = pausing.pause(kind=body["kind"], target=body["target"], reason=body["reason"], by=me(request))
-        return Response(_pause_data(pause), status=status.HTTP_201_CREATED)
+        return Response(_pause_data(pause, request), status=status.HTTP_201_CREATED)
 
 
 class PauseView(SanomaAPIView):
@@ -116,7 +117,7 @@ class PauseView(SanomaAPIView):
     def delete(self, request: Request, kind: str, target: str) -> Response:
         body = self.checked(s.UnpauseInput, self.body(request, required=False))
         pause = pausing.unpause(kind=kind, target=target, by=me(request), reason=body.get("reason", ""))
-        return Response(_pause_data(pause))
+        return Response(_pause_data(pause, request))
 
 
 class RunInDoubtView(SanomaAPIView):

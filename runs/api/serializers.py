@@ -20,24 +20,66 @@ from runs.validation import RUN_ID_RULE, is_valid_run_id
 # ---- input --------------------------------------------------------------------------------------
 
 
-class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, so a typo (`inputs`) is an error rather than a silent default."""
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: [serializers.ErrorDetail(f"unknown field; send {', '.join(self.fields)}", code="unknown_field")]
-                 for name in unknown}
-            )
-        return attrs
+
+class StrictCharField(serializers.CharField):
+    """Text, and only text: DRF's CharField would take the number 1001 as "1001" (and a boolean as an
+    error message nobody understands); here anything but a JSON string is refused, saying what it was."""
+
+    default_error_messages = {"not_text": "must be text (a JSON string), not {kind}"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_text", kind=_json_kind(data))
+        return str(super().to_internal_value(data))
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, so a typo (`inputs`) is an error rather than a silent default;
+    the unknown fields are named along with any other field's error, in one answer. Every input of
+    the API goes through one (`SanomaAPIView.checked` takes no other), with StrictCharField for text."""
+
+    # Names the serializer leaves to someone else (a paginator's `limit` and `offset`).
+    also_known: tuple[str, ...] = ()
+
+    def unknown_message(self, known: list[str]) -> str:
+        return f"unknown field; send {', '.join(known)}"
+
+    def to_internal_value(self, data: Any) -> Any:
+        initial = data if isinstance(data, dict) else {}
+        known = [*self.fields, *self.also_known]
+        unknown = sorted(set(initial) - set(known))
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not unknown or not isinstance(exc.detail, dict):
+                raise
+            errors = dict(exc.detail)
+        else:
+            if not unknown:
+                return value
+            errors = {}
+        message = self.unknown_message(known)
+        errors.update({name: [serializers.ErrorDetail(message, code="unknown_field")] for name in unknown})
+        raise serializers.ValidationError(errors)
 
 
 class StartRunInput(StrictSerializer):
-    workflow = serializers.CharField(help_text="The workflow's name, e.g. `refund`.")
+    workflow = StrictCharField(help_text="The workflow's name, e.g. `refund`.")
     input = serializers.JSONField(required=False, default=dict, help_text="The workflow's input (see its JSON Schema).")
-    run_id = serializers.CharField(
+    run_id = StrictCharField(
         required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
         help_text="A caller-given id makes the start idempotent: the same workflow, input and starter "
                   "return the same run. 1-200 characters: letters, digits, `-`, `_`, `.`, `:` and `@`.",
@@ -51,16 +93,16 @@ class StartRunInput(StrictSerializer):
 
 class DecisionInput(StrictSerializer):
     decision = serializers.ChoiceField(choices=Decision.values)
-    note = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
-    id = serializers.CharField(required=False, allow_null=True, max_length=200,
+    note = StrictCharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    id = StrictCharField(required=False, allow_null=True, max_length=200,
                                help_text="The message id: resending one id decides once.")
 
 
 class MessageInput(StrictSerializer):
-    topic = serializers.CharField(max_length=200, trim_whitespace=False,
+    topic = StrictCharField(max_length=200, trim_whitespace=False,
                                   help_text="The topic the run waits on with `ctx.wait_message(topic)`.")
     payload = serializers.JSONField(help_text="The message: a JSON object, returned by `ctx.wait_message`.")
-    id = serializers.CharField(required=False, allow_null=True, max_length=200, trim_whitespace=False,
+    id = StrictCharField(required=False, allow_null=True, max_length=200, trim_whitespace=False,
                                help_text="The message id: resending one id sends once.")
 
 
@@ -78,20 +120,20 @@ class MessageSerializer(serializers.Serializer):
 
 
 class WithdrawInput(StrictSerializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    reason = StrictCharField(required=False, allow_blank=True, default="")
 
 
 class RunListQuery(StrictSerializer):
     """The runs list's filters (`limit` and `offset` are the paginator's). Every one given must match."""
 
     status = serializers.ChoiceField(choices=RunStatus.values, required=False)
-    workflow = serializers.CharField(required=False, max_length=200)
-    started_by = serializers.CharField(required=False, max_length=150, help_text="who started it (a username)")
-    error_code = serializers.CharField(required=False, max_length=100, help_text="runs that failed with this code")
-    tag = serializers.ListField(child=serializers.CharField(max_length=500), required=False,
+    workflow = StrictCharField(required=False, max_length=200)
+    started_by = StrictCharField(required=False, max_length=150, help_text="who started it (a username)")
+    error_code = StrictCharField(required=False, max_length=100, help_text="runs that failed with this code")
+    tag = serializers.ListField(child=StrictCharField(max_length=500), required=False,
                                 help_text="key=value (ctx.tag); repeat the parameter to narrow")
-    since = serializers.CharField(required=False, help_text="started at or after (ISO 8601 date or date-time)")
-    until = serializers.CharField(required=False, help_text="started before (ISO 8601 date or date-time)")
+    since = StrictCharField(required=False, help_text="started at or after (ISO 8601 date or date-time)")
+    until = StrictCharField(required=False, help_text="started before (ISO 8601 date or date-time)")
     waiting_for = serializers.ChoiceField(choices=WAITING_FOR, required=False, help_text=(
         "what the run waits for: approval, message, sleep, run (a child run), in_doubt (an operator's word on a "
         "call), paused (the unpause of what holds it), retry (the next try of a failed call)"))
@@ -102,15 +144,10 @@ class RunListQuery(StrictSerializer):
     def validate_until(self, value: str) -> str:
         return _iso_moment("until", value)
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        known = {*self.fields, "limit", "offset"}
-        initial = self.initial_data if isinstance(self.initial_data, dict) else {}
-        unknown = sorted(set(initial) - known)
-        if unknown:
-            raise serializers.ValidationError(
-                {name: [serializers.ErrorDetail(f"unknown parameter; the runs list takes {', '.join(sorted(known))}",
-                                                code="unknown_field")] for name in unknown})
-        return attrs
+    also_known = ("limit", "offset")
+
+    def unknown_message(self, known: list[str]) -> str:
+        return f"unknown parameter; the runs list takes {', '.join(sorted(known))}"
 
 
 def _iso_moment(name: str, value: str) -> str:
@@ -123,30 +160,30 @@ def _iso_moment(name: str, value: str) -> str:
     return value
 
 
-class RunFilterInput(serializers.Serializer):
+class RunFilterInput(StrictSerializer):
     """Which runs a bulk rerun or cancel acts on; `expect` is the count the caller was shown."""
 
-    workflow = serializers.CharField(required=False)
+    workflow = StrictCharField(required=False)
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
-    error_code = serializers.CharField(required=False)
-    tag = serializers.ListField(child=serializers.CharField(), required=False)
-    since = serializers.CharField(required=False)
-    until = serializers.CharField(required=False)
+    error_code = StrictCharField(required=False)
+    tag = serializers.ListField(child=StrictCharField(), required=False)
+    since = StrictCharField(required=False)
+    until = StrictCharField(required=False)
     expect = serializers.IntegerField(required=False, min_value=0, help_text=(
         "The count you confirm. Without it nothing is done: the answer says how many runs match."))
-    reason = serializers.CharField(required=False, max_length=2000, allow_blank=True, trim_whitespace=False, help_text=(
+    reason = StrictCharField(required=False, max_length=2000, allow_blank=True, trim_whitespace=False, help_text=(
         "A bulk cancel's why (required with `expect`): kept in each cancelled run's `run.cancelled` record."))
 
 
-class ResolveInput(serializers.Serializer):
+class ResolveInput(StrictSerializer):
     happened = serializers.BooleanField(help_text="Whether the call in doubt took effect at the vendor.")
     output = serializers.JSONField(required=False, allow_null=True,
                                    help_text="The vendor's reply, when it happened (checked by the output schema).")
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = StrictCharField(required=False, allow_blank=True, default="")
 
 
 class CancelInput(StrictSerializer):
-    reason = serializers.CharField(max_length=2000, allow_blank=True, trim_whitespace=False,
+    reason = StrictCharField(max_length=2000, allow_blank=True, trim_whitespace=False,
                                    help_text="Why (non-blank): kept in the run's `run.cancelled` record.")
 
 
@@ -186,14 +223,14 @@ class RecoveryPlanSerializer(serializers.Serializer):
         "The side effects the live steps had (money, send, publish, write, access), each once."))
 
 
-class PauseInput(serializers.Serializer):
+class PauseInput(StrictSerializer):
     kind = serializers.ChoiceField(choices=["connector", "operation", "workflow"])
-    target = serializers.CharField(help_text="A vendor, an operation id or a workflow name.")
-    reason = serializers.CharField()
+    target = StrictCharField(help_text="A vendor, an operation id or a workflow name.")
+    reason = StrictCharField()
 
 
-class UnpauseInput(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+class UnpauseInput(StrictSerializer):
+    reason = StrictCharField(required=False, allow_blank=True, default="")
 
 
 class PauseSerializer(serializers.Serializer):
@@ -216,7 +253,7 @@ class BulkResultSerializer(serializers.Serializer):
     acted = serializers.BooleanField(help_text="false: only counted (no expect given)")
 
 
-class ResultQuery(serializers.Serializer):
+class ResultQuery(StrictSerializer):
     timeout = serializers.FloatField(required=False, default=0.0, min_value=0.0, max_value=60.0,
                                      help_text="Seconds to wait for the run to end (0 to 60; default 0).")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -101,7 +101,7 @@ class SanomaAPIView(APIView):
         return data
 
     @staticmethod
-    def checked(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    def checked(serializer_class: type[s.StrictSerializer], data: Any) -> dict[str, Any]:
         serializer = serializer_class(data=data)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)

@@ -10,7 +10,9 @@ rules, and, after every refusal, checks that nothing in the database changed.
 The rules: a run is seen by its starter, its approvers and operators, and by no one else, who is
 told only that there is no such run; an approver who is not the starter decides; the starter and
 operators cancel, withdraw and send messages (`send`); a start reusing a run id the caller cannot
-see learns only that it is taken; no one changes a ledger record.
+see learns only that it is taken; no one changes a ledger record. For `paused`, a run of the same
+workflow started while an operator has the workflow paused is held before its start (so before it
+asks for its approval): the pauses list names it to its starter and operators only.
 """
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from runs import pausing
 from runs.authoring import define_workflow
+from runs.engine import pauses as engine_pauses
 from runs.models import Approval, DecisionMessage, LedgerRecord, Run, RunMessage
 from runs.testing import make_user
 
@@ -64,6 +68,8 @@ def expected(action: str, actor: str, run: str) -> str:
         return UNAUTHENTICATED
     if action == "change_ledger":
         return REFUSED
+    if action == "paused":  # held before its start: no approver has been asked yet
+        return OK if actor in (STARTER, OPERATOR) else NOT_FOUND
     if action == "start":  # the same workflow and input, with the run's id
         if not sees(actor, run):
             return EXISTS
@@ -81,10 +87,11 @@ def expected(action: str, actor: str, run: str) -> str:
 @pytest.fixture
 def world(engine_for):
     engine = engine_for(matrix)
+    engine_pauses.forget()  # a pause cached by an earlier case (hold_a_run) went with its transaction
     make_user(STARTER, groups=["finance", "staff"], perms=["runs.start_workflow"])
     make_user(APPROVER, perms=["runs.start_workflow"])
     make_user(GROUP_MEMBER, groups=["finance"], perms=["runs.start_workflow"])
-    make_user(OPERATOR, perms=["runs.start_workflow", "runs.view_any_run", "runs.operate_runs"])
+    make_user(OPERATOR, perms=["runs.start_workflow", "runs.view_any_run", "runs.operate_runs", "runs.pause"])
     make_user(STAFF, groups=["staff"], perms=["runs.start_workflow"])
     make_user(NOBODY, perms=["runs.start_workflow"])
     get_user_model().objects.filter(username__in=[STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF]).update(
@@ -94,6 +101,18 @@ def world(engine_for):
     engine.drain()
     assert Run.objects.filter(status="waiting").count() == 2
     return engine
+
+
+def held(run: str) -> str:
+    return f"{RUNS[run]}-held"
+
+
+def hold_a_run(engine: Any, run: str) -> None:
+    """The operator pauses the workflow; alice starts one more run of it, which the pause holds."""
+    pausing.pause(kind="workflow", target="matrix", reason="the matrix", by=OPERATOR)
+    engine.start("matrix", {"approver": APPROVERS[run]}, by=STARTER, run_id=held(run))
+    engine.drain()
+    assert Run.objects.get(pk=held(run)).status == "queued"
 
 
 def snapshot() -> dict[str, Any]:
@@ -149,6 +168,11 @@ def api_answer(action: str, actor: str, run: str) -> str:
                                              "run_id": run_id}, format="json")
         if response.status_code in (200, 201):
             return OK if response.json()["run_id"] == run_id else "other"
+    elif action == "paused":
+        response = client.get("/api/pauses?limit=500")
+        if response.status_code == 200:
+            named = {run_id for pause in response.json()["results"] for run_id in pause["held_runs"]}
+            return OK if held(run) in named else NOT_FOUND
     elif action == "change_ledger":
         answers = [client.put(f"{base}/ledger", {}, format="json").status_code,
                    client.delete(f"{base}/ledger").status_code,
@@ -182,7 +206,7 @@ def _api_status(response: Any) -> str:
 
 # ---- the admin ----------------------------------------------------------------------------------
 
-ADMIN_ACTIONS = ("see", "list", "ledger", "decide", "withdraw", "cancel", "change_ledger")
+ADMIN_ACTIONS = ("see", "list", "ledger", "decide", "withdraw", "cancel", "change_ledger", "paused")
 
 
 def admin_client(actor: str) -> Client:
@@ -212,6 +236,10 @@ def admin_answer(action: str, actor: str, run: str) -> str:
     if action == "ledger":
         listed = client.get("/admin/runs/ledgerrecord/").content.decode()
         return OK if run_id in listed else NOT_FOUND
+    if action == "paused":
+        response = client.get("/admin/runs/pause/")
+        assert response.status_code == 200, response.status_code
+        return OK if held(run) in response.content.decode() else NOT_FOUND
     if action in ("decide", "withdraw"):
         url = f"/admin/runs/approval/{approval.pk}/change/"
         shown = client.get(url)
@@ -287,7 +315,8 @@ def command_expected(action: str, actor: str, run: str) -> str:
 
 # ---- the matrix ---------------------------------------------------------------------------------
 
-API_ACTIONS = ("see", "list", "ledger", "result", "decide", "withdraw", "cancel", "send", "start", "change_ledger")
+API_ACTIONS = ("see", "list", "ledger", "result", "decide", "withdraw", "cancel", "send", "start", "change_ledger",
+               "paused")
 CASES = (
     [pytest.param("api", a, who, run, id=f"api-{a}-{who}-{run}")
      for a in API_ACTIONS for who in ACTORS for run in RUNS]
@@ -304,6 +333,8 @@ WRITES = {"decide", "withdraw", "cancel", "send"}
 
 @pytest.mark.parametrize("surface, action, actor, run", CASES)
 def test_who_may_do_what(world, surface, action, actor, run):
+    if action == "paused":
+        hold_a_run(world, run)
     before = snapshot()
     want = EXPECTED[surface](action, actor, run)
     got = ANSWER[surface](action, actor, run)

@@ -7,6 +7,10 @@ only on the ledger (`runs_ledgerrecord`), SELECT only on `django_migrations`. It
 table, so it cannot alter, disable triggers on, or truncate the ledger. Idempotent: run it again
 after every `migrate` (default privileges cover new tables; the ledger's are set again).
 `--sql` prints the statements instead of running them.
+
+The owner needs no superuser: CREATEROLE is enough (PostgreSQL 15 and later let such a role set
+LOGIN, CREATEDB and CREATEROLE on the roles it manages, not SUPERUSER, REPLICATION or BYPASSRLS).
+A runtime role that already has one of those three is refused, with nothing granted.
 """
 from __future__ import annotations
 
@@ -27,15 +31,27 @@ def grant_statements(*, runtime: str, owner: str, database: str, schema: str = "
     """The statements, in order; `owner` is the role that owns the tables (and runs them)."""
     q = _quote
     r, s = q(runtime), q(schema)
+    # A role CREATE ROLE makes is NOSUPERUSER NOREPLICATION NOBYPASSRLS already. Those three may be named
+    # in ALTER ROLE only by a superuser (even to turn them off), and the owner is no superuser: an
+    # existing role that has one of them is refused here, before anything is granted, instead.
     create = (
         "DO $$ BEGIN\n"
-        f"    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{runtime}') THEN CREATE ROLE {r} LOGIN; END IF;\n"
-        "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;  -- created meanwhile by another session\n"
+        f"    IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{runtime}' "
+        "AND (rolsuper OR rolreplication OR rolbypassrls)) THEN\n"
+        f"        RAISE EXCEPTION 'role {runtime} is a superuser, a replication role or bypasses row security: "
+        "it would not be held to its grants';\n"
+        "    END IF;\n"
+        "    BEGIN\n"
+        f"        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{runtime}') THEN\n"
+        f"            CREATE ROLE {r} LOGIN;\n"
+        "        END IF;\n"
+        "    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;  -- created meanwhile by another session\n"
+        "    END;\n"
         "END $$"
     )
     return [
         create,
-        f"ALTER ROLE {r} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
+        f"ALTER ROLE {r} LOGIN NOCREATEDB NOCREATEROLE",
         f"GRANT CONNECT ON DATABASE {q(database)} TO {r}",
         f"GRANT USAGE ON SCHEMA {s} TO {r}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r}",
@@ -80,19 +96,35 @@ def apply(connection: BaseDatabaseWrapper, *, runtime: str, password: str | None
                            f"(or DATABASE_URL) to the owner's")
     if runtime == user:
         raise CommandError(f"the runtime role cannot be the owner ({user})")
+    refused = _powers(connection, runtime)
+    if refused:
+        raise CommandError(f"role {runtime} is {refused}: it would not be held to its grants. Use another "
+                           f"--runtime, or have a superuser take that from it (ALTER ROLE {runtime} NOSUPERUSER "
+                           "NOREPLICATION NOBYPASSRLS); nothing was granted")
     statements = grant_statements(runtime=runtime, owner=user, database=database, schema=schema)
     with connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement)
         if password:
             cursor.execute(f"ALTER ROLE {_quote(runtime)} PASSWORD %s", [password])
-        cursor.execute("SELECT rolsuper OR rolbypassrls, pg_has_role(%s, %s, 'MEMBER') "
+        cursor.execute("SELECT rolsuper OR rolreplication OR rolbypassrls, pg_has_role(%s, %s, 'MEMBER') "
                        "FROM pg_roles WHERE rolname = %s", [runtime, user, runtime])
         powerful, member = cursor.fetchone()
     if powerful or member:
-        raise CommandError(f"role {runtime} is a superuser, bypasses row security or is a member of the owner {user}: "
-                           "it would not be held to its grants")
+        raise CommandError(f"role {runtime} is a superuser, a replication role, bypasses row security or is a "
+                           f"member of the owner {user}: it would not be held to its grants")
     return statements
+
+
+def _powers(connection: BaseDatabaseWrapper, role: str) -> str:
+    """What an existing `role` has that no grant can hold back ("" for none, or no such role)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rolsuper, rolreplication, rolbypassrls FROM pg_roles WHERE rolname = %s", [role])
+        row = cursor.fetchone()
+    if row is None:
+        return ""
+    names = ("a superuser", "a replication role", "exempt from row security (BYPASSRLS)")
+    return " and ".join(name for name, has in zip(names, row, strict=True) if has)
 
 
 def ledger_privileges(connection: BaseDatabaseWrapper, role: str) -> dict[str, bool]:
