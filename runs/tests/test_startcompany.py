@@ -12,6 +12,8 @@ import io
 import os
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,14 +22,18 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from connectors.errors import InvalidInput
 from runs.config.registry import set_config
 from runs.config.resolution import load_config
+from runs.engine.drain import drain
 from runs.models import Run
 from runs.startcompany import make_company
+from runs.tests import test_admin_browser as ui
+from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, PASSWORD, browser, shots  # noqa: F401
 from runs.waiting import run_here
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -61,7 +67,8 @@ def tree(folder: Path) -> set[str]:
 def test_it_makes_every_part_with_the_name_rendered_in(made: Path) -> None:
     assert tree(made) == EXPECTED_FILES
     config = (made / "sanoma_config.py").read_text()
-    assert f'app_name="{made.name.replace("_", "-")}"' in config and f"from {made.name}.vendors.billing import billing" in config
+    assert f'app_name="{made.name.replace("_", "-")}"' in config
+    assert f"from {made.name}.vendors.billing import billing" in config
     assert "{{" not in "".join((made / f).read_text() for f in EXPECTED_FILES)
     # Every Python file imports sanoma only through the front door.
     for file in (f for f in EXPECTED_FILES if f.endswith(".py")):
@@ -97,6 +104,13 @@ def site(made: Path, settings, tmp_path: Path, db) -> Iterator[None]:
     set_config(None)
 
 
+def client_of(username: str) -> APIClient:
+    client = APIClient()
+    token = Token.objects.create(user=get_user_model().objects.get(username=username))
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
 def test_its_held_send_is_approved_through_the_api_and_the_run_finishes(site, monkeypatch) -> None:
     # No worker in this process: the API's decide answers at once (202) instead of waiting for one,
     # and the run is advanced here, as a worker would.
@@ -104,11 +118,8 @@ def test_its_held_send_is_approved_through_the_api_and_the_run_finishes(site, mo
     from runs.config.registry import get_config
 
     config = get_config()
-    sam, olivia = APIClient(), APIClient()
     # The people come from the made data file: a token each, as `manage.py drf_create_token` makes.
-    sam.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=get_user_model().objects.get(username='sam'))}")
-    olivia.credentials(
-        HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=get_user_model().objects.get(username='olivia'))}")
+    sam, olivia = client_of("sam"), client_of("olivia")
 
     started = sam.post("/api/runs", {"workflow": "send-invoice", "input": {"customer_id": "c-1", "amount_cents": 1200},
                                      "run_id": "invoice-1"}, format="json")
@@ -130,6 +141,63 @@ def test_its_held_send_is_approved_through_the_api_and_the_run_finishes(site, mo
     assert result["output"] == {"invoice_id": "inv-1", "status": "sent", "sent_to": "ada@example.com"}
     approval = olivia.get("/api/runs/invoice-1").json()
     assert "approval.decided" in [r["type"] for r in approval["ledger"]]
+
+
+# ---- the desk: Olivia approves the held send in a browser, as the tutorial's step 8 says ------------
+
+@pytest.mark.skipif(not HAVE_SELENIUM or not (CHROMIUM and CHROMEDRIVER), reason="no browser")
+def test_olivia_signs_in_and_approves_the_held_send_on_the_desk(site, live_server, browser, shots) -> None:  # noqa: F811
+    By, EC, WebDriverWait = ui.By, ui.EC, ui.WebDriverWait
+    from runs.config.registry import get_config
+
+    config = get_config()
+    olivia = get_user_model().objects.get(username="olivia")
+    assert olivia.is_staff  # as the made data file declares: she may sign in to the desk
+    olivia.set_password(PASSWORD)  # what `manage.py changepassword olivia` does
+    olivia.save()
+    started = client_of("sam").post("/api/runs", {"workflow": "send-invoice", "run_id": "invoice-2",
+                                                  "input": {"customer_id": "c-2", "amount_cents": 4500}}, format="json")
+    assert started.status_code == 201, started.content
+    assert run_here(Run.objects.get(id="invoice-2"), config).status == "waiting"
+
+    stop = threading.Event()
+    worker = threading.Thread(target=work, args=(config, stop), daemon=True)  # what `manage.py worker` does
+    worker.start()
+    wait = WebDriverWait(browser, 20)
+    try:
+        browser.get(f"{live_server.url}/admin/login/?next=/admin/")
+        browser.find_element(By.NAME, "username").send_keys("olivia")
+        browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+        browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+        badge = wait.until(EC.presence_of_element_located((By.ID, "inbox-badge")))
+        assert badge.text.lower() == "inbox 1"  # the header shows its links in capitals
+        badge.click()
+        wait.until(EC.presence_of_element_located((By.ID, "result_list")))
+        inbox = browser.find_element(By.ID, "result_list").text
+        assert "Sending an invoice needs Olivia" in inbox and "Send invoice inv-1 to its customer" in inbox  # a fresh fake
+        browser.find_element(By.PARTIAL_LINK_TEXT, "Send invoice inv-1").click()
+        wait.until(EC.presence_of_element_located((By.ID, "approve-button")))
+        browser.find_element(By.ID, "id_note").send_keys("Grace's invoice is right")
+        browser.find_element(By.ID, "approve-button").click()
+        message = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist li")))
+        assert "approval-1 of run invoice-2 is approved by olivia" in message.text
+        browser.find_element(By.ID, "run-link").click()
+        wait.until(EC.presence_of_element_located((By.ID, "ledger")))
+        wait.until(lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
+        browser.save_screenshot(str(shots / "startcompany-approved.png"))
+    finally:
+        stop.set()
+        worker.join(timeout=10)
+    assert Run.objects.get(pk="invoice-2").status == "finished"
+
+
+def work(config, stop: threading.Event) -> None:
+    try:
+        while not stop.is_set():
+            drain(config, worker_id="desk-test")
+            time.sleep(0.05)
+    finally:
+        connection.close()
 
 
 # ---- refusals ----------------------------------------------------------------------------------------

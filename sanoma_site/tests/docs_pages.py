@@ -18,10 +18,11 @@ Options after the action: `status=N` (the exit status a shell or python block mu
 whose comment holds more lines is a hidden block: its lines are the code, nothing is shown.
 
 Each page runs in a fresh folder of its own, set up like a checkout of the project: `manage.py`,
-`.venv` and `features/` (where `manage.py behave` finds its steps) there point at the project's, so
-`.venv/bin/python manage.py ...` works as the pages write it. The commands get the environment of the tests without any SANOMA_*, DJANGO_* or DATABASE_*
-variable, and SANOMA_VAR_DIR=<folder>/var (so the database is a SQLite file there). Blocks run in
-page order, and as in a terminal, `cd` and `export` carry over from one block to the next.
+`.venv` and `features/` (where `manage.py behave` finds its steps) there point at the project's,
+so `.venv/bin/python manage.py ...` works as the pages write it. The commands get the environment
+of the tests without any SANOMA_*, DJANGO_* or DATABASE_* variable, and SANOMA_VAR_DIR=<folder>/var
+(so the database is a SQLite file there). Blocks run in page order, and as in a terminal, `cd` and
+`export` carry over from one block to the next.
 """
 from __future__ import annotations
 
