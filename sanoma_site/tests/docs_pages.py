@@ -10,17 +10,19 @@ A block is marked by an HTML comment right before its fence (invisible on the bu
     <!-- docs-test: write PATH -->       write the block to PATH (relative to the current folder);
                                          without PATH, the fence's title="..." names it
     <!-- docs-test: background -->       start the block (a bash script) and leave it running until
-                                         the page ends (ready="text": wait until it prints that)
+                                         the page ends (ready="text": wait until it prints that);
+                                         then Ctrl-C (SIGINT to its process group), SIGKILL after 10 s
 
 Options after the action: `status=N` (the exit status a shell or python block must end with, default
 0) and `timeout=SECONDS` (default 180; for background, how long to wait for `ready`). A directive
 whose comment holds more lines is a hidden block: its lines are the code, nothing is shown.
 
-Each page runs in a fresh folder of its own, set up like a checkout of the project: `manage.py` and
-`.venv` there point at the project's, so `.venv/bin/python manage.py ...` works as the pages write
-it. The commands get the environment of the tests without any SANOMA_*, DJANGO_* or DATABASE_*
-variable, and SANOMA_VAR_DIR=<folder>/var (so the database is a SQLite file there). Blocks run in
-page order, and as in a terminal, `cd` and `export` carry over from one block to the next.
+Each page runs in a fresh folder of its own, set up like a checkout of the project: `manage.py`,
+`.venv` and `features/` (where `manage.py behave` finds its steps) there point at the project's,
+so `.venv/bin/python manage.py ...` works as the pages write it. The commands get the environment
+of the tests without any SANOMA_*, DJANGO_* or DATABASE_* variable, and SANOMA_VAR_DIR=<folder>/var
+(so the database is a SQLite file there). Blocks run in page order, and as in a terminal, `cd` and
+`export` carry over from one block to the next.
 """
 from __future__ import annotations
 
@@ -42,6 +44,9 @@ DOCS = PROJECT / "docs"
 ACTIONS = ("shell", "python", "output", "write", "background")
 OPTIONS = {"status", "timeout", "ready"}
 DEFAULT_TIMEOUT = 180.0
+# What a page's folder links to from the project, so commands run there as in a checkout:
+# `manage.py behave` reads its steps from `features/` under the current folder.
+CHECKOUT = ("manage.py", ".venv", "features")
 DIRECTIVE = re.compile(r"^<!--\s*docs-test:\s*(?P<head>[^\n]*?)\s*(?:-->\s*)?$")
 TITLE = re.compile(r"""title=(?:"([^"]*)"|'([^']*)'|(\S+))""")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -199,8 +204,8 @@ class Session:
         folder, state = base / "page", base / ".state"
         folder.mkdir(parents=True)
         state.mkdir()
-        (folder / "manage.py").symlink_to(PROJECT / "manage.py")
-        (folder / ".venv").symlink_to(PROJECT / ".venv")
+        for name in CHECKOUT:
+            (folder / name).symlink_to(PROJECT / name)
         env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED_PREFIXES)}
         env["SANOMA_VAR_DIR"] = str(folder / "var")
         return cls(folder=folder, cwd=folder, env=env, state=state)
@@ -245,10 +250,11 @@ class Session:
             time.sleep(0.1)
 
     def stop(self, grace: float = 10.0) -> None:
-        """Every background block's process group gets SIGTERM, then SIGKILL after `grace` seconds."""
+        """Every background block's process group gets SIGINT, as Ctrl-C in its terminal sends it (what a
+        page tells its reader to do), then SIGKILL after `grace` seconds."""
         for _, process in self.background:
             if process.poll() is None:
-                _signal_group(process, signal.SIGTERM)
+                _signal_group(process, signal.SIGINT)
         deadline = time.monotonic() + grace
         for _, process in self.background:
             try:

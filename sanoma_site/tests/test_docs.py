@@ -145,7 +145,8 @@ def test_the_folder_looks_like_a_checkout_and_has_a_database_of_its_own(tmp_path
     run_page(page(tmp_path, """
 <!-- docs-test: shell -->
 ```console
-$ test -f manage.py && test -x .venv/bin/python && echo "$SANOMA_VAR_DIR" "${DATABASE_URL:-none}"
+$ test -f manage.py && test -x .venv/bin/python && test -d features/steps && echo "$SANOMA_VAR_DIR" \
+    "${DATABASE_URL:-none}"
 .../page/var none
 ```
 """), tmp_path / "run")
@@ -191,6 +192,7 @@ def test_a_hidden_block_runs_and_shows_nothing(tmp_path: Path) -> None:
 <!-- docs-test: shell -->
 ```console
 $ ls
+features
 made-out-of-sight
 manage.py
 ```
