@@ -1,8 +1,10 @@
-"""Makes the README's pictures of the desk: `docs/screenshots/run-page.png` and `inbox.png`.
+"""Makes the README's pictures of the desk: `docs/screenshots/run-page.png`, `inbox.png`,
+`waterfall.png` (a run over time) and `compare.png` (two runs compared).
 
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots] [--max-kb 150]
 
-The pictures are taken by the desk's browser tests (`runs/tests/test_desk_browser.py`, real
+The pictures are taken by the desk's browser tests (`runs/tests/test_desk_browser.py` and
+`runs/tests/test_desk_journeys_time.py`, real
 Chromium against a live server on a throwaway database), which leave them in a temporary folder
 when `SANOMA_README_SHOTS` names it; the tests' assertions hold for what is pictured. Each PNG is
 then shrunk with pngquant (256 colours) and optipng when they are installed (Debian: `apt-get
@@ -20,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = "runs/tests/test_desk_browser.py"
-PICTURES = ("run-page", "inbox")
+TESTS = ("runs/tests/test_desk_browser.py", "runs/tests/test_desk_journeys_time.py")
+PICTURES = ("run-page", "inbox", "waterfall", "compare")
 
 
 def take(folder: Path) -> int:
@@ -29,7 +31,7 @@ def take(folder: Path) -> int:
     var = folder / "var"
     env = {**os.environ, "SANOMA_README_SHOTS": str(folder), "SANOMA_VAR_DIR": str(var),
            "SANOMA_SCREENSHOT_DIR": str(folder / "all")}
-    command = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q", "-rs", TESTS]
+    command = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q", "-rs", *TESTS]
     return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
 
 

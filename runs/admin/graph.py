@@ -28,6 +28,61 @@ class Node:
 
 
 @dataclass
+class Fold:
+    """Consecutive calls of one operation (a drift of 21 imports): one node with their count,
+    opening to the calls themselves."""
+
+    title: str
+    nodes: list[Node]
+    badge: str = ""
+    kind: str = "fold"
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def outcome(self) -> str:
+        outcomes = [node.outcome for node in self.nodes]
+        return "failed" if "failed" in outcomes else "denied" if "denied" in outcomes else outcomes[0]
+
+    @property
+    def detail(self) -> str:
+        counts: dict[str, int] = {}
+        for node in self.nodes:
+            counts[node.outcome] = counts.get(node.outcome, 0) + 1
+        return ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+
+
+FOLD_AT = 2  # this many consecutive calls of one operation are one node (as on the waterfall)
+
+
+def _foldable(node: Any) -> bool:
+    return isinstance(node, Node) and node.kind == "call" and node.hold is None and node.outcome != "held"
+
+
+def fold_calls(rows: list[Any]) -> list[Any]:
+    """Runs of `FOLD_AT` or more consecutive calls of one operation (none held by a policy) as one
+    `Fold`, in the rows and in each `ctx.all` lane."""
+    out: list[Any] = []
+    index = 0
+    while index < len(rows):
+        row = rows[index]
+        if isinstance(row, Lanes):
+            row.lanes = [fold_calls(lane) for lane in row.lanes]
+        end = index + 1
+        if _foldable(row):
+            while end < len(rows) and _foldable(rows[end]) and (rows[end].title, rows[end].badge) == (row.title,
+                                                                                                      row.badge):
+                end += 1
+        out.append(Fold(row.title, rows[index:end], badge=row.badge) if end - index >= FOLD_AT else row)
+        if end - index < FOLD_AT:
+            out.extend(rows[index + 1:end])
+        index = end
+    return out
+
+
+@dataclass
 class Lanes:
     group: str
     lanes: list[list[Node]] = field(default_factory=list)
@@ -55,7 +110,7 @@ def _call(record: dict[str, Any]) -> Node:
                 seq=record.get("seq", 0))
 
 
-def graph_of(records: list[dict[str, Any]], *, ended: bool) -> list[Node | Lanes]:
+def graph_of(records: list[dict[str, Any]], *, ended: bool) -> list[Node | Lanes | Fold]:
     rows: list[Node | Lanes] = []
     groups: dict[str, Lanes] = {}
     approvals: dict[str, Node] = {}
@@ -148,4 +203,5 @@ def graph_of(records: list[dict[str, Any]], *, ended: bool) -> list[Node | Lanes
             for lane in lanes.lanes:
                 if not lane:
                     lane.append(Node("pending", "not started", outcome="not-started"))
-    return rows
+    # Folded last: a held call is drawn where its hold was, and only settles into a plain call above.
+    return fold_calls(rows)

@@ -23,9 +23,12 @@ from runs import ledger
 from runs.admin.graph import graph_of
 from runs.admin.now import cancellation, sentence
 from runs.admin.timeline import timeline_rows
+from runs.admin.waterfall import waterfall
 from runs.approvals.permissions import Principal, can_operate, can_rerun, can_send_message
 from runs.approvals.selectors import approval_state
+from runs.engine import clock
 from runs.models import Approval, Run, RunStatus
+from runs.timing import run_time
 
 
 @contextmanager
@@ -64,6 +67,7 @@ def run_urls(run: Run) -> dict[str, str]:
         "in_doubt_url": reverse("admin:runs_run_in_doubt", args=[key]),
         "fork_url": reverse("admin:runs_run_fork", args=[key]),
         "cancel_url": reverse("admin:runs_run_cancel", args=[key]),
+        "compare_url": reverse("admin:runs_run_compare", args=[key]),
         "ledger_list_url": reverse("admin:runs_ledgerrecord_changelist") + "?" + urlencode({"run_id": run.id}),
     }
 
@@ -78,6 +82,7 @@ def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str,
         "live": None if run.ended else live_seconds,
         "ledger_rows": timeline_rows(records),
         "graph": graph_of(records, ended=run.ended),
+        "waterfall": waterfall(run_time(records), now_ms=clock.now_ms()),
         "now": sentence(run, approvals, cancelled=cancellation(records)),
         "run_ended": run.ended,
         "may_cancel": not run.ended and can_operate(viewer, run),

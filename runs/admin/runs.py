@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from connectors.errors import InvalidInput, SanomaError
 from runs import ledger, recovery, services
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
+from runs.admin.compare import CompareRunsMixin
 from runs.admin.now import sentence
 from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms
 from runs.admin.run_page import one_snapshot, page_context, run_urls
@@ -98,7 +99,7 @@ class ErrorCodeFilter(admin.SimpleListFilter):
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
+class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin):
     list_display = ("id", "workflow", "status", "started_by", "started", "pending_approvals", "error_code")
     list_filter = ("status", WaitingForFilter, ErrorCodeFilter, "workflow", "started_by", TagFilter)
     search_fields = ("id", "tags__value")
@@ -110,7 +111,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
     inlines = (ApprovalInline, StepInline)
     change_form_template = "admin/runs/run/change_form.html"
     missing_noun = "run"
-    actions = ("cancel_selected", "rerun_selected")
+    actions = ("cancel_selected", "rerun_selected", "compare_two")
     fieldsets = (
         (None, {"fields": (("id", "workflow", "status"), ("started_by", "groups"), ("waiting_for", "wakes"),
                            "waiting_detail", "app_version")}),
@@ -291,6 +292,10 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             self.message_user(request, f"Rerun {len(done)} run(s): {', '.join(done)}", messages.SUCCESS)
         return None
 
+    @admin.action(description="Compare the two selected runs")
+    def compare_two(self, request: HttpRequest, queryset) -> HttpResponse | None:
+        return self.compare_selected(request, queryset)
+
     # -- pages
 
     def get_urls(self):
@@ -302,6 +307,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, admin.ModelAdmin):
             path("<path:object_id>/message/", wrap(self.message_view), name="runs_run_message"),
             path("<path:object_id>/fork/", wrap(self.fork_view), name="runs_run_fork"),
             path("<path:object_id>/in-doubt/", wrap(self.in_doubt_view), name="runs_run_in_doubt"),
+            path("<path:object_id>/compare/", wrap(self.compare_view), name="runs_run_compare"),
             *super().get_urls(),
         ]
 

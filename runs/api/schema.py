@@ -26,7 +26,7 @@ class SanomaAutoSchema(AutoSchema):
     def _resolve_path_parameters(self, variables: list[str]) -> list[Any]:
         parameters = super()._resolve_path_parameters(variables)
         for parameter in parameters:
-            if parameter["name"] == "run_id":
+            if parameter["name"] in ("run_id", "other_id"):
                 parameter["schema"] = {"type": "string", "pattern": RUN_ID_PATTERN,
                                        "minLength": 1, "maxLength": MAX_RUN_ID_LENGTH}
                 parameter["description"] = "A run id: letters, digits, -, _, ., :, @ and ~ (1-200)."

@@ -1,7 +1,7 @@
 """The API's routes, mounted at `/api/` (with or without a trailing slash)."""
 from django.urls import re_path
 
-from runs.api import collections, recovery, views
+from runs.api import collections, comparison, recovery, views
 
 ID = r"(?P<run_id>[^/]+)"
 APPROVAL = r"(?P<approval_id>[^/]+)"
@@ -22,6 +22,8 @@ urlpatterns = [
     re_path(rf"^runs/{ID}/approvals/{APPROVAL}(?:/)?$", views.ApprovalView.as_view(), name="run-approval"),
     re_path(rf"^runs/{ID}/approvals/{APPROVAL}/withdraw(?:/)?$", views.ApprovalWithdrawView.as_view(),
             name="run-approval-withdraw"),
+    re_path(rf"^runs/{ID}/compare/(?P<other_id>[^/]+)(?:/)?$", comparison.RunCompareView.as_view(),
+            name="run-compare"),
     re_path(rf"^runs/{ID}/rerun(?:/)?$", recovery.RunRerunView.as_view(), name="run-rerun"),
     re_path(rf"^runs/{ID}/fork(?:/)?$", recovery.RunForkView.as_view(), name="run-fork"),
     re_path(rf"^runs/{ID}/in-doubt(?:/)?$", recovery.RunInDoubtView.as_view(), name="run-in-doubt"),
