@@ -17,21 +17,6 @@ from django.db import transaction
 
 from connectors.errors import InvalidInput
 
-# The demo company. Passwords are the usernames: a local demo, never a deployment.
-DEMO_PEOPLE: tuple[tuple[str, tuple[str, ...], bool], ...] = (
-    # username, groups, superuser
-    ("admin", (), True),
-    ("alice", ("staff",), False),
-    ("finance-lead", ("staff", "finance"), False),
-    ("sam", ("staff", "security", "owners"), False),
-    ("support-lead", ("staff", "support"), False),
-)
-# What the demo's staff group sees in the admin.
-DEMO_STAFF_PERMS = tuple(
-    f"runs.{codename}"
-    for codename in ("view_run", "view_approval", "view_ledgerrecord", "view_step", "view_workflowentry")
-)
-
 
 def permissions(names: Iterable[str]) -> list[Permission]:
     """The permissions named `app_label.codename`; every bad name is listed in one `InvalidInput`."""
@@ -72,11 +57,14 @@ def seed_person(
     superuser: bool = False,
     staff: bool = False,
     password: str | None = None,
+    email: str | None = None,
+    name: str | None = None,
 ) -> Any:
     """The user `username`, exactly as declared: in exactly `groups` (created if missing; their own
     permissions are left as they are), with exactly the direct permissions `perms`, a superuser or
     not, staff (may log in to the admin) if `staff` or `superuser`, and the password `password`
-    (None: no password login). One transaction; returns the user, freshly read."""
+    (None: no password login); `email` and `name` (first and last name, split at the first space)
+    when given, else left as they are. One transaction; returns the user, freshly read."""
     if not username:
         raise InvalidInput("A person needs a username")
     if isinstance(groups, str) or isinstance(perms, str):
@@ -89,6 +77,11 @@ def seed_person(
         user.is_superuser = superuser
         user.is_staff = staff or superuser
         user.is_active = True
+        if email is not None:
+            user.email = email
+        if name is not None:
+            first, _, last = name.strip().partition(" ")
+            user.first_name, user.last_name = first[:150], last.strip()[:150]
         if password is None:
             user.set_unusable_password()
         elif not user.check_password(password):  # an unchanged password is not rehashed
@@ -97,16 +90,3 @@ def seed_person(
         user.groups.set(wanted_groups)
         user.user_permissions.set(wanted_perms)
     return User.objects.get(pk=user.pk)
-
-
-def seed_demo_company() -> list[Any]:
-    """The demo's people (see DEMO_PEOPLE): everyone may log in to the admin with their username
-    as password and, unless a superuser, start workflows; the staff group may view runs,
-    approvals, the ledger, steps and workflows. Idempotent; one transaction."""
-    with transaction.atomic():
-        seed_group(name="staff", perms=DEMO_STAFF_PERMS)
-        return [
-            seed_person(username=username, groups=groups, superuser=superuser, staff=True, password=username,
-                        perms=() if superuser else ("runs.start_workflow",))
-            for username, groups, superuser in DEMO_PEOPLE
-        ]
