@@ -15,26 +15,24 @@ what happened.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-
-from django.db import transaction
 
 from changes.datafiles import DataFiles
 from changes.datafiles.sanoma import GROUP, PERSON
 from changes.selectors import declared_resources
 from connectors.errors import DriverError, SanomaError
-from connectors.resources import Ref, Secret
+from connectors.resources import Declaration, Ref, Secret
 from runs import services
 from runs.config.resolution import ResolvedConfig
 from runs.engine import faults, transitions
 from runs.engine.advance import advance
 from runs.engine.faults import FaultPoint
 from runs.models import Run
-from runs.seed import seed_group, seed_person
+from runs.seed import DEMO_SUPERUSER as SUPERUSER
+from runs.seed import DeclaredPerson as DemoPerson
+from runs.seed import declared_people, seed_declared
 
-SUPERUSER = "admin"
 # The examples `manage.py demo` starts: (workflow, input, starter).
 EXAMPLE_RUNS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("refund", {"order_id": "1001", "amount_cents": 1500, "reason": "damaged in transit"}, "alice"),
@@ -47,49 +45,33 @@ BOOK = "shop.shipment.book"
 LOOKUP = "shop.shipment.find"
 
 
-@dataclass(frozen=True)
-class DemoPerson:
-    username: str
-    groups: tuple[str, ...]
-    staff: bool
-    superuser: bool
+def declarations(read: DataFiles) -> list[Declaration]:
+    """The people and groups the data files declare, as `person(...)` and `group(...)` give them,
+    each person's groups by name."""
+    by_id = read.by_id()
+    found = []
+    for declared in read.resources:
+        if declared.type not in (PERSON.key, GROUP.key):
+            continue
+        values = dict(declared.values)
+        if declared.type == PERSON.key:
+            values["groups"] = [str(by_id[g.id].values["name"]) if isinstance(g, Ref) and g.id in by_id else str(g)
+                                for g in values.get("groups", [])]
+        found.append(Declaration(type=declared.type, values=values))
+    return found
 
 
 def demo_people(read: DataFiles) -> list[DemoPerson]:
-    """The people the data files declare, in file order, with their groups' names; `admin` (a
-    superuser) first, added when no file declares them."""
-    by_id = read.by_id()
-    people: list[DemoPerson] = []
-    for declared in read.resources:
-        if declared.type != PERSON.key:
-            continue
-        groups = tuple(str(by_id[g.id].values["name"]) if isinstance(g, Ref) and g.id in by_id else str(g)
-                       for g in declared.values.get("groups", []))
-        username = str(declared.values["username"])
-        people.append(DemoPerson(username, groups, bool(declared.values.get("staff")), username == SUPERUSER))
-    if not any(p.superuser for p in people):
-        people.insert(0, DemoPerson(SUPERUSER, (), True, True))
-    return sorted(people, key=lambda p: (not p.superuser, p.username))
+    """The people the data files declare, with their groups' names; `admin` (a superuser) first,
+    added when no file declares them."""
+    return declared_people(declarations(read), superuser=SUPERUSER)
 
 
 def seed_demo_company(*, read: DataFiles | None = None) -> list[Any]:
     """Every declared group with its permissions, every declared person exactly as declared (groups,
-    email, name, staff) with their username as password, and `admin` a superuser. Idempotent; one
-    transaction; the users, `admin` first."""
-    read = read if read is not None else declared_resources()
-    declared = {str(r.values["username"]): r for r in read.resources if r.type == PERSON.key}
-    with transaction.atomic():
-        for group in (r for r in read.resources if r.type == GROUP.key):
-            seed_group(name=str(group.values["name"]), perms=list(group.values.get("permissions", [])))
-        users = []
-        for person in demo_people(read):
-            values = declared[person.username].values if person.username in declared else {}
-            users.append(seed_person(
-                username=person.username, groups=person.groups, superuser=person.superuser,
-                staff=person.staff, password=person.username,
-                email=str(values.get("email", "")) if values else None,
-                name=str(values.get("name", "")) if values else None))
-    return users
+    email, name, staff) with their username as password, and `admin` a superuser (see
+    `runs.seed.seed_declared`). Idempotent; one transaction; the users, `admin` first."""
+    return seed_declared(declarations(read if read is not None else declared_resources()), superuser=SUPERUSER)
 
 
 def demo_secrets(read: DataFiles) -> dict[str, str]:
@@ -159,5 +141,5 @@ def stage_in_doubt(config: ResolvedConfig, *, lookup_down: bool = True) -> Run:
     return run
 
 
-__all__ = ["EXAMPLE_RUNS", "IN_DOUBT_RUN", "SUPERUSER", "DemoPerson", "demo_people", "demo_secrets",
+__all__ = ["EXAMPLE_RUNS", "IN_DOUBT_RUN", "SUPERUSER", "DemoPerson", "declarations", "demo_people", "demo_secrets",
            "seed_demo_company", "stage_in_doubt", "start_example_runs"]

@@ -1,5 +1,5 @@
 """`manage.py demo` as a real process: it stops its worker and its web server when it is stopped;
-and the seed services that make its people (`runs.seed`, `changes.demo`).
+and the seed service that makes its people (`runs.seed`).
 
 Each test starts `manage.py demo --port <free port> --no-runs` in its own session, on its own
 SQLite file (SANOMA_VAR_DIR in a tmp dir shared by this module's tests, DATABASE_URL unset), waits
@@ -28,10 +28,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import override_settings
 
-from changes.datafiles import read_datafiles
-from changes.demo import demo_people, seed_demo_company
+from company.resources import staff as company_staff
 from connectors.errors import InvalidInput
-from runs.seed import seed_group, seed_person
+from runs.seed import declared_people, seed_declared, seed_group, seed_person
 
 REPO = Path(__file__).resolve().parents[2]
 User = get_user_model()
@@ -251,7 +250,7 @@ def test_a_worker_asking_to_start_again_after_a_deploy_is_started_again_on_the_n
     assert demo.exit_code() == 0, demo.describe()
 
 
-# ---- the demo's people: runs.seed and changes.demo ---------------------------------------------------
+# ---- the demo's people: runs.seed ------------------------------------------------------------------
 
 FAST_HASHER = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # the tests' passwords need no strength
 
@@ -259,15 +258,13 @@ FAST_HASHER = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # the tests' pa
 @pytest.mark.django_db
 @override_settings(PASSWORD_HASHERS=FAST_HASHER)
 def test_the_demo_company_is_seeded_from_its_data_files_once_however_often_it_is_seeded() -> None:
-    from company.vendors.shop import shop
-
-    read = read_datafiles(REPO / "company", [shop])
-    people = demo_people(read)
+    declared = list(vars(company_staff).values())
+    people = declared_people(declared)
     names = [p.username for p in people]
-    seed_demo_company(read=read)
+    seed_declared(declared)
     alice = User.objects.get(username="alice")
     alice.groups.add(Group.objects.create(name="extra"))  # a change seeding again undoes
-    seed_demo_company(read=read)
+    seed_declared(declared)
     assert sorted(User.objects.filter(username__in=names).values_list("username", flat=True)) == sorted(names)
     assert Group.objects.filter(name="staff").count() == 1
     users = {user.username: user for user in User.objects.filter(username__in=names)}

@@ -20,8 +20,7 @@ from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from changes.datafiles import read_datafiles
-from changes.demo import seed_demo_company
+from company.resources import staff as company_staff
 from connectors import define_connector, op, with_setup
 from connectors.fakes import define_fake
 from runs import services
@@ -31,7 +30,7 @@ from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine.drain import drain
 from runs.models import Approval, LedgerRecord, Run
 from runs.policies.python_policies import approve, define_policy
-from runs.seed import seed_person
+from runs.seed import seed_declared, seed_person
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +42,7 @@ def company(tmp_path: Path) -> Iterator[ResolvedConfig]:
     """The example company on its fakes, with the demo's people (admin, alice, finance-lead, sam, ...)."""
     config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
     set_config(config)
-    seed_demo_company(read=read_datafiles(COMPANY, config.connectors))
+    seed_declared(vars(company_staff).values())
     try:
         yield config
     finally:

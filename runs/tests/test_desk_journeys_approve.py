@@ -8,16 +8,12 @@ click, wait for the page.
   much it moves and who asked, opens the large one, approves it with a note, and sees it leave the
   inbox and its run finish.
 - The superuser's inbox is what `/api/approvals` answers them: empty, since no approval names them.
-- ops, the demo's operator, finds the runs of order 1001 by typing its tag in the runs list's search
-  box, opens the shipment the demo left in doubt, and settles it with what the carrier shows: the
-  run finishes, and the carrier booked once.
 
 Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; skipped with the reason
 when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots.
 """
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -30,13 +26,13 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from changes.datafiles import read_datafiles
-from changes.demo import seed_demo_company, stage_in_doubt
+from company.resources import staff as company_staff
 from runs import services
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine.drain import drain
 from runs.models import Approval, DecisionMessage, Run
+from runs.seed import seed_declared
 from runs.tests import test_admin_browser as admin_browser
 from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, full_page, text_of
 
@@ -46,7 +42,6 @@ shots = admin_browser.shots
 if HAVE_SELENIUM:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -68,17 +63,11 @@ def company(tmp_path: Path, transactional_db) -> Iterator[ResolvedConfig]:
     """The example company on its fakes, and the demo's people (each one's password is their name)."""
     config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
     set_config(config)
-    seed_demo_company(read=read_datafiles(COMPANY, config.connectors))
+    seed_declared(vars(company_staff).values())
     try:
         yield config
     finally:
         set_config(None)
-
-
-@pytest.fixture
-def in_doubt(company: ResolvedConfig) -> Run:
-    """The demo's shipment left in doubt (staged before the worker starts: this thread advances it)."""
-    return stage_in_doubt(company)
 
 
 @pytest.fixture
@@ -239,36 +228,3 @@ def test_a_superusers_inbox_is_what_the_api_answers_them(live_server, company, w
     desk, api, badge = answers["finance-lead"]
     assert desk == api and sorted(desk) == sorted(Run.objects.values_list("id", flat=True)) and badge == "inbox 2"
 
-
-def test_the_operator_finds_order_1001_by_its_tag_and_settles_the_shipment_in_doubt(
-        live_server, company, in_doubt, worker, browser, shots):
-    refund = services.start(workflow="refund", input={"order_id": "1001", "amount_cents": 1500}, started_by="alice")
-    other = services.start(workflow="follow-up", input={"order_id": "1002"}, started_by="alice")
-    wait_for(lambda: Run.objects.get(pk=in_doubt.id).waiting_for == "in_doubt")
-    wait = WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,))
-
-    sign_in(browser, live_server.url, "ops", then="/admin/runs/run/")
-    search = wait.until(EC.presence_of_element_located((By.ID, "searchbar")))
-    search.send_keys("order=1001", Keys.ENTER)
-    wait.until(EC.url_contains("q="))
-    listed = settled(lambda: browser.find_element(By.ID, "result_list").text)
-    assert refund.id in listed and in_doubt.id in listed and other.id not in listed
-    full_page(browser, shots / "runs-of-order-1001.png")
-
-    browser.find_element(By.LINK_TEXT, in_doubt.id).click()
-    wait.until(EC.presence_of_element_located((By.ID, "ledger")))
-    full_page(browser, shots / "run-in-doubt.png")
-    assert "In doubt about shop.shipment.book (step 2)" in browser.find_element(By.ID, "run-now").text
-    browser.find_element(By.CSS_SELECTOR, ".object-tools a[href$='/in-doubt/']").click()
-    assert "shop.shipment.book" in wait.until(EC.presence_of_element_located((By.ID, "content-main"))).text
-    [booked] = company.fakes["shop"].state["shipments"]  # what the carrier's dashboard shows
-    browser.find_element(By.CSS_SELECTOR, "input[name=happened][value=yes]").click()
-    browser.find_element(By.NAME, "output").send_keys(json.dumps(booked))
-    browser.find_element(By.NAME, "note").send_keys("booked: seen in the carrier's dashboard")
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit][value=Settle]").click()
-    message = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist li")))
-    assert "Settled the call" in message.text
-    wait.until(lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
-    assert Run.objects.get(pk=in_doubt.id).result == {"shipment_id": booked["shipment_id"],
-                                                      "tracking": booked["tracking"]}
-    assert [c["op"] for c in company.fakes["shop"].calls].count("shop.shipment.book") == 1

@@ -302,7 +302,8 @@ class Command(BaseCommand):
             "          .venv/bin/python manage.py decide <refund run id> approve --as finance-lead --note 'ok'",
             "          .venv/bin/python manage.py resolve     (the run in doubt: settle it on its page, "
             "or see docs/guides/demo.md)",
-            f"          .venv/bin/python manage.py runs --tag order=1001     (or search 1001 on {url}/admin/runs/run/)",
+            "          .venv/bin/python manage.py runs --tag order=1001   "
+            f"(or search order=1001 on {url}/admin/runs/run/)",
             "          .venv/bin/python manage.py show <run id>",
             "          .venv/bin/python manage.py plan --as ops",
         ]
