@@ -35,11 +35,11 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from changes.demo import seed_demo_company  # noqa: E402
 from runs import services  # noqa: E402
 from runs.approvals import services as approvals  # noqa: E402
 from runs.config.registry import get_config  # noqa: E402
 from runs.models import LedgerRecord, Run, RunStatus  # noqa: E402
-from runs.seed import seed_demo_company  # noqa: E402
 
 RUNS = 50
 TAG = datetime.now(UTC).strftime("%Y%m%d%H%M%S")

@@ -5,10 +5,14 @@ declares, in one transaction. Running one again with the same arguments changes 
 arguments it updates the existing row, never adds a second one. A permission is named
 `app_label.codename` (`runs.start_workflow`); a name that is malformed or names no permission is
 refused with an `InvalidInput` naming it, before anything is written.
+
+`seed_declared` seeds the people and groups a company declares (`person(...)`, `group(...)`), as the
+demo does: each with a password.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -16,21 +20,10 @@ from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 
 from connectors.errors import InvalidInput
+from connectors.resources import Declaration
+from runs.declarations import GROUP, PERSON, expand_permissions
 
-# The demo company. Passwords are the usernames: a local demo, never a deployment.
-DEMO_PEOPLE: tuple[tuple[str, tuple[str, ...], bool], ...] = (
-    # username, groups, superuser
-    ("admin", (), True),
-    ("alice", ("staff",), False),
-    ("finance-lead", ("staff", "finance"), False),
-    ("sam", ("staff", "security", "owners"), False),
-    ("support-lead", ("staff", "support"), False),
-)
-# What the demo's staff group sees in the admin.
-DEMO_STAFF_PERMS = tuple(
-    f"runs.{codename}"
-    for codename in ("view_run", "view_approval", "view_ledgerrecord", "view_step", "view_workflowentry")
-)
+DEMO_SUPERUSER = "admin"
 
 
 def permissions(names: Iterable[str]) -> list[Permission]:
@@ -72,11 +65,14 @@ def seed_person(
     superuser: bool = False,
     staff: bool = False,
     password: str | None = None,
+    email: str | None = None,
+    name: str | None = None,
 ) -> Any:
     """The user `username`, exactly as declared: in exactly `groups` (created if missing; their own
     permissions are left as they are), with exactly the direct permissions `perms`, a superuser or
     not, staff (may log in to the admin) if `staff` or `superuser`, and the password `password`
-    (None: no password login). One transaction; returns the user, freshly read."""
+    (None: no password login); `email` and `name` (first and last name, split at the first space)
+    when given, else left as they are. One transaction; returns the user, freshly read."""
     if not username:
         raise InvalidInput("A person needs a username")
     if isinstance(groups, str) or isinstance(perms, str):
@@ -89,6 +85,11 @@ def seed_person(
         user.is_superuser = superuser
         user.is_staff = staff or superuser
         user.is_active = True
+        if email is not None:
+            user.email = email
+        if name is not None:
+            first, _, last = name.strip().partition(" ")
+            user.first_name, user.last_name = first[:150], last.strip()[:150]
         if password is None:
             user.set_unusable_password()
         elif not user.check_password(password):  # an unchanged password is not rehashed
@@ -99,14 +100,54 @@ def seed_person(
     return User.objects.get(pk=user.pk)
 
 
-def seed_demo_company() -> list[Any]:
-    """The demo's people (see DEMO_PEOPLE): everyone may log in to the admin with their username
-    as password and, unless a superuser, start workflows; the staff group may view runs,
-    approvals, the ledger, steps and workflows. Idempotent; one transaction."""
+@dataclass(frozen=True)
+class DeclaredPerson:
+    """A person as the company declares them (`person(...)`), with their groups' names."""
+
+    username: str
+    groups: tuple[str, ...]
+    staff: bool
+    superuser: bool
+    email: str = ""
+    name: str = ""
+
+
+def _group_name(value: Any) -> str:
+    """A person's group: a group declaration (its name) or the name itself."""
+    if isinstance(value, Declaration):
+        return str(value.values["name"])
+    return str(value)
+
+
+def declared_people(declarations: Iterable[Any], *, superuser: str = DEMO_SUPERUSER) -> list[DeclaredPerson]:
+    """The people among `declarations` (`sanoma.person`), `superuser` first (added when none is
+    declared by that name), then by username."""
+    people = [DeclaredPerson(str(d.values["username"]), tuple(_group_name(g) for g in d.values.get("groups", [])),
+                             bool(d.values.get("staff")), d.values["username"] == superuser,
+                             str(d.values.get("email", "")), str(d.values.get("name", "")))
+              for d in declarations if isinstance(d, Declaration) and d.type == PERSON.key]
+    if not any(p.superuser for p in people):
+        people.append(DeclaredPerson(superuser, (), True, True))
+    return sorted(people, key=lambda p: (not p.superuser, p.username))
+
+
+def seed_declared(declarations: Iterable[Any], *, superuser: str = DEMO_SUPERUSER) -> list[Any]:
+    """The demo's people: every group among `declarations` (`sanoma.group`, also those a person
+    names) with the permissions it declares (roles expanded), every person exactly as declared
+    (groups, staff, email, name) with their username as password (a local demo, never a
+    deployment), and `superuser` a superuser. Idempotent; one transaction; the users, `superuser`
+    first."""
+    declarations = list(declarations)
+    groups: dict[str, list[str]] = {}
+    for d in declarations:
+        if not isinstance(d, Declaration):
+            continue
+        found = [d] if d.type == GROUP.key else [g for g in d.values.get("groups", []) if isinstance(g, Declaration)]
+        for group in found:
+            groups[str(group.values["name"])] = expand_permissions(list(group.values.get("permissions", [])))
     with transaction.atomic():
-        seed_group(name="staff", perms=DEMO_STAFF_PERMS)
-        return [
-            seed_person(username=username, groups=groups, superuser=superuser, staff=True, password=username,
-                        perms=() if superuser else ("runs.start_workflow",))
-            for username, groups, superuser in DEMO_PEOPLE
-        ]
+        for name, perms in groups.items():
+            seed_group(name=name, perms=perms)
+        return [seed_person(username=p.username, groups=p.groups, superuser=p.superuser, staff=p.staff,
+                            password=p.username, email=p.email, name=p.name)
+                for p in declared_people(declarations, superuser=superuser)]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from changes.demo import DemoPerson
 from changes.management.commands.demo import Command
 from runs.authoring import SanomaConfig
 from runs.testing import resolve_on_fakes
@@ -12,9 +13,9 @@ from runs.tests.fixtures import acme
 def test_the_demo_banner_links_start_with_these_apps_only_when_configured(capsys):
     with_link = resolve_on_fakes(SanomaConfig(connectors=[acme], demo={"start": "https://apps.example.com/start"}))
     command = Command()
-    command._banner(with_link, 8000, [])
+    command._banner(with_link, 8000, [], [], [])
     without = resolve_on_fakes(SanomaConfig(connectors=[acme]))
-    command._banner(without, 8000, [])
+    command._banner(without, 8000, [], [], [])
     out = capsys.readouterr().out
     assert out.count("Start with these apps: https://apps.example.com/start") == 1
 
@@ -22,7 +23,19 @@ def test_the_demo_banner_links_start_with_these_apps_only_when_configured(capsys
 def test_the_demo_banner_says_how_to_change_the_company_when_it_runs_from_its_repo(capsys):
     command = Command()
     command.repo = Path("/srv/demo/company.git")
-    command._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [])
+    command._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], [], [])
     out = capsys.readouterr().out
     assert "git clone /srv/demo/company.git" in out
     assert "manage.py change open --branch my-change" in out
+
+
+def test_the_demo_banner_says_who_to_sign_in_as_with_their_groups_and_the_secrets_it_made_up(capsys):
+    people = [DemoPerson("admin", ("operators",), True, True),
+              DemoPerson("finance-lead", ("staff", "finance"), True, False),
+              DemoPerson("vera", ("viewers",), True, False)]
+    Command()._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], people, ["SHOP_WEBHOOK_SECRET"])
+    lines = capsys.readouterr().out.splitlines()
+    assert "(sign in as one of these; the password is the username)" in lines[2]
+    assert [line.split(None, 1) for line in lines[3:6]] == [
+        ["admin", "superuser, operators"], ["finance-lead", "staff, finance"], ["vera", "viewers"]]
+    assert "  secrets: SHOP_WEBHOOK_SECRET (a made-up value each, for this demo)" in lines

@@ -148,15 +148,15 @@ def test_the_operator_drifts_sees_what_will_be_refused_applies_and_sees_it_incom
         wait.until(EC.presence_of_element_located((By.ID, "run-drift")))
         mark_page(browser)
         # The run's result lands on the page without a reload: the plan, and what will be refused.
-        wait.until(shows(browser, "content-main", "2 of 13 changes will be refused"))
+        wait.until(shows(browser, "content-main", "2 of 19 changes will be refused"))
         assert same_page(browser)
         assert text_of(browser, "plan-refused") == \
-            "2 of 13 changes will be refused: the policy denies them to you (marked denied below)."
+            "2 of 19 changes will be refused: the policy denies them to you (marked denied below)."
         refused = [row.text.split("\n")[0] for row in browser.find_elements(By.CSS_SELECTOR, "#plan tr.refused")]
         assert refused == ["create (refused) shop.product tote (resources/catalog.py:7)",
-                           "create (refused) sanoma.person sam (resources/staff.py:16)"], refused
+                           "create (refused) sanoma.person sam (resources/staff.py:30)"], refused
         apply_button = browser.find_element(By.ID, "apply")
-        assert apply_button.get_attribute("value") == "Apply (2 of 13 will be refused)"
+        assert apply_button.get_attribute("value") == "Apply (2 of 19 will be refused)"
 
         apply_button.click()
         wait.until(EC.presence_of_element_located((By.ID, "run-drift")))
@@ -164,7 +164,7 @@ def test_the_operator_drifts_sees_what_will_be_refused_applies_and_sees_it_incom
         wait.until(shows(browser, "content-main", "not made: 2 denied, 1 skipped"))
         assert same_page(browser)
         outcome = browser.find_element(By.ID, "apply-incomplete")
-        assert "10 of 13 changes applied; not made: 2 denied, 1 skipped" in outcome.text
+        assert "16 of 19 changes applied; not made: 2 denied, 1 skipped" in outcome.text
         assert outcome.value_of_css_property("color") == "rgba(186, 33, 33, 1)"  # the desk's red (--error-fg)
         full_page(browser, shots / "resources-apply-incomplete.png")
 
@@ -174,7 +174,7 @@ def test_the_operator_drifts_sees_what_will_be_refused_applies_and_sees_it_incom
         wait.until(EC.presence_of_element_located((By.ID, "run-now")))
         now = text_of(browser, "run-now")
         assert now.startswith("Failed ") and \
-            "with apply_incomplete: 3 of 13 changes not made (2 denied, 1 skipped); 10 applied" in now, now
+            "with apply_incomplete: 3 of 19 changes not made (2 denied, 1 skipped); 16 applied" in now, now
         full_page(browser, shots / "apply-run-incomplete.png")
 
 

@@ -68,7 +68,7 @@ def test_an_apply_that_made_every_change_finishes(company):
     company.policy = DenySome({})  # everything allowed: nothing held, nothing denied
     run = apply_run(company)
     assert run.status == RunStatus.FINISHED and run.error is None
-    assert services.report(run)["summary"]["done"] == 13
+    assert services.report(run)["summary"]["done"] == 19
 
 
 def test_an_apply_with_denied_changes_fails_apply_incomplete_counting_why(company):
@@ -77,9 +77,9 @@ def test_an_apply_with_denied_changes_fails_apply_incomplete_counting_why(compan
     assert run.status == RunStatus.FAILED  # not "finished": it did not do what it was for
     error = run.error or {}
     assert error["code"] == "apply_incomplete"
-    assert error["message"] == "3 of 13 changes not made (2 denied, 1 skipped); 10 applied"
+    assert error["message"] == "3 of 19 changes not made (2 denied, 1 skipped); 16 applied"
     counts = {k: error["data"][k] for k in ("applied", "denied", "rejected", "failed", "skipped", "planned")}
-    assert counts == {"applied": 10, "denied": 2, "rejected": 0, "failed": 0, "skipped": 1, "planned": 13}
+    assert counts == {"applied": 16, "denied": 2, "rejected": 0, "failed": 0, "skipped": 1, "planned": 19}
     # What it did is still there to read: the report, in the error (a failed run has no output).
     report = services.report(run)
     assert {c["name"]: c["status"] for c in report["changes"]}["sam_admin"] == "skipped"
@@ -90,7 +90,7 @@ def test_an_apply_with_denied_changes_fails_apply_incomplete_counting_why(compan
     assert last.body["error"]["code"] == "apply_incomplete"
     answer = api("ops").get(f"/api/runs/{run.id}").json()["run"]
     assert answer["status"] == "failed" and answer["error"]["code"] == "apply_incomplete"
-    assert answer["error"]["data"]["denied"] == 2 and answer["error"]["data"]["applied"] == 10
+    assert answer["error"]["data"]["denied"] == 2 and answer["error"]["data"]["applied"] == 16
 
 
 def test_an_apply_in_which_every_change_was_denied_fails(company):
@@ -98,8 +98,8 @@ def test_an_apply_in_which_every_change_was_denied_fails(company):
     error = run.error or {}
     assert run.status == RunStatus.FAILED and error["code"] == "apply_incomplete"
     # Each change denied, or skipped because what it refers to was denied (a person's role, ...).
-    assert (error["data"]["applied"], error["data"]["denied"], error["data"]["skipped"]) == (0, 6, 7)
-    assert error["message"] == "13 of 13 changes not made (6 denied, 7 skipped); 0 applied"
+    assert (error["data"]["applied"], error["data"]["denied"], error["data"]["skipped"]) == (0, 8, 11)
+    assert error["message"] == "19 of 19 changes not made (8 denied, 11 skipped); 0 applied"
 
 
 def test_a_change_its_approver_rejected_counts_as_rejected(company):
@@ -118,15 +118,15 @@ def test_the_plan_counts_the_changes_the_policy_will_refuse(company):
     company.policy = DenySome(TWO_DENIED)
     services.drift(by="ops", here=True, config=company)
     plan = api("ops").get("/api/resources/plan").json()
-    assert (plan["refused"], plan["all_refused"], len(plan["changes"])) == (2, False, 13)
+    assert (plan["refused"], plan["all_refused"], len(plan["changes"])) == (2, False, 19)
     assert sorted(c["name"] for c in plan["changes"] if c["refused"]) == ["sam", "tote"]
     assert services.refused_text(plan, to="you") == \
-        "2 of 13 changes will be refused: the policy denies them to you (marked denied below)"
+        "2 of 19 changes will be refused: the policy denies them to you (marked denied below)"
     company.policy = resolve_config(SanomaConfig(app_name="acme", connectors=[shop], root=COMPANY),
                                     fakes="instance").policy
     services.drift(by="intern", here=True, config=company)
     plan = api("intern").get("/api/resources/plan").json()
-    assert (plan["refused"], plan["all_refused"]) == (13, True)
+    assert (plan["refused"], plan["all_refused"]) == (19, True)
     # An apply the plan shows refused whole is not started.
     with pytest.raises(SanomaError) as refused:
         services.check_apply(by="intern", config=company)
@@ -142,9 +142,9 @@ def test_manage_py_apply_exits_1_naming_the_counts_and_starts_nothing_the_policy
         call_command("apply", "--as", "ops", "--here", "--yes", stdout=out, stderr=err)
     assert exited.value.code == 1
     lines = out.getvalue().splitlines()
-    assert "2 of 13 changes will be refused: the policy denies them to ops" in out.getvalue()
-    assert lines[-1] == "10 applied, 2 denied, 0 rejected, 0 failed, 1 skipped"
-    assert "failed with apply_incomplete: 3 of 13 changes not made (2 denied, 1 skipped)" in err.getvalue()
+    assert "2 of 19 changes will be refused: the policy denies them to ops" in out.getvalue()
+    assert lines[-1] == "16 applied, 2 denied, 0 rejected, 0 failed, 1 skipped"
+    assert "failed with apply_incomplete: 3 of 19 changes not made (2 denied, 1 skipped)" in err.getvalue()
 
     company.policy = resolve_config(SanomaConfig(app_name="acme", connectors=[shop], root=COMPANY),
                                     fakes="instance").policy
@@ -293,7 +293,7 @@ def test_the_resources_page_shows_an_incomplete_apply_in_red_with_its_counts(com
     text = client.get("/admin/changes/driftverdict/").content.decode()
     assert f'Latest apply: <a href="/admin/runs/run/{run.id}/change/">{run.id}</a>' in text
     assert '<span class="sanoma-outcome-bad" id="apply-incomplete">incomplete, ' in text
-    assert "10 of 13 changes applied; not made: 2 denied, 1 skipped</span>" in text
+    assert "16 of 19 changes applied; not made: 2 denied, 1 skipped</span>" in text
     assert "This plan and the drift above are from before the latest apply" in text
     # The drift's moment in the desk's one format (not Django's "Dec. 3, 2026, 5:16 p.m.").
     assert "Latest drift: " in text and " UTC (" in text and "p.m." not in text and "a.m." not in text

@@ -111,7 +111,7 @@ def test_the_invariant_on_the_example_company(acme):
         "shop.product.update", "shop.product.create", "shop.staff_role.create"]
     assert calls.count("sanoma.resources.record") == 2
     # the read, one import per declared resource (18, none a host), the 3 changes, the 2 records
-    assert calls.count("sanoma.resources.read") == 1 and len(calls) == 1 + 18 + 3 + 2
+    assert calls.count("sanoma.resources.read") == 1 and len(calls) == 1 + 23 + 3 + 2
     assert LedgerRecord.objects.filter(kind=LedgerKind.OP_CALLED).count() == before + len(calls)
     assert set(ManagedResource.objects.filter(type="shop.product").values_list("import_id", flat=True)) == {
         "tee", "tote"}
@@ -190,7 +190,7 @@ def test_an_import_the_policy_denies_is_an_error_and_the_run_goes_on(acme):
     tee = next(e for e in report["resources"] if e["name"] == "tee")
     assert tee["status"] == "error" and "tee is secret" in tee["error"]["message"]
     assert tee["error"]["code"] == "policy_denied"
-    assert report["summary"]["error"] == 1 and len(report["resources"]) == 18
+    assert report["summary"]["error"] == 1 and len(report["resources"]) == 23
 
 
 def test_a_resource_with_no_driver_is_an_error(acme):
@@ -207,7 +207,7 @@ def test_the_commands(acme, monkeypatch):
         call_command("drift", "--as", "ops", "--here", stdout=out)
     assert exited.value.code == 2 and "gone     shop.product  tote  (resources/catalog.py:7): not at the vendor" \
         in out.getvalue()
-    assert out.getvalue().splitlines()[-1] == "5 clean, 0 drifted, 13 gone, 0 error"
+    assert out.getvalue().splitlines()[-1] == "4 clean, 2 drifted, 17 gone, 0 error"
     out = io.StringIO()
     with pytest.raises(SystemExit) as exited:
         call_command("plan", "--as", "ops", "--here", "--json", stdout=out)
@@ -219,7 +219,7 @@ def test_the_commands(acme, monkeypatch):
     sam_admin = next(c for c in plan["changes"] if c["name"] == "sam_admin")
     assert sam_admin["calls"][0]["verdict"]["decision"] == "held"
     assert sam_admin["calls"][0]["verdict"]["approver"] == "group:security"
-    assert plan["summary"] == {"create": 13, "update": 0, "replace": 0, "delete": 0}
+    assert plan["summary"] == {"create": 17, "update": 2, "replace": 0, "delete": 0}
     # references first: each group before the people in it, each person before their roles
     order = [c["resource"] for c in plan["changes"]]
     assert order.index("resources/staff.py#finance") < order.index("resources/staff.py#finance_lead") < \
@@ -253,7 +253,7 @@ def test_the_commands(acme, monkeypatch):
     assert services.report(followed.run)["summary"]["failed"] == 0
     out = io.StringIO()
     call_command("drift", "--as", "ops", "--here", stdout=out)  # exit 0: no SystemExit
-    assert out.getvalue().splitlines()[-1] == "18 clean, 0 drifted, 0 gone, 0 error"
+    assert out.getvalue().splitlines()[-1] == "23 clean, 0 drifted, 0 gone, 0 error"
     out = io.StringIO()
     call_command("plan", "--as", "ops", "--here", stdout=out)
     assert out.getvalue().strip() == "no changes"
@@ -295,7 +295,7 @@ def test_a_denied_change_fails_what_refers_to_it_is_skipped_and_the_rest_is_made
     assert by_name["sam"]["status"] == "failed"
     assert by_name["sam_admin"]["status"] == "skipped"  # it refers to sam
     assert "resources/staff.py#sam" in by_name["sam_admin"]["error"]["message"]
-    assert out["summary"] == {**out["summary"], "done": 10, "failed": 2, "skipped": 1}
+    assert out["summary"] == {**out["summary"], "done": 16, "failed": 2, "skipped": 1}
     assert not get_user_model().objects.filter(username="sam").exists()
     assert statuses(drift(acme)) == {"resources/catalog.py#tote": "gone", "resources/staff.py#sam": "gone",
                                      "resources/shop_access.py#sam_admin": "gone"}

@@ -61,22 +61,23 @@ def test_drift_plan_and_apply_over_the_api(acme):
     reply = ops.post("/api/resources/drift", {}, format="json")
     assert reply.status_code == 202 and reply.json()["workflow"] == "drift"
     drift_run = finish(reply.json()["run"], acme)
-    assert drift_run.status == RunStatus.FINISHED and services.report(drift_run)["summary"]["gone"] == 13
+    assert drift_run.status == RunStatus.FINISHED and services.report(drift_run)["summary"]["gone"] == 17
 
     plan = ops.get("/api/resources/plan").json()
-    assert plan["drift_run"] == drift_run.id and plan["summary"]["create"] == 13
+    assert plan["drift_run"] == drift_run.id and plan["summary"]["create"] == 17
     held = [c["name"] for c in plan["changes"] if c["calls"][0]["verdict"]["decision"] == "held"]
-    assert set(held) == {"alice", "finance_lead", "sam", "support_lead", "finance_lead_finance", "sam_admin",
-                         "support_lead_support", "alice_support"}  # people and roles are access
+    assert set(held) == {"admin", "alice", "finance_lead", "ops", "sam", "support_lead", "vera", "staff",
+                         "finance_lead_finance", "sam_admin", "support_lead_support", "alice_support"}
+    # people, roles and a group's permissions are access
     assert plan == ops.get(f"/api/resources/plan?run={drift_run.id}").json()
 
     reply = ops.post("/api/resources/apply", format="json")
     assert reply.status_code == 202 and reply.json()["workflow"] == "apply"
     applied = finish(reply.json()["run"], acme)
-    assert services.report(applied)["summary"]["done"] == 13
+    assert services.report(applied)["summary"]["done"] == 19
     assert services.report(applied)["summary"]["failed"] == 0
     again = finish(ops.post("/api/resources/drift").json()["run"], acme)
-    assert services.report(again)["summary"] == {"clean": 18, "drifted": 0, "gone": 0, "error": 0}
+    assert services.report(again)["summary"] == {"clean": 23, "drifted": 0, "gone": 0, "error": 0}
     assert ops.get("/api/resources/plan").json()["empty"] is True
 
 
@@ -118,7 +119,7 @@ def test_the_admin_page_drift_plan_and_apply(acme):
     assert client.post("/admin/changes/driftverdict/drift/").status_code == 302
     finish(Run.objects.get(workflow="drift").id, acme)
     page = client.get("/admin/changes/driftverdict/").content.decode()
-    assert page.count('class="resource drift-gone"') == 13 and page.count('class="resource drift-clean"') == 5
+    assert page.count('class="resource drift-gone"') == 17 and page.count('class="resource drift-clean"') == 4
     assert "shop.staff_role.create:\n          held for group:security" in page and 'id="apply"' in page
     client.post("/admin/changes/driftverdict/apply/")
     finish(Run.objects.get(workflow="apply").id, acme)
@@ -126,7 +127,7 @@ def test_the_admin_page_drift_plan_and_apply(acme):
     client.post("/admin/changes/driftverdict/drift/")
     finish(Run.objects.filter(workflow="drift").order_by("-created_at")[0].id, acme)
     page = client.get("/admin/changes/driftverdict/").content.decode()
-    assert page.count('class="resource drift-clean"') == 17
+    assert page.count('class="resource drift-clean"') == 22
     assert '<div class="diff">price_cents: 1700 &rarr; 1500</div>' in page
     assert "shop.product.update:\n          allowed" in page
 

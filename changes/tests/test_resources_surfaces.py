@@ -62,8 +62,8 @@ def test_the_command_lists_the_example_companys_resources(use_root):
     assert any('shop.webhook  orders_hook' in line and 'signing_secret=secret("SHOP_WEBHOOK_SECRET")' in line
                for line in lines)
     assert any("shop.staff_role  alice_support  user=resources/staff.py#alice" in line for line in lines)
-    assert any(line.endswith('resources/staff.py:11  sanoma.group  owners  name="owners"') for line in lines)
-    assert lines[-1] == "18 resources in 5 files, 0 problems"
+    assert any(line.endswith('resources/staff.py:15  sanoma.group  owners  name="owners"') for line in lines)
+    assert lines[-1] == "23 resources in 5 files, 0 problems"
 
 
 def test_the_command_prints_problems_at_file_line_column_and_fails(use_root, broken_root):
@@ -113,7 +113,7 @@ def test_the_api_answers_the_declared_resources_to_a_signed_in_caller(use_root, 
     assert body["problems"][0]["column"] == 56
     use_root(COMPANY)
     body = client.get("/api/resources/").json()
-    assert body["problems"] == [] and len(body["resources"]) == 18
+    assert body["problems"] == [] and len(body["resources"]) == 23
     role = next(r for r in body["resources"] if r["id"] == "apps/support/resources/agents.py#alice_support")
     assert role["values"] == {"user": {"ref": "resources/staff.py#alice"}, "role": "support"}
 

@@ -1,4 +1,4 @@
-"""The shop the example company sells through: orders, refunds, customers and staff access.
+"""The shop the example company sells through: orders, refunds, shipments, customers and staff access.
 
 Its resource types, declared in the company's `resources/` files: `shop.product` (the catalog:
 title, price, tags), `shop.staff_role` (a person's role in the shop admin) and `shop.webhook`
@@ -91,6 +91,25 @@ class RefundQuery(BaseModel):
 class RefundList(BaseModel):
     refunds: list[dict[str, Any]]
     total_cents: int
+
+
+class ShipmentRequest(BaseModel):
+    order_id: str = Field(min_length=1)
+    carrier: Literal["posti", "dhl"] = "posti"
+
+
+class Shipment(BaseModel):
+    shipment_id: str
+    order_id: str
+    carrier: str
+    tracking: str
+
+
+class FoundShipment(BaseModel):
+    """What the carrier's lookup says about a booking: whether it was made, and the booking."""
+
+    happened: bool
+    output: Shipment | None = None
 
 
 class Deletion(BaseModel):
@@ -216,6 +235,19 @@ shop = define_connector(
             "list": op(effect="read", input=RefundQuery, output=RefundList, idempotent=True,
                        description="List the latest refunds", summary="List the latest {limit} refunds"),
         },
+        # The carrier books a pickup for every call it gets (it ignores idempotency keys): a booking
+        # whose reply was lost is never sent again blindly; the run asks the carrier's lookup
+        # (`find`) whether it was made, and waits for an operator when the lookup cannot say.
+        "shipment": {
+            "book": op(effect="write", input=ShipmentRequest, output=Shipment, idempotency_key="ignored",
+                       reconcile="find", target=lambda i: f"order/{i.order_id}",
+                       description="Book the carrier's pickup of an order",
+                       summary="Book {carrier} to pick up order {order_id}",
+                       expect="order {order_id} was booked with {carrier}"),
+            "find": op(effect="read", input=ShipmentRequest, output=FoundShipment, idempotent=True,
+                       target=lambda i: f"order/{i.order_id}", description="Look up the carrier's booking of an order",
+                       summary="Look up {carrier}'s booking of order {order_id}"),
+        },
         "customer": {
             "notify": op(effect="send", input=Notice, output=Sent, description="Email a customer",
                          summary="Email {customer}: {subject}", expect="{customer} was told {subject}"),
@@ -263,6 +295,18 @@ def _http(method: str, path: str, payload: dict[str, Any], context: CallContext)
                           retry_after=_retry_after(err.headers.get("Retry-After"))) from None
     except (urllib.error.URLError, TimeoutError) as err:
         raise DriverError(f"shop could not be reached: {err}", retryable=True) from None
+
+
+def _find_shipment_at_the_shop(i: ShipmentRequest, c: CallContext) -> dict[str, Any]:
+    """The shop's bookings of the order with this carrier: the latest one, or that there is none."""
+    try:
+        found = _http("GET", f"/orders/{i.order_id}/shipments?carrier={urllib.parse.quote(i.carrier)}", {}, c)
+    except DriverError as err:
+        if err.status == 404:
+            return {"happened": False}
+        raise
+    bookings = found.get("shipments") or []
+    return {"happened": True, "output": bookings[-1]} if bookings else {"happened": False}
 
 
 def _retry_after(header: str | None) -> float | None:
@@ -351,6 +395,10 @@ def make_driver():
                 "refund": lambda i, c: _http("POST", f"/orders/{i.order_id}/refunds", i.model_dump(), c),
             },
             "refund": {"list": lambda i, c: _http("GET", f"/refunds?limit={i.limit}", {}, c)},
+            "shipment": {
+                "book": lambda i, c: _http("POST", f"/orders/{i.order_id}/shipments", i.model_dump(), c),
+                "find": _find_shipment_at_the_shop,
+            },
             "customer": {
                 "notify": lambda i, c: _http("POST", "/messages", i.model_dump(), c),
                 "delete": lambda i, c: _http("DELETE", f"/customers/{i.customer}", {}, c),
@@ -413,6 +461,23 @@ def _refund(state: dict, i: RefundRequest, c: CallContext) -> dict:
     refund = {"refund_id": f"re_{len(state['refunds']) + 1}", "order_id": i.order_id, "amount_cents": i.amount_cents}
     state["refunds"].append(refund)
     return refund
+
+
+def _book(state: dict, i: ShipmentRequest, c: CallContext) -> dict:
+    _order(state, i.order_id)
+    shipments = state.setdefault("shipments", [])
+    n = len(shipments) + 1
+    shipment = {"shipment_id": f"sh_{n}", "order_id": i.order_id, "carrier": i.carrier,
+                "tracking": f"{i.carrier.upper()}{1000 + n}"}
+    shipments.append(shipment)
+    return shipment
+
+
+def _find_shipment(state: dict, i: ShipmentRequest, c: CallContext) -> dict:
+    for shipment in state.get("shipments", []):
+        if shipment["order_id"] == i.order_id and shipment["carrier"] == i.carrier:
+            return {"happened": True, "output": shipment}
+    return {"happened": False}
 
 
 def _list_refunds(state: dict, i: RefundQuery, c: CallContext) -> dict:
@@ -593,6 +658,7 @@ def initial_state() -> dict:
                      "status": "paid"},
         },
         "refunds": [],
+        "shipments": [],
         "messages": [],
         "customers": ["ada@example.com", "grace@example.com"],
         "products": {"mug": 1500, "tee": 2500, "cap": 1800},
@@ -616,6 +682,7 @@ def make_fake(file: Path | None = None):
         ops={
             "order": {"get": _get, "refund": _refund},
             "refund": {"list": _list_refunds},
+            "shipment": {"book": _book, "find": _find_shipment},
             "customer": {"notify": _notify, "delete": _delete},
             "product": {"price": _price, "import": _product_look, "read": _product_look, "create": _product_create,
                         "update": _product_update, "delete": _product_delete},

@@ -22,6 +22,7 @@ class Shipped(BaseModel):
 
 
 def run(ctx: Ctx, input: ShipmentInput):
+    ctx.tag(order=input.order_id)
     order = ctx.shop.order.get({"order_id": input.order_id})
     try:
         shipped = ctx.wait_message("shipped", model=Shipped, timeout=input.within_hours * 3600)

@@ -10,6 +10,7 @@ class FollowUpInput(BaseModel):
 
 
 def run(ctx: Ctx, input: FollowUpInput):
+    ctx.tag(order=input.order_id)
     order = ctx.shop.order.get({"order_id": input.order_id})
     ctx.sleep(seconds=input.after_seconds)
     sent = ctx.shop.customer.notify({"customer": order.customer, "subject": "How is your order?"})

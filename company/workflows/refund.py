@@ -15,6 +15,8 @@ class RefundInput(BaseModel):
 
 def run(ctx: Ctx, input: RefundInput):
     order = ctx.shop.order.get(OrderRef(order_id=input.order_id))
+    # Found by its order and its customer on the desk (search "1001") and the API (`?tag=order=1001`).
+    ctx.tag(order=order.order_id, customer=order.customer)
     refund = ctx.shop.order.refund(
         RefundRequest(order_id=order.order_id, amount_cents=input.amount_cents, reason=input.reason))
     ctx.shop.customer.notify({

@@ -28,8 +28,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import override_settings
 
+from company.resources import staff as company_staff
 from connectors.errors import InvalidInput
-from runs.seed import DEMO_PEOPLE, DEMO_STAFF_PERMS, seed_demo_company, seed_group, seed_person
+from runs.seed import declared_people, seed_declared, seed_group, seed_person
 
 REPO = Path(__file__).resolve().parents[2]
 User = get_user_model()
@@ -256,25 +257,26 @@ FAST_HASHER = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # the tests' pa
 
 @pytest.mark.django_db
 @override_settings(PASSWORD_HASHERS=FAST_HASHER)
-def test_the_demo_company_is_seeded_once_however_often_it_is_seeded() -> None:
-    names = [username for username, _, _ in DEMO_PEOPLE]
-    seed_demo_company()
+def test_the_demo_company_is_seeded_from_its_data_files_once_however_often_it_is_seeded() -> None:
+    declared = list(vars(company_staff).values())
+    people = declared_people(declared)
+    names = [p.username for p in people]
+    seed_declared(declared)
     alice = User.objects.get(username="alice")
     alice.groups.add(Group.objects.create(name="extra"))  # a change seeding again undoes
-    seed_demo_company()
+    seed_declared(declared)
     assert sorted(User.objects.filter(username__in=names).values_list("username", flat=True)) == sorted(names)
     assert Group.objects.filter(name="staff").count() == 1
-    people = {user.username: user for user in User.objects.filter(username__in=names)}
-    for username, groups, superuser in DEMO_PEOPLE:
-        user = people[username]
-        assert user.check_password(username) and user.is_staff and user.is_active, username
-        assert user.is_superuser == superuser, username
-        assert sorted(user.groups.values_list("name", flat=True)) == sorted(groups), username
-        assert user.has_perm("runs.start_workflow"), username
-    staff = Group.objects.get(name="staff")
-    assert sorted(f"runs.{codename}" for codename in staff.permissions.values_list("codename", flat=True)) == sorted(
-        DEMO_STAFF_PERMS)
-    assert people["alice"].has_perm("runs.view_run") and not people["alice"].has_perm("runs.change_run")
+    users = {user.username: user for user in User.objects.filter(username__in=names)}
+    for person in people:
+        user = users[person.username]
+        assert user.check_password(person.username) and user.is_staff and user.is_active, person.username
+        assert user.is_superuser == (person.username == "admin"), person.username
+        assert sorted(user.groups.values_list("name", flat=True)) == sorted(person.groups), person.username
+    assert users["alice"].email == "alice@acme.example" and users["alice"].get_full_name() == "Alice Lind"
+    assert users["alice"].has_perm("runs.start_workflow") and users["alice"].has_perm("runs.view_run")
+    assert not users["alice"].has_perm("runs.change_run")
+    assert users["ops"].has_perm("runs.operate_runs") and not users["vera"].has_perm("runs.start_workflow")
 
 
 @pytest.mark.django_db

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from company.resources import staff as company_staff
 from connectors import define_connector, op, with_setup
 from connectors.fakes import define_fake
 from runs import services
@@ -29,7 +30,7 @@ from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine.drain import drain
 from runs.models import Approval, LedgerRecord, Run
 from runs.policies.python_policies import approve, define_policy
-from runs.seed import seed_demo_company, seed_person
+from runs.seed import seed_declared, seed_person
 
 pytestmark = pytest.mark.django_db
 
@@ -39,9 +40,9 @@ COMPANY = Path(__file__).resolve().parents[2] / "company"
 @pytest.fixture
 def company(tmp_path: Path) -> Iterator[ResolvedConfig]:
     """The example company on its fakes, with the demo's people (admin, alice, finance-lead, sam, ...)."""
-    seed_demo_company()
     config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
     set_config(config)
+    seed_declared(vars(company_staff).values())
     try:
         yield config
     finally:

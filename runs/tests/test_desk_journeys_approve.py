@@ -26,12 +26,13 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from company.resources import staff as company_staff
 from runs import services
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine.drain import drain
 from runs.models import Approval, DecisionMessage, Run
-from runs.seed import seed_demo_company
+from runs.seed import seed_declared
 from runs.tests import test_admin_browser as admin_browser
 from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, full_page, text_of
 
@@ -60,9 +61,9 @@ MOMENT = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((just now|.+ ago)\)$
 @pytest.fixture
 def company(tmp_path: Path, transactional_db) -> Iterator[ResolvedConfig]:
     """The example company on its fakes, and the demo's people (each one's password is their name)."""
-    seed_demo_company()
     config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
     set_config(config)
+    seed_declared(vars(company_staff).values())
     try:
         yield config
     finally:
@@ -226,3 +227,4 @@ def test_a_superusers_inbox_is_what_the_api_answers_them(live_server, company, w
     assert answers["admin"] == ([], [], "inbox")
     desk, api, badge = answers["finance-lead"]
     assert desk == api and sorted(desk) == sorted(Run.objects.values_list("id", flat=True)) and badge == "inbox 2"
+

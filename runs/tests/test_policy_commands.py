@@ -202,6 +202,7 @@ def test_explain_a_refund_shows_the_hold_for_finance_and_the_policies_that_appli
     first = out.splitlines()[0]
     assert first == f"shop.order.refund: policy cedar {company.policy.version}"
     assert lines_of(out) == {
+        "operators-apply": "no",  # shop.cedar: operators keep the resources as declared, in apply runs only
         "merges-need-owners": "no",  # company/policies/changes.cedar: merging a change to the repo
         "reads-open": "no",
         "staff-may-act": "applies",

@@ -30,14 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 
 from changes.datafiles import read_datafiles
+from changes.demo import seed_demo_company
 from changes.lifecycle.embedded import prepare_live_root
 from changes.lifecycle.models import ChangeRun
 from runs.models import ENDED_STATUSES, AppVersion, LedgerRecord, Run, RunStatus
-from runs.seed import seed_demo_company
 from runs.tests.processes import REPO, database_url, group_members, wait_until, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,15 +64,8 @@ def _live_company(tmp_path: Path) -> Path:
 
 
 def _seed_people(live: Path) -> None:
-    """The demo's people, each as the data files declare them (their names and emails too)."""
-    seed_demo_company()
-    User = get_user_model()
-    for resource in read_datafiles(live, []).plain()["resources"]:
-        if resource["type"] == "sanoma.person":
-            values = resource["values"]
-            first, _, last = values.get("name", "").partition(" ")
-            User.objects.filter(username=values["username"]).update(email=values.get("email", ""), first_name=first,
-                                                                    last_name=last)
+    """The demo's people, each as the live company's data files declare them (names and emails too)."""
+    seed_demo_company(read=read_datafiles(live, []))
 
 
 class Site:

@@ -33,11 +33,18 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from changes.demo import (
+    IN_DOUBT_RUN,
+    demo_people,
+    demo_secrets,
+    seed_demo_company,
+    stage_in_doubt,
+    start_example_runs,
+)
 from changes.lifecycle.embedded import prepare_live_root
+from changes.selectors import declared_resources
 from connectors.errors import ConfigError, SanomaError
-from runs import services
 from runs.config.registry import get_config, set_config
-from runs.seed import DEMO_PEOPLE, seed_demo_company
 from runs.versions import sync_workflow_entries
 from runs.worker_lifecycle import RESTART_EXIT
 
@@ -193,7 +200,13 @@ class Command(BaseCommand):
         except ConfigError as err:
             raise CommandError(str(err)) from None
         sync_workflow_entries(config)
-        seed_demo_company()
+        read = declared_resources()
+        seed_demo_company(read=read)
+        people = demo_people(read)
+        # The secrets the data files name get a made-up value where the environment has none, so
+        # an apply can make the webhook; the worker and the server inherit them.
+        secrets = [name for name, value in demo_secrets(read).items() if os.environ.setdefault(name, value) == value]
+        in_doubt = [] if options["no_runs"] else self._in_doubt_example(config)
         connections.close_all()
         base = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         commands = {
@@ -212,8 +225,8 @@ class Command(BaseCommand):
                     preexec_fn=_die_with_parent(),
                 )
             if not signals.received:
-                started = [] if options["no_runs"] else self._example_runs()
-                self._banner(config, options["port"], started)
+                started = in_doubt + ([] if options["no_runs"] else self._example_runs())
+                self._banner(config, options["port"], started, people, secrets)
             ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
             while not signals.received and (ends is None or time.monotonic() < ends):
                 for name, child in list(children.items()):
@@ -257,36 +270,42 @@ class Command(BaseCommand):
         set_config(None)  # resolved again, from the repo
         return remote
 
-    def _example_runs(self) -> list[str]:
-        examples = [
-            ("refund", {"order_id": "1001", "amount_cents": 1500, "reason": "damaged in transit"}, "alice"),
-            ("follow-up", {"order_id": "1002", "after_seconds": 20}, "alice"),
-            ("reprice", {"prices": [{"sku": "mug", "price_cents": 1600}, {"sku": "tee", "price_cents": 2700}]},
-             "alice"),
-            ("support.onboard-agent", {"username": "robin"}, "alice"),
-        ]
-        started = []
-        for workflow, data, who in examples:
-            try:
-                run = services.start(workflow=workflow, input=data, started_by=who)
-            except SanomaError as err:
-                self.stderr.write(f"could not start {workflow}: {err}")
-                continue
-            started.append(f"{run.id} ({workflow})")
-        return started
+    def _in_doubt_example(self, config: Any) -> list[str]:
+        """The run left in doubt, staged before any worker starts (this process advances it)."""
+        try:
+            run = stage_in_doubt(config)
+        except SanomaError as err:
+            self.stderr.write(f"could not leave a {IN_DOUBT_RUN[0]} run in doubt: {err}")
+            return []
+        return [f"{run.id} ({run.workflow}: in doubt once the worker picks it up)"]
 
-    def _banner(self, config: Any, port: int, started: list[str]) -> None:
+    def _example_runs(self) -> list[str]:
+        started, problems = start_example_runs()
+        for problem in problems:
+            self.stderr.write(problem)
+        return [f"{run.id} ({run.workflow})" for run in started]
+
+    def _banner(self, config: Any, port: int, started: list[str], people: list[Any], secrets: list[str]) -> None:
         url = f"http://127.0.0.1:{port}"
-        logins = ", ".join(username for username, _, _ in DEMO_PEOPLE)
+        width = max((len(p.username) for p in people), default=0)
         lines = [
             "",
             f"sanoma demo: {config.app_name} ({config.version[:24]}...) on {settings.DATABASES['default']['NAME']}",
-            f"  admin:   {url}/admin/   (log in as {logins}: the password is the username)",
+            f"  admin:   {url}/admin/   (sign in as one of these; the password is the username)",
+            *(f"           {p.username:<{width}}  "
+              + ", ".join([*(["superuser"] if p.superuser else []), *p.groups] or ["no groups"])
+              for p in people),
             f"  API:     {url}/api/     (schema at {url}/api/schema/)",
             "  runs started: " + (", ".join(started) or "none"),
+            *([f"  secrets: {', '.join(secrets)} (a made-up value each, for this demo)"] if secrets else []),
             "  try:    .venv/bin/python manage.py runs",
             "          .venv/bin/python manage.py decide <refund run id> approve --as finance-lead --note 'ok'",
+            "          .venv/bin/python manage.py resolve     (the run in doubt: settle it on its page, "
+            "or see docs/guides/demo.md)",
+            "          .venv/bin/python manage.py runs --tag order=1001   "
+            f"(or search order=1001 on {url}/admin/runs/run/)",
             "          .venv/bin/python manage.py show <run id>",
+            "          .venv/bin/python manage.py plan --as ops",
         ]
         if self.repo is not None:
             lines += [
