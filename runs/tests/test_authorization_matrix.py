@@ -27,6 +27,8 @@ from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from runs.admin import approvals as approvals_admin
+from runs.api import views
 from runs.authoring import define_workflow
 from runs.models import Approval, DecisionMessage, LedgerRecord, Run, RunMessage
 from runs.testing import make_user
@@ -79,7 +81,11 @@ def expected(action: str, actor: str, run: str) -> str:
 
 
 @pytest.fixture
-def world(engine_for):
+def world(engine_for, monkeypatch):
+    # No worker runs here: an allowed decision stays pending (202, or the admin's message sent), so
+    # waiting the usual 5 s for a worker to apply it would only wait.
+    monkeypatch.setattr(views, "DECIDE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(approvals_admin, "DECIDE_WAIT_SECONDS", 0.05)
     engine = engine_for(matrix)
     make_user(STARTER, groups=["finance", "staff"], perms=["runs.start_workflow"])
     make_user(APPROVER, perms=["runs.start_workflow"])
