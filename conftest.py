@@ -4,6 +4,17 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hasher():
+    """The tests' passwords need no strength: Django's default hasher spends about a second per hash on a
+    busy 2-core machine, and the browser tests set a password and sign in with it each time. Processes
+    a test starts (`manage.py ...`) keep the site's hashers."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _clean_process_state():
     from runs.engine import clock, faults
@@ -25,3 +36,16 @@ def django_db_setup(django_db_setup, django_db_blocker):
     from changes.credentials.runtime import stop_watching
 
     stop_watching()
+
+
+@pytest.fixture(scope="session")
+def shared_chromium():
+    """The session's one headless Chromium (runs/tests/chromium.py): the `browser` fixture hands it to
+    each browser test as a new one would be. Quit when the session ends."""
+    from runs.tests.chromium import SharedChromium
+
+    shared = SharedChromium()
+    try:
+        yield shared
+    finally:
+        shared.close()

@@ -299,7 +299,27 @@ def gitco(tmp_path: Path, transactional_db) -> Iterator[ResolvedConfig]:
         set_config(None)
 
 
-def test_a_changes_page_shows_checking_then_the_checks_outcome_without_a_reload(live_server, gitco, browser, shots):
+@pytest.fixture
+def checks_gate(monkeypatch) -> Iterator[threading.Event]:
+    """Holds the change's checks (the real ones, in their own process) until the test opens the gate:
+    on a quiet machine they may take less than the page's 3 s between readings, and "checking" would
+    come and go unseen. The gate opens by itself after WAIT s, so nothing hangs."""
+    from changes.lifecycle import checks
+
+    gate = threading.Event()
+    real = checks.run
+
+    def held(*args, **kwargs):
+        gate.wait(timeout=WAIT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(checks, "run", held)
+    yield gate
+    gate.set()
+
+
+def test_a_changes_page_shows_checking_then_the_checks_outcome_without_a_reload(live_server, gitco, browser, shots,
+                                                                               checks_gate):
     from django.contrib.auth import get_user_model
 
     get_user_model().objects.filter(username="alice").update(is_staff=True)
@@ -317,6 +337,7 @@ def test_a_changes_page_shows_checking_then_the_checks_outcome_without_a_reload(
         # The worker takes it up: the page follows it to "checking", then to the checks' outcome.
         checking = str(wait.until(snapshot(browser, "state checking")))
         assert "Not checked yet." in checking  # one snapshot: the checks run, none reported yet
+        checks_gate.set()
         passed = str(wait.until(snapshot(browser, "state checks passed")))
         assert same_page(browser)
         assert "CHECKS: PASSED" in passed.upper() and "config ok" in passed and "django ok" in passed

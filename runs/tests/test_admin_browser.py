@@ -6,7 +6,6 @@ when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots (default: the
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -17,12 +16,11 @@ from django.db import connection
 from runs.approvals.services import decide
 from runs.models import Approval, DecisionMessage, Run
 from runs.testing import make_user
+from runs.tests import chromium
 from runs.tests.test_api import ask_flow, money_needs_bob, nap_flow, refund_flow
 
 try:
-    from selenium import webdriver
     from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -31,12 +29,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the machine
     HAVE_SELENIUM = False
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-FLAGS = (
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1100",
-)
+CHROMIUM, CHROMEDRIVER, FLAGS = chromium.CHROMIUM, chromium.CHROMEDRIVER, chromium.FLAGS
 
 pytestmark = [
     pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
@@ -50,19 +43,14 @@ PASSWORD = "correct-horse-battery"
 
 
 @pytest.fixture
-def browser(tmp_path):
-    assert CHROMIUM is not None and CHROMEDRIVER is not None  # else skipped above
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    driver.set_page_load_timeout(30)
+def browser(shared_chromium):
+    """Chromium, as new: the session's one (see runs/tests/chromium.py), its cookies, stored data and
+    pages from earlier tests gone, one window of 1400x1100."""
+    driver = shared_chromium.fresh()
     try:
         yield driver
     finally:
-        driver.quit()
+        shared_chromium.blank()
 
 
 @pytest.fixture

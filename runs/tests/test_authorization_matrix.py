@@ -30,6 +30,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs import pausing
+from runs.admin import approvals as approvals_admin
+from runs.api import views
 from runs.authoring import define_workflow
 from runs.engine import pauses as engine_pauses
 from runs.models import Approval, DecisionMessage, LedgerRecord, Run, RunMessage
@@ -85,7 +87,11 @@ def expected(action: str, actor: str, run: str) -> str:
 
 
 @pytest.fixture
-def world(engine_for):
+def world(engine_for, monkeypatch):
+    # No worker runs here: an allowed decision stays pending (202, or the admin's message sent), so
+    # waiting the usual 5 s for a worker to apply it would only wait.
+    monkeypatch.setattr(views, "DECIDE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(approvals_admin, "DECIDE_WAIT_SECONDS", 0.05)
     engine = engine_for(matrix)
     engine_pauses.forget()  # a pause cached by an earlier case (hold_a_run) went with its transaction
     make_user(STARTER, groups=["finance", "staff"], perms=["runs.start_workflow"])

@@ -47,8 +47,9 @@ pytestmark = [
     ),
 ]
 
-# The desk refreshes a live page every 3 s: what it shows lands within a few of those.
-LANDS = 15
+# The desk refreshes a live page every 3 s: what it shows lands within a few of those, or within many
+# on a 2-core machine running both databases' suites (a bound only: the waits end when it lands).
+LANDS = 45
 # Long enough for two refreshes: a page that was going to change would have.
 TWO_TICKS = 7.5
 
@@ -295,8 +296,14 @@ def test_every_column_of_the_runs_list_shows_at_1400_px_and_lists_and_the_run_pa
     assert failed not in ("", "-")  # the failed run's error, in view
 
     browser.set_window_size(800, 1100)
-    for page in ("/admin/runs/run/", "/admin/runs/approval/?status=all"):
-        browser.get(f"{live_server.url}{page}")
+    # The runs list as olga; the inbox as bob, whom the held refund is addressed to (a superuser's
+    # inbox holds only what is addressed to them: olga's is empty, a page with no list to measure).
+    for who, page in (("olga", "/admin/runs/run/"), ("bob", "/admin/runs/approval/?status=all")):
+        if who == "olga":
+            browser.get(f"{live_server.url}{page}")
+        else:
+            browser.delete_all_cookies()
+            log_in(browser, live_server.url, who, then=page)
         until(browser, EC.presence_of_element_located((By.ID, "result_list")))
         widths = browser.execute_script(
             "return [document.querySelector('#changelist .results').getBoundingClientRect().width,"
@@ -305,7 +312,8 @@ def test_every_column_of_the_runs_list_shows_at_1400_px_and_lists_and_the_run_pa
         results, window, scrolled = widths
         assert results >= window - 60, f"{page}: the list is {results} px wide in a {window} px window"
         assert scrolled <= window, f"{page} scrolls sideways at 800 px"
-    browser.get(f"{live_server.url}/admin/runs/run/{long_id}/change/")
+    browser.delete_all_cookies()
+    log_in(browser, live_server.url, "olga", then=f"/admin/runs/run/{long_id}/change/")
     until(browser, EC.presence_of_element_located((By.ID, "ledger")))
     content, window = browser.execute_script(
         "return [document.getElementById('content-main').getBoundingClientRect().width,"
