@@ -411,8 +411,9 @@ def findings(harness: Harness, timing: dict[str, Any]) -> dict[str, Any]:
     runs = list(Run.objects.values("id", "workflow", "status", "error", "input", "parent_id"))
     lost = [r["id"] for r in runs if r["status"] not in ENDED_STATUSES]
     failed = [r for r in runs if r["status"] == RunStatus.FAILED]
-    errors = Counter(f"{(r['error'] or {}).get('code', '?')}: {str((r['error'] or {}).get('message', ''))[:100]}"
-                     for r in failed)
+    errors = Counter(
+        f"{error.get('code') or error.get('name') or '?'}: {' '.join(str(error.get('message', '')).split())[:100]}"
+        for error in (r["error"] or {} for r in failed))
     vendor = harness.vendor.ledger.figures()
     given = {e["entry_id"] for e in harness.vendor.ledger.effects}
     recorded = Step.objects.filter(kind=StepKind.CALL, name__startswith="chaos.", error__isnull=True)
@@ -450,7 +451,7 @@ def findings(harness: Harness, timing: dict[str, Any]) -> dict[str, Any]:
         "operator_answers": dict(harness.tally.operator_answers),
         "django_q_failures": Failure.objects.count(),
         "django_q_failure_kinds": dict(Counter(
-            f"{func}: {([line for line in (result or '').splitlines() if line.strip()] or ['?'])[0][:160]}"
+            f"{func}: {([line for line in (result or '').splitlines() if line.strip()] or ['?'])[0][:160]}".strip()
             for func, result in Failure.objects.values_list("func", "result"))),
         "ledger_verify": {"exit": verify.returncode, "output": (verify.stdout + verify.stderr).strip()[-2000:]},
         **timing,
