@@ -24,6 +24,8 @@ What it does:
   (a new one started once it has stopped), while another one serves, or SIGSTOPped for longer than
   the lease, then SIGCONTed; every `--pg-every` seconds on average, the cluster restarts (`pg_ctl
   restart -m fast`, or `-m immediate`, a crash and its recovery, for `--immediate-share` of them);
+- and, for `--freeze-mid-call` of the vendor's slow answers at a key-ignoring kind, the worker
+  that sent the call is frozen past the lease while the call is still in flight;
 - an operator (this harness as `chaos-operator`) settles each run left waiting in doubt from the
   vendor's own records, once the doubtful call's timeout has passed since it was seen in doubt;
 - then no more faults: the drain, until every run has ended or `--drain-timeout` passed.
@@ -44,6 +46,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -80,6 +83,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         "PostgreSQL restarts (default 0)")
     parser.add_argument("--immediate-share", type=float, default=0.4,
                         help="the share of PostgreSQL restarts that are immediate (a crash), 0-1 (default 0.4)")
+    parser.add_argument("--freeze-mid-call", type=float, default=0.5,
+                        help="the share of slow calls at a key-ignoring vendor whose worker is frozen past the "
+                        "lease while the call is in flight, 0-1 (default 0.5)")
+    parser.add_argument("--slow-share", type=float, default=0.05,
+                        help="the share of the vendor's answers taking 4-7 s before the effect, 0-1 (default 0.05)")
     parser.add_argument("--lease", type=float, default=3.0, help="the workers' lease in seconds (default 3)")
     parser.add_argument("--drain-timeout", type=float, default=240.0,
                         help="seconds the drain may take before the runs not ended count as lost (default 240)")
@@ -104,6 +112,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
             problems.append(f"--{name.replace('_', '-')} must not be negative")
     if not 0 <= args.immediate_share <= 1:
         problems.append("--immediate-share must be between 0 and 1")
+    if not 0 <= args.slow_share <= 1:
+        problems.append("--slow-share must be between 0 and 1")
+    if not 0 <= args.freeze_mid_call <= 1:
+        problems.append("--freeze-mid-call must be between 0 and 1")
     if problems:
         parser.error("; ".join(problems))
     if args.seed is None:
@@ -143,6 +155,7 @@ class Tally:
     doubts_seen: dict[str, float] = field(default_factory=dict)  # run -> first seen waiting in doubt
     operator_answers: Counter = field(default_factory=Counter)
     decided: set[int] = field(default_factory=set)
+    frozen_calls: set[int] = field(default_factory=set)  # the vendor's slow requests already looked at
     messaged: set[str] = field(default_factory=set)
 
 
@@ -158,6 +171,7 @@ class Harness:
         self.restart: dict[str, Any] | None = None
         self.started = 0
         self.logs = pg.folder / "logs"
+        self.timers: list[threading.Timer] = []
 
     # --- the workers -----------------------------------------------------------------------------
 
@@ -205,16 +219,54 @@ class Harness:
             slot.worker.proc.send_signal(signal.SIGTERM)
             slot.terminating_since = time.monotonic()
         else:  # frozen past its lease: another worker takes its runs over meanwhile
-            os.killpg(slot.worker.pgid, signal.SIGSTOP)
-            slot.stopped_until = time.monotonic() + self.args.lease + self.rng.uniform(0.5, 2.0)
+            self.freeze(slot, self.args.lease + self.rng.uniform(0.5, 2.0))
         return True
+
+    def freeze_mid_call(self) -> None:
+        """Now and then (`--freeze-mid-call`), freeze the worker whose call at a key-ignoring vendor is
+        in flight and slow, past the lease: another worker takes the run over while the call can
+        still land (what a reconcile read must not be fooled by)."""
+        for request in self.vendor.ledger.slow_in_flight():
+            if request["id"] in self.tally.frozen_calls or request["kind"] == "honoured" or not request["pid"]:
+                continue
+            self.tally.frozen_calls.add(request["id"])
+            if self.rng.random() >= self.args.freeze_mid_call:
+                continue
+            try:
+                group = os.getpgid(int(request["pid"]))
+            except (ProcessLookupError, ValueError):
+                continue
+            slot = next((s for s in self.serving() if s.worker.pgid == group), None)
+            if slot is None:
+                continue
+            self.tally.faults["sigstop mid-call"] += 1
+            self.freeze(slot, self.args.lease + self.rng.uniform(1.5, 3.0))
+
+    def freeze(self, slot: Slot, seconds: float) -> None:
+        """SIGSTOP the worker's group; SIGCONT it after `seconds` on a timer of its own. Not from the
+        harness's loop: a worker frozen inside a transaction holds its row locks, and the harness's
+        own next query may wait on them until the worker goes on."""
+        group = slot.worker.pgid
+        os.killpg(group, signal.SIGSTOP)
+        slot.stopped_until = time.monotonic() + seconds
+
+        def go_on() -> None:
+            try:
+                os.killpg(group, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(seconds, go_on)
+        timer.daemon = True
+        timer.start()
+        self.timers.append(timer)
 
     def tend_workers(self) -> None:
         now = time.monotonic()
         for slot in self.slots:
             if slot.stopped_until is not None and now >= slot.stopped_until:
                 try:
-                    os.killpg(slot.worker.pgid, signal.SIGCONT)
+                    os.killpg(slot.worker.pgid, signal.SIGCONT)  # its timer did, or does so now
                 except ProcessLookupError:
                     pass
                 slot.stopped_until = None
@@ -238,6 +290,8 @@ class Harness:
 
     def calm(self) -> None:
         """No more faults: every frozen worker continued, every stopping one replaced."""
+        for timer in self.timers:
+            timer.join()
         for slot in self.slots:
             if slot.stopped_until is not None:
                 slot.stopped_until = 0
@@ -363,6 +417,8 @@ class Harness:
                 break
             if now >= next_fault and self.fault():  # none possible now: the next round tries again
                 next_fault = now + self._gap(args.fault_every)
+            if args.freeze_mid_call:
+                self.freeze_mid_call()
             if now >= next_pg and self.restart is None:
                 self.restart_pg()
                 next_pg = now + self._pg_gap(args.pg_every)
@@ -514,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         print("chaos: PostgreSQL's initdb and pg_ctl were not found (set PG_BIN to their folder)", file=sys.stderr)
         return 2
     pg = PrivatePostgres(bin_dir, keep=args.keep)
-    vendor = VendorServer(seed=args.seed).start()
+    vendor = VendorServer(seed=args.seed, slow_share=args.slow_share).start()
     harness: Harness | None = None
     began = time.monotonic()
     try:

@@ -13,7 +13,8 @@ every effect (its key, its reference). Three kinds of the same write (see
 
 Like a real vendor it takes its time: a short random wait before the effect and after it (a worker
 killed in between leaves an effect it has not recorded), and now and then a long wait before the
-effect (`slow_share`, `slow_seconds`), so a frozen worker's call can still land late.
+effect (`slow_share`, `slow_seconds`), so a frozen worker's call can still land late: the harness
+sees those in flight (`slow_in_flight`, with the requesting worker's pid) and may freeze that worker.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ class Ledger:
     effects: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # honoured: key -> first reply
+    # Slow requests not yet taken: id -> kind, key, the requesting worker's pid, when it lands.
+    pending: dict[int, dict[str, Any]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def take(self, kind: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +54,11 @@ class Ledger:
             if kind == "honoured":
                 self.replies[key] = reply
             return reply
+
+    def slow_in_flight(self) -> list[dict[str, Any]]:
+        """The slow requests whose effect has not landed yet (a worker frozen now has a call in flight)."""
+        with self.lock:
+            return [dict(request, id=n) for n, request in self.pending.items()]
 
     def find(self, ref: str) -> dict[str, Any]:
         with self.lock:
@@ -86,7 +94,7 @@ class Ledger:
 class VendorServer:
     """The vendor on 127.0.0.1:<free port>, served by threads of this process."""
 
-    def __init__(self, *, seed: int, slow_share: float = 0.05, slow_seconds: tuple[float, float] = (1.0, 4.5)) -> None:
+    def __init__(self, *, seed: int, slow_share: float = 0.05, slow_seconds: tuple[float, float] = (4.0, 7.0)) -> None:
         self.ledger = Ledger()
         self.random = random.Random(seed)
         self.random_lock = threading.Lock()
@@ -115,7 +123,16 @@ class VendorServer:
                 if kind is None:
                     return self._answer(404, {"error": f"no {path}"})
                 before, after = vendor.delays()
+                slow = before >= vendor.slow_seconds[0]
+                if slow:
+                    with vendor.ledger.lock:
+                        ticket = id(self)
+                        vendor.ledger.pending[ticket] = {"kind": kind, "key": key, "pid": body.get("pid"),
+                                                         "lands_at": time.time() + before}
                 time.sleep(before)
+                if slow:
+                    with vendor.ledger.lock:
+                        vendor.ledger.pending.pop(ticket, None)
                 reply = vendor.ledger.take(kind, key, body)
                 time.sleep(after)
                 self._answer(200, reply)

@@ -27,7 +27,7 @@ from connectors import CallContext, define_connector, define_driver, op, with_se
 from connectors.errors import DriverError
 
 # Each call may take this long before it is abandoned (the vendor's slowest answer stays under it).
-CALL_TIMEOUT_SECONDS = 6.0
+CALL_TIMEOUT_SECONDS = 10.0
 
 
 class Effect(BaseModel):
@@ -71,7 +71,9 @@ def _send(path: str, payload: BaseModel, context: CallContext) -> Any:
     base = os.environ.get("CHAOS_VENDOR_URL", "")
     if not base:
         raise DriverError("CHAOS_VENDOR_URL is not set: the chaos vendor's address", retryable=False)
-    body = json.dumps({**payload.model_dump(mode="json"), "run": context.run_id, "attempt": context.attempt})
+    # The run, attempt and process are for the harness's counts (which worker to freeze mid-call).
+    body = json.dumps({**payload.model_dump(mode="json"), "run": context.run_id, "attempt": context.attempt,
+                       "pid": os.getpid()})
     request = urllib.request.Request(
         f"{base}{path}", data=body.encode(), method="POST",
         headers={"Content-Type": "application/json", "Idempotency-Key": context.idempotency_key})
