@@ -40,7 +40,7 @@ pytestmark = [
 ]
 
 
-def test_the_short_chaos_run_loses_no_run_and_repeats_no_effect_at_a_key_honouring_vendor(tmp_path: Path) -> None:
+def test_the_short_chaos_run_loses_no_run_and_repeats_no_effect_at_any_vendor(tmp_path: Path) -> None:
     report = tmp_path / "chaos.json"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "chaos.py"), "--short", "--json", str(report)],
                           cwd=REPO, capture_output=True, text=True, timeout=1800)
@@ -59,11 +59,9 @@ def test_the_short_chaos_run_loses_no_run_and_repeats_no_effect_at_a_key_honouri
     # Every output a run recorded is one the vendor gave; every hash chain holds.
     assert found["recorded_outputs_not_at_vendor"] == [], output
     assert found["ledger_verify"]["exit"] == 0, output
-    # The exit status is the report's verdict: 1 exactly when a run was lost or a key took effect twice.
-    duplicates = any(found["duplicate_effects"].values())
-    assert done.returncode == (1 if duplicates else 0), output
-    # Not asserted yet, on purpose: 0 duplicate effects at the vendors that ignore keys (a reconcile
-    # read may still say "did not happen" while a frozen worker's call is in flight) and 0 failed
-    # runs (a write other than a call's checkpoint may still fail a run when PostgreSQL restarts
-    # under it). Both are printed in the report; these asserts become `== 0` once the engine fences
-    # in-doubt calls until their deadline and every engine write rides out a lost connection.
+    # At the vendors that ignore keys too: an attempt in doubt is settled only once it can no longer
+    # land (a reconcile read waits out the call's deadline), so nothing took effect twice.
+    assert found["duplicate_effects"]["ignored"] == 0 and found["duplicate_effects"]["reconciled"] == 0, output
+    # A restart under any engine write is ridden out: no run failed because the database went away.
+    assert found["runs"]["failed"] == 0, output
+    assert done.returncode == 0, output
