@@ -74,8 +74,13 @@ refund_and_tell = define_workflow(name="refund-and-tell", title="Refund and tell
                                   uses=[REFUND, SEND], run=_refund_and_tell)
 
 
+class Shipment(BaseModel):
+    tracking: str
+    carrier: str = "post"
+
+
 def _shipped(ctx, input):
-    return ctx.wait_message("shipped")
+    return ctx.wait_message("shipped", model=Shipment).model_dump()
 
 
 waits_for_shipping = define_workflow(name="ship", title="Wait for the shipment", uses=["wait_message"], run=_shipped)
@@ -110,8 +115,12 @@ def test_a_message_is_sent_from_the_run_page(live_server, engine_for, browser, s
     log_in(browser, live_server.url, who, then=f"/admin/runs/run/{run.id}/change/")
 
     wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#send-message summary"))).click()
-    browser.find_element(By.CSS_SELECTOR, "#send-message input[name=topic]").send_keys("shipped")
+    # The form says which topic the run waits on (typed in already) and what its payload holds.
+    assert text_of(browser, "expected-messages") == 'Waits now for a message on shipped; the payload\'s fields: ' \
+        'tracking (str, required), carrier (str, default "post"); other keys are dropped.'
+    assert browser.find_element(By.CSS_SELECTOR, "#send-message input[name=topic]").get_attribute("value") == "shipped"
     payload = browser.find_element(By.CSS_SELECTOR, "#send-message input[name=payload]")
+    assert json.loads(payload.get_attribute("value")) == {"tracking": "", "carrier": "post"}
     payload.clear()
     payload.send_keys("[1]")  # not a JSON object
     send = browser.find_element(By.CSS_SELECTOR, "#send-message input[type=submit]")
@@ -138,7 +147,7 @@ def test_a_message_is_sent_from_the_run_page(live_server, engine_for, browser, s
     assert (message.topic, message.payload, message.sent_by) == ("shipped", {"tracking": "X1"}, who)
     engine.drain()
     run.refresh_from_db()
-    assert (run.status, run.result) == (RunStatus.FINISHED, {"tracking": "X1"})
+    assert (run.status, run.result) == (RunStatus.FINISHED, {"tracking": "X1", "carrier": "post"})
 
 
 # -- cancelling ----------------------------------------------------------------------------------------
