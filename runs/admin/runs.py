@@ -26,7 +26,7 @@ from runs.approvals.permissions import can_operate, can_rerun, can_send_message,
 from runs.approvals.selectors import approval_state, nobody_decides_approval
 from runs.display import moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
-from runs.selectors import children_of, tagged, waiting_on
+from runs.selectors import children_of, made_from, tagged, waiting_on
 from runs.validation import parse_json
 
 
@@ -202,9 +202,14 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
 
     @admin.display(description="started by run")
     def parent_link(self, run: Run) -> str:
-        if run.parent_id is None:
+        if run.parent_id is not None:
+            return run_link(run.parent_id)
+        source = made_from(run)  # a rerun or a fork is made from a run, not started by one
+        if source is None:
             return "-"
-        return run_link(run.parent_id)
+        if source["act"] == "fork":
+            return format_html("none: forked from {} at step {}", run_link(source["run_id"]), source["from_step"])
+        return format_html("none: a rerun of {}", run_link(source["run_id"]))
 
     @admin.display(description="child runs")
     def children_links(self, run: Run) -> str:

@@ -259,6 +259,8 @@ def test_forking_a_finished_refund_shows_the_mail_it_sends_again_before_it_is_ma
     browser.find_element(By.ID, "confirm-fork").click()
     assert f"Forked {run.id} from step 2 as {run.id}~1" in said(browser)
     assert browser.current_url.endswith(f"/admin/runs/run/{run.id}~1/change/")
+    assert browser.find_element(By.CSS_SELECTOR, ".field-parent_link .readonly").text == \
+        f"none: forked from {run.id} at step 2"
     engine.drain()
     # What the page said: the mail sent again, the refund not paid again.
     assert (len(engine.fake.state["refunds"]), len(engine.fake.state["mail"])) == (1, 2)
@@ -282,6 +284,9 @@ def test_rerunning_a_failed_refund_shows_every_call_made_again(live_server, engi
     browser.find_element(By.ID, "confirm-rerun").click()
     assert f"Rerunning {run.id} as {run.id}~1" in said(browser)
     assert Run.objects.get(pk=f"{run.id}~1").source_run == run.id
+    browser.get(f"{live_server.url}/admin/runs/run/{run.id}~1/change/")
+    related = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".field-parent_link .readonly")))
+    assert related.text == f"none: a rerun of {run.id}"  # not "-": the rerun was made from it
 
 
 # -- one snapshot, followed live ------------------------------------------------------------------------
