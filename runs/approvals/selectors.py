@@ -97,6 +97,28 @@ def nobody_decides_approval(approval: Approval) -> str | None:
                           self_approval=self_approval_allowed(approval))
 
 
+def decided_said(approval: Approval) -> str:
+    """Who ended a decided approval and why, in words: `approved by bob`, `withdrawn by alice`, and
+    for one the runtime withdrew as its run ended, why and by whom: `withdrawn: its run was
+    cancelled by admin ("wrong order")`. "" while pending."""
+    from runs.engine.transitions import RUNTIME_ACTOR
+    from runs.models import LedgerKind, LedgerRecord
+
+    if approval.status == ApprovalStatus.PENDING:
+        return ""
+    if approval.status != ApprovalStatus.WITHDRAWN or approval.decided_by != RUNTIME_ACTOR:
+        return f"{approval.status} by {approval.decided_by}"
+    said = f"withdrawn: {approval.note or 'its run ended'}"
+    cancelled = (LedgerRecord.objects.filter(run_id=approval.run_id, kind=LedgerKind.RUN_CANCELLED)
+                 .order_by("-seq", "-id").values("actor", "body").first())
+    if cancelled is not None:
+        body = cancelled["body"] or {}
+        said += f" by {body.get('by') or cancelled['actor']}"
+        if body.get("reason"):
+            said += f" (“{body['reason']}”)"
+    return said
+
+
 def pending_for(*, principal: str | Principal) -> QuerySet[Approval]:
     """The inbox's pending approvals (see `inbox`)."""
     return inbox(principal=principal)

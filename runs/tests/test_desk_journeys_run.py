@@ -191,12 +191,18 @@ def test_cancelling_with_a_reason_takes_the_approval_out_of_the_approvers_inbox(
     full_page(browser, shots / "cancelled-run.png")
     approval = Approval.objects.get(run=run)
     assert (approval.status, approval.decided_by) == ("withdrawn", RUNTIME_ACTOR)
+    # Its page says why it was withdrawn, and by whom, not only "sanoma:runtime".
+    browser.get(f"{live_server.url}/admin/runs/approval/{approval.pk}/change/")
+    decided = wait.until(EC.presence_of_element_located((By.ID, "decided-by"))).text
+    assert decided.startswith("withdrawn: its run was cancelled by alice (“The customer called back: no refund”), ")
     browser.delete_all_cookies()
 
     # bob's inbox, badge and API no longer hold it.
     log_in(browser, live_server.url, "bob", then="/admin/runs/approval/")
     wait.until(EC.presence_of_element_located((By.ID, "content-main")))
-    assert "0 approvals" in browser.find_element(By.ID, "content-main").text
+    empty = browser.find_element(By.ID, "content-main").text
+    assert text_of(browser, "inbox-empty") == "Nothing waits for you to decide."
+    assert "0 results (" not in empty and "total)" not in empty  # the decided one is not counted in
     assert text_of(browser, "inbox-badge").lower() == "inbox"
     browser.get(f"{live_server.url}/api/approvals")
     assert body_json(browser)["count"] == 0
