@@ -9,6 +9,7 @@ the signed-in user, and its run (a worker runs it) records everything else on th
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django import forms
@@ -56,18 +57,19 @@ class OpenChangeForm(forms.Form):
                                         code="is_base")
         return branch
 
-    def add_refusal(self, err: SanomaError) -> None:
+    def add_refusal(self, err: SanomaError, root: Path | None = None) -> None:
         """The service's refusal, on the field its issue names (a branch the repository lacks: on
-        `branch`), else above the form."""
+        `branch`), else above the form; a path on this machine in it shown relative to `root`, as
+        the desk shows paths everywhere."""
         issues = err.data.get("issues") if isinstance(err.data, dict) else None
         placed = False
         for issue in issues or []:
             where = (issue.get("path") or [None])[0]
             if where in self.fields:
-                self.add_error(where, issue.get("message") or refusal(err))
+                self.add_error(where, shown_paths.relative(issue.get("message") or refusal(err), root))
                 placed = True
         if not placed:
-            self.add_error(None, refusal(err))
+            self.add_error(None, shown_paths.relative(refusal(err), root))
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -273,7 +275,7 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 run = services.open_change(branch=data["branch"], title=data["title"],
                                            description=data["description"], base=BASE, by=me(request))
             except SanomaError as err:
-                form.add_refusal(err)
+                form.add_refusal(err, get_config().root)
             else:
                 messages.success(request, f"Opened the change of {data['branch']} as run {run.id}: a worker checks "
                                           "it; this page shows how far it got")

@@ -461,4 +461,8 @@ def test_the_form_shows_a_refusal_of_the_service_and_opens_nothing(site, people)
     assert "no repository" in " ".join(reply.context["form"].non_field_errors())
     reply = desk(staff("sam")).post("/admin/changes/changerun/open/", {"branch": "raise-mug", "title": "Mug"})
     assert "(permission_denied)" in " ".join(reply.context["form"].non_field_errors())
+    # A branch the repository lacks: said on the field, the repository as the desk shows it (beside the root).
+    reply = desk(people["alice"]).post("/admin/changes/changerun/open/", {"branch": "no-such", "title": "Mug"})
+    said = " ".join(reply.context["form"].errors.get("branch", []) + reply.context["form"].non_field_errors())
+    assert "no-such" in said and str(site.parent) not in said, said
     assert nothing_opened()
