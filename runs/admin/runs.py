@@ -190,8 +190,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         elif waiting["kind"] == "approval":
             pending = run.approvals.filter(status=ApprovalStatus.PENDING).select_related("run").order_by("seq")
             said = [format_html("{} ({}){}", a.title, a.approver, format_html(
-                        ' <span class="sanoma-nobody">nobody can decide this: {}, {}</span>', a.approver, why)
-                        if (why := nobody_decides_approval(a)) else "") for a in pending]
+                        ' <span class="sanoma-nobody">nobody can decide this: {}, {}</span>', a.approver, nobody)
+                        if (nobody := nobody_decides_approval(a)) else "") for a in pending]
             if not said:
                 return "an approval"
             return format_html("{}{}", format_html_join(", ", "{}", ((s,) for s in said)),
