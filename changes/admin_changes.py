@@ -9,6 +9,7 @@ the signed-in user, and its run (a worker runs it) records everything else on th
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django import forms
@@ -56,18 +57,19 @@ class OpenChangeForm(forms.Form):
                                         code="is_base")
         return branch
 
-    def add_refusal(self, err: SanomaError) -> None:
+    def add_refusal(self, err: SanomaError, root: Path | None = None) -> None:
         """The service's refusal, on the field its issue names (a branch the repository lacks: on
-        `branch`), else above the form."""
+        `branch`), else above the form; a path on this machine in it shown relative to `root`, as
+        the desk shows paths everywhere."""
         issues = err.data.get("issues") if isinstance(err.data, dict) else None
         placed = False
         for issue in issues or []:
             where = (issue.get("path") or [None])[0]
             if where in self.fields:
-                self.add_error(where, issue.get("message") or refusal(err))
+                self.add_error(where, shown_paths.relative(issue.get("message") or refusal(err), root))
                 placed = True
         if not placed:
-            self.add_error(None, refusal(err))
+            self.add_error(None, shown_paths.relative(refusal(err), root))
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -107,14 +109,19 @@ def checks_rows(report: dict[str, Any] | None) -> list[dict[str, Any]]:
     return rows
 
 
-def plan_rows(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Each planned change with its calls and their verdicts."""
+def plan_rows(plan: dict[str, Any] | None, drifted: dict[tuple[str, str], Any] | None = None) -> list[dict[str, Any]]:
+    """Each planned change with its calls and their verdicts; each field with what this site's data
+    files declare where the vendor's value differs from it (`drifted`, from `selectors.drifted_fields`)."""
     rows = []
+    drifted = drifted or {}
     for change in (plan or {}).get("changes", []):
         where = f"{change['file']}:{change['line']}" if change.get("file") else ""
+        fields = [{**f, **({"declared": drifted[(change.get("resource"), f.get("path"))]}
+                           if (change.get("resource"), f.get("path")) in drifted else {})}
+                  for f in change.get("fields") or []]
         rows.append({"action": change.get("action", "?"), "type": change.get("type", ""),
                      "name": change.get("name") or change.get("import_id") or change.get("resource") or "",
-                     "where": where, "fields": change.get("fields") or [],
+                     "where": where, "fields": fields,
                      "calls": [{"op": call.get("op", "?"), "decision": (call.get("verdict") or {}).get("decision"),
                                 "verdict": verdict_text(call.get("verdict"))} for call in change.get("calls", [])]})
     return rows
@@ -145,7 +152,8 @@ def review_of(row: ChangeRun) -> dict[str, Any]:
     report = row.checks or {}
     diff = report.get("diff") or {}
     return {"checked": bool(report), "checks": checks_rows(report), "checks_ok": report.get("ok"),
-            "checked_sha": report.get("sha") or "", "plan": row.plan or None, "plan_rows": plan_rows(row.plan),
+            "checked_sha": report.get("sha") or "", "plan": row.plan or None,
+            "plan_rows": plan_rows(row.plan, selectors.drifted_fields(row.plan, selectors.declared_here())),
             "diff": diff, "diff_lines": patch_lines(str(diff.get("patch") or "")), "base": row.base,
             "branch": row.branch, "declares": _declares()}
 
@@ -247,6 +255,7 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
                      for a in picture["approvals"]]
         return TemplateResponse(request, "admin/changes/changerun/change.html", self._context(
             request, title=row.title, original=row, p=picture, run_link=run_link(run.id),
+            applied=selectors.applied_text(picture),
             run_url=reverse("admin:runs_run_change", args=[quote(run.id)]), approvals=approvals,
             # Paths in the checks relative to the config root (shown_paths), as in the picture.
             review={**review_of(row), "checks": checks_rows(picture["checks"])},
@@ -266,7 +275,7 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 run = services.open_change(branch=data["branch"], title=data["title"],
                                            description=data["description"], base=BASE, by=me(request))
             except SanomaError as err:
-                form.add_refusal(err)
+                form.add_refusal(err, get_config().root)
             else:
                 messages.success(request, f"Opened the change of {data['branch']} as run {run.id}: a worker checks "
                                           "it; this page shows how far it got")

@@ -26,13 +26,14 @@ from changes.resources.outcome import OUTCOMES, counts, said
 from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, SanomaError
 from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.approvals.permissions import Principal
 from runs.display import moment
 from runs.models import Run, RunStatus
 
 
-def apply_outcome(run: Run | None) -> dict[str, Any] | None:
+def apply_outcome(run: Run | None, viewer: Principal) -> dict[str, Any] | None:
     """How the latest apply ended (or that it has not), for the page: its counts, and whether every
-    change of its plan was made."""
+    change of its plan was made; for a cancelled one, what it had made before."""
     if run is None:
         return None
     shown: dict[str, Any] = {"link": run_link(run.id), "status": run.status, "ended": moment(run.ended_at),
@@ -48,6 +49,8 @@ def apply_outcome(run: Run | None) -> dict[str, Any] | None:
     elif run.status == RunStatus.FINISHED:
         found = counts((run.result or {}).get("changes", []))
         shown.update(counts=found, planned=sum(found.values()))
+    elif run.status == RunStatus.CANCELLED:
+        shown.update(made=services.made_before_end(run, viewer=viewer))
     return shown
 
 
@@ -100,8 +103,10 @@ class ResourcesAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "rows": rows, "problems": problems, "latest": latest, "latest_ended": moment(latest.ended_at) if latest
             else "", "latest_link": run_link(latest.id) if latest is not None else "", "plan": plan,
             "refused": services.refused_text(plan, to="you") if plan else "",
+            "stuck": services.stuck_text(plan) if plan else "",
+            "apply_label": services.apply_label(plan) if plan else "",
             "may_apply": plan is not None and not plan["empty"] and not plan["all_refused"],
-            "apply": apply_outcome(last_apply),
+            "apply": apply_outcome(last_apply, viewer),
             # The plan is from before the latest apply: what the vendors hold now, a drift tells.
             "applied_since": bool(last_apply and latest and last_apply.ended_at and latest.ended_at
                                   and last_apply.ended_at > latest.ended_at),

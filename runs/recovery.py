@@ -145,11 +145,15 @@ class RecoveryPlan:
 
 
 def _again(kind: str, name: str, effect: str | None, approver: str) -> str:
-    """What the new run does again for a step made live."""
+    """What the new run does again for a step made live. A call the policy held in the source
+    (`approver`: whom it was held for) is put to the policy afresh: no approval of a step made live
+    is carried into the new run, so a policy that still holds it asks its approver again."""
+    asks = (f"; the policy held it for {approver} before: asks {approver} again (the new run asks the policy "
+            "afresh, and the earlier approval does not carry over)") if approver else ""
     if kind == "call" and name == "sanoma.run.start":
-        return "starts a child run again"
+        return "starts a child run again" + asks
     if kind == "call":
-        return f"calls {name} again ({effect or 'effect unknown'}): the vendor sees a new call"
+        return f"calls {name} again ({effect or 'effect unknown'}): the vendor sees a new call{asks}"
     return {
         "approval": f"asks {approver} again",
         "sleep": "sleeps again",
@@ -162,9 +166,10 @@ def _again(kind: str, name: str, effect: str | None, approver: str) -> str:
     }.get(kind, f"{kind} again")
 
 
-def _reused(kind: str, name: str) -> str:
+def _reused(kind: str, name: str, approver: str = "") -> str:
     if kind == "call":
-        return f"{name}: its recorded reply is reused, not called again"
+        return f"{name}: its recorded reply is reused, not called again" + (
+            f" (held for {approver} before: that decision stands, not asked again)" if approver else "")
     if kind == "approval":
         return "its decision stands"
     return "its recorded outcome is reused"
@@ -175,6 +180,9 @@ def _steps_of(source: Run, config: ResolvedConfig) -> list[tuple[int, str, str, 
     effects = {record.seq: record.body.get("effect") for record in
                LedgerRecord.objects.filter(run_id=source.pk, kind=LedgerKind.OP_CALLED).only("seq", "body")}
     rows: list[tuple[int, str, str, str | None, str, str]] = []
+    # Whom the policy held each call for (its approvals, by the call's seq; the last one asked).
+    held = dict(Approval.objects.filter(run=source, requested_by=ApprovalRequester.POLICY, op_seq__isnull=False)
+                .order_by("seq").values_list("op_seq", "approver"))
     for step in Step.objects.filter(run=source).order_by("seq"):
         error = step.error or {}
         decision = step.decision or {}
@@ -184,7 +192,8 @@ def _steps_of(source: Run, config: ResolvedConfig) -> list[tuple[int, str, str, 
         if step.kind == "call" and effect is None:
             op = config.ops.get(step.name)
             effect = op.effect if op is not None else None
-        rows.append((step.seq, step.kind, step.name, effect, outcome, ""))
+        rows.append((step.seq, step.kind, step.name, effect, outcome, held.get(step.seq, "") if step.kind == "call"
+                     else ""))
     for approval in Approval.objects.filter(run=source, requested_by=ApprovalRequester.WORKFLOW).order_by("seq"):
         rows.append((approval.seq, "approval", approval.title, None, approval.status, approval.approver))
     return sorted(rows)
@@ -194,7 +203,8 @@ def _plan(act: str, source: Run, from_step: int | None, config: ResolvedConfig) 
     reused, live = [], []
     for seq, kind, name, effect, outcome, approver in _steps_of(source, config):
         if from_step is not None and seq < from_step:
-            reused.append(PlannedStep(seq, kind, name, effect, outcome, _reused(kind, name)))
+            reused.append(PlannedStep(seq, kind, name, effect, outcome,
+                                      _reused(kind, name, approver if kind == "call" else "")))
         else:
             live.append(PlannedStep(seq, kind, name, effect, outcome, _again(kind, name, effect, approver)))
     return RecoveryPlan(act=act, source=source, from_step=from_step, reused=reused, live=live)

@@ -61,6 +61,13 @@ def _run_exists(run_id: str) -> SanomaError:
                        data={"run_id": run_id})
 
 
+def check_input(*, config: ResolvedConfig, workflow: Any, input: Any) -> None:
+    """Validate a workflow's input alone, writing nothing: `invalid_input` naming every field that is
+    wrong (a form checks what it could read, so each bad field is said at once)."""
+    definition = _workflow_or_error(config, workflow)
+    validate_input(definition.input, {} if input is None else input, name=definition.name)
+
+
 def check_start(*, config: ResolvedConfig, workflow: Any, input: Any, started_by: Any) -> tuple[Any, Principal]:
     """Validate a start without writing: the workflow, the input, the starter and their permission."""
     if started_by is not None and not isinstance(started_by, (str, Principal)):

@@ -105,7 +105,9 @@ class PlanView(SanomaAPIView):
                     "run the signed-in user can see), each call with what the policy would decide were the "
                     "signed-in user to apply it: allow, deny (reason) or held (approver). Each change says whether "
                     "the policy will refuse it (`refused`: one of its calls is denied); `refused` counts them and "
-                    "`all_refused` says an apply by this user would make none of them.",
+                    "`all_refused` says an apply by this user would make none of them. A held call nobody could "
+                    "decide (the user is the approving group's only member, or the approver) says why in its "
+                    "verdict's `nobody`; such a change is `stuck`, and `stuck` counts them.",
         parameters=[OpenApiParameter("run", str, required=False, description="a finished drift run's id")],
         responses={200: dict, **errors(400, 404)},
     )

@@ -67,6 +67,64 @@ def picture(row: ChangeRun, run: Run) -> dict[str, Any]:
     }
 
 
+_MISSING = object()
+
+
+def _at(values: Any, path: str) -> Any:
+    """The value at a diff's dotted path (`price.amount`, `tags.0`) in declared values, or _MISSING."""
+    for part in path.split("."):
+        if isinstance(values, dict) and part in values:
+            values = values[part]
+        elif isinstance(values, list) and part.isdigit() and int(part) < len(values):
+            values = values[int(part)]
+        else:
+            return _MISSING
+    return values
+
+
+def declared_here() -> dict[str, Any]:
+    """What this site's own data files declare now (resource id -> values): the values the base
+    holds as deployed. Empty when they cannot be read (no root, a config that does not resolve)."""
+    from changes.selectors import declared_resources  # the data files' reader loads late
+
+    try:
+        return {r["id"]: r["values"] for r in declared_resources().plain()["resources"]}
+    except Exception:
+        return {}
+
+
+def drifted_fields(plan: dict[str, Any] | None, declared: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    """The plan's fields whose `actual` (the vendor's value now) differs from what this site's data
+    files declare, which is what a diff of the data files shows as the old value: (resource id,
+    path) -> that declared value. The vendor has drifted from the site there."""
+    found: dict[tuple[str, str], Any] = {}
+    for change in (plan or {}).get("changes", []):
+        values = declared.get(change.get("resource") or "")
+        if values is None:
+            continue
+        for field in change.get("fields") or []:
+            here = _at(values, str(field.get("path", "")))
+            if here is not _MISSING and here != field.get("actual") and here != field.get("desired"):
+                found[(change["resource"], field["path"])] = here
+    return found
+
+
+def applied_text(p: dict[str, Any]) -> str:
+    """What the change's apply made at the vendors once merged and deployed, from its run's result
+    (`2 of 3 planned changes made; 1 failed`); "" until it has applied."""
+    applied = (p.get("result") or {}).get("applied") if isinstance(p.get("result"), dict) else None
+    if not isinstance(applied, dict):
+        return ""
+    planned = sum(v for k, v in applied.items() if k.startswith("planned_") and isinstance(v, int))
+    if not planned:
+        return "nothing to change at the vendors"
+    kinds = ", ".join(f"{applied[k]} {k[len('planned_'):]}" for k in sorted(applied)
+                      if k.startswith("planned_") and applied[k])
+    missed = ", ".join(f"{applied[k]} {k}" for k in ("failed", "skipped") if applied.get(k))
+    return (f"{applied.get('done', 0)} of {planned} planned change{'s' if planned != 1 else ''} made ({kinds})"
+            + (f"; not made: {missed}" if missed else ""))
+
+
 def describe(p: dict[str, Any]) -> list[str]:
     """A change's picture as lines of text (`manage.py change show`)."""
     lines = [f"{p['run']}: {p['title']}", f"  {p['branch']} -> {p['base']} at {p['repository']}, opened by "
@@ -106,4 +164,5 @@ def describe(p: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["visible_changes", "all_changes", "change_of", "change_of_any", "changes_for", "describe", "picture"]
+__all__ = ["visible_changes", "all_changes", "applied_text", "change_of", "change_of_any", "changes_for",
+           "declared_here", "describe", "drifted_fields", "picture"]

@@ -20,16 +20,17 @@ from django.db import transaction
 from changes.models import DriftVerdict
 from changes.resources.outcome import report_of_failed
 from changes.resources.plan import make_plan, summary
-from changes.resources.workflows import STATUSES
+from changes.resources.workflows import RECORD_OP, STATUSES
 from connectors.errors import ErrorCode, SanomaError
 from connectors.operations import resource_types
 from runs import services as run_services
 from runs.approvals.permissions import Principal, principal_of, visible_runs
+from runs.approvals.selectors import nobody_decides
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
 from runs.engine.advance import advance
-from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, Run, RunStatus
+from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, Run, RunStatus, Step, StepKind
 from runs.policies.services import explain_call
 from runs.waiting import NO_WORKER, Watch, give_up, require_worker
 
@@ -118,6 +119,24 @@ def latest_drift(viewer: Principal) -> Run | None:
     return visible_runs(viewer).filter(workflow="drift", status=RunStatus.FINISHED).order_by("-ended_at").first()
 
 
+def made_before_end(run: Run, *, viewer: Principal, config: ResolvedConfig | None = None) -> dict[str, Any]:
+    """What an apply that ended without a report (cancelled) made at the vendors: `made`, its vendor
+    write calls that succeeded (sanoma's own bookkeeping left out), and `planned`, the write calls
+    of the plan after the latest drift run that ended before it started (None when there is none)."""
+    config = config or get_config()
+    ops = config.ops
+    writes = [name for name in Step.objects.filter(run=run, kind=StepKind.CALL, error__isnull=True)
+              .values_list("name", flat=True)
+              if name in ops and name != RECORD_OP and ops[name].effect != "read"]
+    before = (visible_runs(viewer).filter(workflow="drift", status=RunStatus.FINISHED, ended_at__lte=run.created_at)
+              .order_by("-ended_at", "-id").first())
+    planned = None
+    if before is not None:
+        planned = sum(len(change["calls"]) for change in plan(before.result or {}, by=run.started_by,
+                                                              config=config)["changes"])
+    return {"made": len(writes), "planned": planned, "drift_run": before.id if before else None}
+
+
 def latest_run(viewer: Principal, workflow: str) -> Run | None:
     """The latest run of `workflow` (drift or apply) `viewer` can see, in any status."""
     return visible_runs(viewer).filter(workflow=workflow).order_by("-created_at", "-id").first()
@@ -158,6 +177,11 @@ def verdict(config: ResolvedConfig, op_id: str, payload: dict[str, Any], by: str
     if kind == "approve":
         out["approver"] = decided.get("approver")
         out["title"] = decided.get("title") or ""
+        # A hold nobody could decide (the applier is the approver's only member) deadlocks the apply.
+        nobody = nobody_decides(str(out["approver"] or ""), starter=by, starter_does="is the one applying",
+                                self_approval=decided.get("self_approval") is True)
+        if nobody:
+            out["nobody"] = nobody
     if explained.get("error"):
         out["reason"] = explained["error"].get("message")
     return out
@@ -177,10 +201,13 @@ def plan(drift: dict[str, Any], *, by: str, config: ResolvedConfig | None = None
                 waits.append(call["verdict"]["approver"])
         # A change one of whose calls the policy denies will be refused: said before anyone applies.
         change["refused"] = any(call["verdict"]["decision"] == "deny" for call in change["calls"])
+        # One that is not refused but waits for an approval nobody could decide never gets made.
+        change["stuck"] = not change["refused"] and any(call["verdict"].get("nobody") for call in change["calls"])
     counts = summary(changes)
     refused = sum(1 for change in changes if change["refused"])
+    stuck = sum(1 for change in changes if change["stuck"])
     return {"changes": changes, "summary": counts, "empty": not changes,
-            "refused": refused, "all_refused": bool(changes) and refused == len(changes),
+            "refused": refused, "all_refused": bool(changes) and refused == len(changes), "stuck": stuck,
             "holds": {approver: waits.count(approver) for approver in dict.fromkeys(waits)},
             "drift": drift.get("summary", dict.fromkeys(STATUSES, 0)), "problems": drift.get("problems", [])}
 
@@ -194,6 +221,32 @@ def refused_text(plan: dict[str, Any], *, to: str) -> str:
         return f"The policy denies every change of this plan to {to}: an apply would make none of them"
     return (f"{refused} of {total} changes will be refused: the policy denies {'it' if refused == 1 else 'them'} "
             f"to {to} (marked denied below)")
+
+
+def held_text(verdict: dict[str, Any]) -> str:
+    """A held call's verdict in words: `held for group:security`, and when nobody could decide it,
+    `held for group:security, whose only member (sam) is the one applying: nobody could decide it`."""
+    text = f"held for {verdict.get('approver') or 'an approver'}"
+    return f"{text}, {verdict['nobody']}: nobody could decide it" if verdict.get("nobody") else text
+
+
+def stuck_text(plan: dict[str, Any]) -> str:
+    """What the plan shows would wait for ever (holds nobody could decide); "" when nothing."""
+    stuck, total = plan.get("stuck", 0), len(plan["changes"])
+    if not stuck:
+        return ""
+    return (f"{stuck} of {total} changes would wait for an approval nobody could decide (marked below): an apply "
+            f"would hold {'it' if stuck == 1 else 'them'} until cancelled; ask for someone else to apply, or for "
+            "another member of the approving group")
+
+
+def apply_label(plan: dict[str, Any]) -> str:
+    """The Apply button's words: plain when the plan would go through, else what it would not make."""
+    total = len(plan["changes"])
+    said = [f"{plan['refused']} of {total} will be refused"] if plan["refused"] else []
+    if plan.get("stuck"):
+        said.append(f"{plan['stuck']} of {total} would wait for an approval nobody can decide")
+    return f"Apply ({'; '.join(said)})" if said else "Apply"
 
 
 def check_apply(*, by: str | Principal, config: ResolvedConfig | None = None) -> None:
@@ -242,5 +295,6 @@ def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
     return run, found
 
 
-__all__ = ["Followed", "check_apply", "drift", "follow", "in_flight", "keep_verdicts", "latest_drift", "latest_run",
-           "pending", "plan", "refused_text", "report", "start", "verdict"]
+__all__ = ["Followed", "apply_label", "check_apply", "drift", "follow", "held_text", "in_flight", "keep_verdicts",
+           "latest_drift", "latest_run", "made_before_end", "pending", "plan", "refused_text", "report", "start",
+           "stuck_text", "verdict"]

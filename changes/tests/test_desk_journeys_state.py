@@ -24,10 +24,12 @@ from changes.credentials import runtime
 from changes.lifecycle.tests.gitco import use, write_root
 from changes.remotes.git import init_embedded
 from changes.resources import services
+from changes.resources.workflows import RECORD_OP
 from changes.tests.conftest import staff
 from changes.tests.credentials_company.harness import TEST_KEY
 from changes.tests.test_desk_state import TWO_DENIED
 from changes.tests.test_drift_apply import DenySome
+from runs import services as run_services
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
@@ -191,6 +193,52 @@ def test_someone_the_plan_shows_is_denied_everything_is_not_offered_apply(live_s
     assert browser.find_elements(By.ID, "apply") == []
     assert browser.find_element(By.ID, "run-drift").is_displayed()  # drift is theirs to run: reads are open
     full_page(browser, shots / "resources-all-refused.png")
+
+
+def test_a_hold_nobody_could_decide_is_said_before_the_apply_and_on_its_run_page(live_server, company, browser, shots):
+    # sec is the security group's only member: separation of duties keeps his own holds from him.
+    services.drift(by="sec", here=True, config=company)
+    with_password("sec")
+    wait = WebDriverWait(browser, WAIT)
+    sign_in(browser, live_server.url, "sec")
+    open_from_sidebar(browser, "Resources")
+    stuck = "held for group:security, whose only member (sec) is the one applying: nobody could decide it"
+    assert stuck in text_of(browser, "plan")
+    stuck_rows = browser.find_elements(By.CSS_SELECTOR, "#plan tr.stuck")
+    assert stuck_rows and f"{len(stuck_rows)} of " in text_of(browser, "plan-stuck")
+    assert "would wait for an approval nobody could decide" in text_of(browser, "plan-stuck")
+    apply_button = browser.find_element(By.ID, "apply")
+    assert apply_button.get_attribute("value").startswith("Apply (") and \
+        "would wait for an approval nobody can decide" in apply_button.get_attribute("value")
+    full_page(browser, shots / "resources-nobody-decides.png")
+
+    apply_button.click()  # he may still apply (what is not held goes through); the run then waits
+    wait.until(EC.presence_of_element_located((By.ID, "latest-apply")))
+    run = Run.objects.get(workflow="apply")
+    for _ in range(200):
+        drain(company)
+        run.refresh_from_db()
+        if run.status == "waiting":
+            break
+    assert run.waiting_for == "approval"
+    browser.get(f"{live_server.url}/admin/runs/run/{run.id}/change/")
+    waits = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".field-waiting_detail .readonly")))
+    assert "nobody can decide this: group:security, whose only member (sec) started this run" in waits.text
+    assert browser.find_element(By.CSS_SELECTOR, ".field-waiting_detail .sanoma-nobody") \
+        .value_of_css_property("color") == "rgba(186, 33, 33, 1)"
+
+    # He cancels it: the Resources page says what it had made, and that the drift shown is older.
+    made = sum(1 for s in run.steps.filter(kind="call", error__isnull=True)
+               if s.name in company.ops and company.ops[s.name].effect != "read" and s.name != RECORD_OP)
+    assert made > 0
+    run_services.cancel(run_id=run.id, by="sec", reason="nobody can approve it")
+    open_from_sidebar(browser, "Resources")
+    cancelled = text_of(browser, "apply-cancelled")
+    planned = sum(len(c["calls"]) for c in services.plan(Run.objects.get(workflow="drift").result, by="sec",
+                                                           config=company)["changes"])
+    assert f"after making {made} of the {planned} vendor calls planned: those changes are made" in cancelled, cancelled
+    stale = browser.find_elements(By.CSS_SELECTOR, "#resources .stale")
+    assert stale and all(s.text == "(before the latest apply)" for s in stale)
 
 
 def test_an_apply_offered_before_the_policy_changed_is_refused_on_the_click(live_server, company, browser):

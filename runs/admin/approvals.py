@@ -99,7 +99,11 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             return None
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None):
-        extra_context = {"title": "Approvals inbox", "live": LIVE_SECONDS, **(extra_context or {})}
+        # An empty inbox says so in a sentence, without a search bar counting what was decided ("0 results (1 total)").
+        pending_view = request.GET.get(ApprovalStatusFilter.parameter_name, ApprovalStatus.PENDING) == \
+            ApprovalStatus.PENDING
+        extra_context = {"title": "Approvals inbox", "live": LIVE_SECONDS, "pending_view": pending_view,
+                         **(extra_context or {})}
         return super().changelist_view(request, extra_context)
 
     def _held(self, approval: Approval) -> dict[str, Any]:
@@ -191,6 +195,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "extra_links": [extra.link for extra in extras if extra.link],
             "requested_at": moment(approval.requested_at),
             "decided_at": moment(approval.decided_at),
+            "decided_said": approval_selectors.decided_said(approval),
             "details_json": as_json(approval.details) if approval.details is not None else "",
             "links": [
                 {"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links

@@ -10,6 +10,7 @@ the buttons, the breadcrumb, the title and the picture are all derived from thos
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +28,7 @@ from runs.admin.waterfall import waterfall
 from runs.approvals.permissions import Principal, can_operate, can_rerun, can_send_message
 from runs.approvals.selectors import approval_state
 from runs.engine import clock
+from runs.expected_messages import expected_messages, payload_skeleton
 from runs.models import Approval, Run, RunStatus
 from runs.timing import run_time
 
@@ -72,6 +74,16 @@ def run_urls(run: Run) -> dict[str, str]:
     }
 
 
+def message_form(run: Run, topic: str = "") -> dict[str, Any]:
+    """The *Send a message* form's help: the topics the run waits on (`expected`), the one to
+    prefill (the one it waits on now, else the only one known), and a payload to start from."""
+    expected = expected_messages(run)
+    first = next((e for e in expected if e["waiting"]), expected[0] if len(expected) == 1 else None)
+    chosen = next((e for e in expected if e["topic"] == topic), None) if topic else first
+    return {"expected": expected, "topic_prefill": first["topic"] if first else "",
+            "payload_prefill": json.dumps(payload_skeleton(chosen["fields"])) if chosen else "{}"}
+
+
 def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str, Any]:
     """What the run page shows besides the run's fields, all from `run` (read once, by the caller,
     who has checked that `viewer` may see it) and reads made in the same snapshot."""
@@ -89,5 +101,6 @@ def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str,
         "may_rerun": run.status == RunStatus.FAILED and can_rerun(viewer),
         "may_fork": run.ended and can_rerun(viewer),
         "may_message": not run.ended and can_send_message(viewer, run),
+        **(message_form(run) if not run.ended and can_send_message(viewer, run) else {}),
         "in_doubt": run.status == RunStatus.WAITING and run.waiting_for == "in_doubt",
     }

@@ -20,13 +20,13 @@ from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_
 from runs.admin.compare import CompareRunsMixin
 from runs.admin.now import sentence
 from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms
-from runs.admin.run_page import one_snapshot, page_context, run_urls
+from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
-from runs.approvals.selectors import approval_state
+from runs.approvals.selectors import approval_state, nobody_decides_approval
 from runs.display import moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
-from runs.selectors import children_of, tagged, waiting_on
+from runs.selectors import children_of, made_from, tagged, waiting_on
 from runs.validation import parse_json
 
 
@@ -188,16 +188,28 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
             why = f' ({waiting["reason"]}, paused by {waiting["by"]})' if waiting.get("reason") else ""
             what = f'the unpause of {waiting["target"]}{why}'
         elif waiting["kind"] == "approval":
-            what = ", ".join(f'{a["title"]} ({a["approver"]})' for a in waiting["approvals"]) or "an approval"
+            pending = run.approvals.filter(status=ApprovalStatus.PENDING).select_related("run").order_by("seq")
+            said = [format_html("{} ({}){}", a.title, a.approver, format_html(
+                        ' <span class="sanoma-nobody">nobody can decide this: {}, {}</span>', a.approver, nobody)
+                        if (nobody := nobody_decides_approval(a)) else "") for a in pending]
+            if not said:
+                return "an approval"
+            return format_html("{}{}", format_html_join(", ", "{}", ((s,) for s in said)),
+                               format_html(" until {}", moment(run.wake_at)) if run.wake_at else "")
         else:
             what = waiting["kind"]
         return format_html("{}{}", what, format_html(" until {}", moment(run.wake_at)) if run.wake_at else "")
 
     @admin.display(description="started by run")
     def parent_link(self, run: Run) -> str:
-        if run.parent_id is None:
+        if run.parent_id is not None:
+            return run_link(run.parent_id)
+        source = made_from(run)  # a rerun or a fork is made from a run, not started by one
+        if source is None:
             return "-"
-        return run_link(run.parent_id)
+        if source["act"] == "fork":
+            return format_html("none: forked from {} at step {}", run_link(source["run_id"]), source["from_step"])
+        return format_html("none: a rerun of {}", run_link(source["run_id"]))
 
     @admin.display(description="child runs")
     def children_links(self, run: Run) -> str:
@@ -371,7 +383,9 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         run = self.get_object(request, unquote(object_id))
         if run is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        typed = {"topic": request.POST.get("topic", ""), "payload": request.POST.get("payload") or "{}",
+        form = message_form(run, request.POST.get("topic", ""))
+        typed = {"topic": request.POST.get("topic", form["topic_prefill"]),
+                 "payload": request.POST.get("payload") or form["payload_prefill"],
                  "message_id": request.POST.get("message_id", "")}
         problem, issues = "", {}
         if request.method == "POST":
@@ -390,7 +404,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
                 self.message_user(request, f"Sent to {run.id} on “{typed['topic']}”", messages.SUCCESS)
                 return redirect("admin:runs_run_change", quote(run.pk))
         return self._page(request, run, "message.html", f"Send {run.id} a message", status=400 if problem else 200,
-                          typed=typed, problem=problem, issues=issues,
+                          typed=typed, problem=problem, issues=issues, expected=form["expected"],
                           may_message=not run.ended and can_send_message(me(request), run))
 
     def rerun_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -144,8 +144,10 @@ class SchemaForm(forms.Form):
                 out[name] = value
         return out
 
-    def add_service_error(self, err: SanomaError) -> None:
-        """A refusal from `services.start`, its issues shown on the fields they name."""
+    def add_service_error(self, err: SanomaError, *, beside: bool = False) -> None:
+        """A refusal from `services.start`, its issues shown on the fields they name. `beside`: the
+        form has errors of its own, and the issues of the fields it already refused are left out
+        (the form's own word on them stands, and a field it could not read is "missing" to the service)."""
         issues = err.data.get("issues") if isinstance(err, InvalidInput) or err.code == "invalid_input" else None
         if not issues:
             self.add_error(None, refusal(err))
@@ -155,6 +157,8 @@ class SchemaForm(forms.Form):
             where = list(issue.get("path") or [])
             message = issue.get("message", "invalid")
             head = where[0] if where else None
+            if beside and (head in self.errors or head not in self.fields):
+                continue
             if head == "runId" and RUN_ID_FIELD in self.fields:
                 self.add_error(RUN_ID_FIELD, message)
             elif head in self.fields and head != "__input__":
@@ -189,7 +193,7 @@ def schema_form(schema: dict[str, Any]) -> type[SchemaForm]:
     fields[RUN_ID_FIELD] = forms.CharField(
         label="Run id", required=False, strip=False, widget=forms.TextInput(attrs={"class": "vTextField"}),
         validators=[_run_id_rule],
-        help_text="Optional: 1-200 characters, letters, digits, - _ . : @. Starting again with the same id, "
+        help_text="Optional: 1-200 characters, letters, digits, - _ . : @ ~. Starting again with the same id, "
                   "workflow and input returns the same run.",
     )
     return type("WorkflowInputForm", (SchemaForm,), {**fields, "readers": readers})
@@ -222,7 +226,13 @@ class StartRunMixin(_RunAdminBase):
             return redirect("admin:runs_run_start")
         form_class = schema_form(input_schema(definition))
         form = form_class(request.POST or None)
-        if request.method == "POST" and form.is_valid():
+        if request.method == "POST" and not form.is_valid() and "__input__" not in form.fields:
+            # Every field's error at once: what the form could read is checked as the start would.
+            try:
+                services.check_input(config=config, workflow=name, input=form.input_value())
+            except SanomaError as err:
+                form.add_service_error(err, beside=True)
+        elif request.method == "POST" and form.is_valid():
             run_id = form.cleaned_data.get(RUN_ID_FIELD) or None
             existed = run_id is not None and selectors.get_run(run_id=run_id) is not None
             try:

@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from connectors.errors import ConfigError
 from connectors.operations import Operation, summarize
 from runs.approvals.permissions import Principal, decidable_approvals, principal_of
-from runs.approvals.rules import SELF_APPROVAL_ALLOWED, SELF_APPROVAL_KEY
+from runs.approvals.rules import SELF_APPROVAL_ALLOWED, SELF_APPROVAL_KEY, self_approval_allowed
 from runs.config.registry import get_config
 from runs.models import Approval, ApprovalRequester, ApprovalStatus
 from runs.selectors import visible_run
@@ -62,6 +62,61 @@ def inbox(*, principal: str | Principal, status: str | None = ApprovalStatus.PEN
         allowed = Q(requested_by=ApprovalRequester.POLICY, **{f"details__{SELF_APPROVAL_KEY}": SELF_APPROVAL_ALLOWED})
         found = found.filter(~Q(run__started_by=who.id) | allowed)
     return found.select_related("run").order_by("-requested_at", "-id")
+
+
+def nobody_decides(approver: str, *, starter: str, self_approval: bool = False,
+                   starter_does: str = "started this run") -> str | None:
+    """Why nobody could decide an approval for `approver` in a run `starter` starts, said as a
+    clause that follows the approver's name (`whose only member (sam) started this run`); None
+    when someone could. Separation of duties keeps the starter out unless self-approval is allowed
+    (the site's setting, or `self_approval`: the policy's permission for this hold), so a group
+    whose only active member is the starter, or the starter named as approver, deadlocks the run.
+    `starter_does` is what the starter does, in the caller's words ("is the one applying")."""
+    from django.contrib.auth import get_user_model
+
+    self_ok = self_approval or getattr(settings, "SANOMA_ALLOW_SELF_APPROVAL", False)
+    users = get_user_model().objects
+    if approver.startswith("group:"):
+        members = list(users.filter(groups__name=approver[len("group:"):], is_active=True)
+                       .order_by("username").values_list("username", flat=True))
+        if not members:
+            return "which has no active member"
+        if members == [starter] and not self_ok:
+            return f"whose only member ({starter}) {starter_does}"
+        return None
+    if approver == starter and not self_ok:
+        return f"who {starter_does}"
+    if users.filter(username=approver, is_active=False).exists():
+        return "who is not an active user"
+    return None
+
+
+def nobody_decides_approval(approval: Approval) -> str | None:
+    """`nobody_decides` for a pending approval of a run: its approver, starter and self-approval."""
+    return nobody_decides(approval.approver, starter=approval.run.started_by,
+                          self_approval=self_approval_allowed(approval))
+
+
+def decided_said(approval: Approval) -> str:
+    """Who ended a decided approval and why, in words: `approved by bob`, `withdrawn by alice`, and
+    for one the runtime withdrew as its run ended, why and by whom: `withdrawn: its run was
+    cancelled by admin ("wrong order")`. "" while pending."""
+    from runs.engine.transitions import RUNTIME_ACTOR
+    from runs.models import LedgerKind, LedgerRecord
+
+    if approval.status == ApprovalStatus.PENDING:
+        return ""
+    if approval.status != ApprovalStatus.WITHDRAWN or approval.decided_by != RUNTIME_ACTOR:
+        return f"{approval.status} by {approval.decided_by}"
+    said = f"withdrawn: {approval.note or 'its run ended'}"
+    cancelled = (LedgerRecord.objects.filter(run_id=approval.run_id, kind=LedgerKind.RUN_CANCELLED)
+                 .order_by("-seq", "-id").values("actor", "body").first())
+    if cancelled is not None:
+        body = cancelled["body"] or {}
+        said += f" by {body.get('by') or cancelled['actor']}"
+        if body.get("reason"):
+            said += f" (“{body['reason']}”)"
+    return said
 
 
 def pending_for(*, principal: str | Principal) -> QuerySet[Approval]:

@@ -167,14 +167,18 @@ def test_the_start_form_shows_the_servers_refusal_on_the_field(live_server, engi
 
     wait.until(EC.presence_of_element_located((By.LINK_TEXT, "refund"))).click()
     wait.until(EC.presence_of_element_located((By.ID, "start_form")))
-    browser.find_element(By.ID, "id_order_id").send_keys("1")
-    browser.find_element(By.ID, "id_amount").send_keys("0")
+    # The section is named once; the run id's rule is said whole.
+    assert browser.find_element(By.CSS_SELECTOR, "div.breadcrumbs").text == "Home › Runs › Start a run › refund"
+    assert "- _ . : @ ~." in browser.find_element(By.CSS_SELECTOR, ".field-_run_id").text
+    browser.find_element(By.ID, "id_amount").send_keys("0")  # and no order id: both are said at once
     browser.find_element(By.NAME, "_start").click()
 
     error = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".field-amount .errorlist")))
     assert error.text == "Input should be greater than 0"
+    assert browser.find_element(By.CSS_SELECTOR, ".field-order_id .errorlist").text == "This field is required."
     full_page(browser, shots / "start-error.png")
     assert not Run.objects.exists()
+    browser.find_element(By.ID, "id_order_id").send_keys("1")
 
     amount = browser.find_element(By.ID, "id_amount")
     amount.clear()

@@ -804,3 +804,26 @@ def test_a_hold_inside_ctx_all_carries_the_group_and_the_later_member_waits(engi
     group = {"id": "all:1", "size": 2}
     assert [r.get("group") for r in records] == [
         None, {**group, "index": 0}, {**group, "index": 0}, {**group, "index": 0}, {**group, "index": 1}, None]
+
+
+@pytest.mark.django_db
+def test_a_hold_nobody_could_decide_says_why_and_one_someone_could_says_nothing(settings):
+    nobody = approval_selectors.nobody_decides
+    make_user("sam", groups=["security"])
+    assert nobody("group:security", starter="sam") == "whose only member (sam) started this run"
+    assert nobody("group:security", starter="sam", starter_does="is the one applying") == \
+        "whose only member (sam) is the one applying"
+    assert nobody("sam", starter="sam") == "who started this run"
+    assert nobody("group:security", starter="sam", self_approval=True) is None  # the policy let him decide it
+    assert nobody("group:audit", starter="sam") == "which has no active member"
+    settings.SANOMA_ALLOW_SELF_APPROVAL = True
+    assert nobody("group:security", starter="sam") is None
+    settings.SANOMA_ALLOW_SELF_APPROVAL = False
+    make_user("rita", groups=["security"])
+    assert nobody("group:security", starter="sam") is None  # rita can
+    assert nobody("group:security", starter="ops") is None
+    retired = make_user("old", groups=["audit"])
+    retired.is_active = False
+    retired.save()
+    assert nobody("group:audit", starter="sam") == "which has no active member"
+    assert nobody("old", starter="sam") == "who is not an active user"

@@ -74,8 +74,13 @@ refund_and_tell = define_workflow(name="refund-and-tell", title="Refund and tell
                                   uses=[REFUND, SEND], run=_refund_and_tell)
 
 
+class Shipment(BaseModel):
+    tracking: str
+    carrier: str = "post"
+
+
 def _shipped(ctx, input):
-    return ctx.wait_message("shipped")
+    return ctx.wait_message("shipped", model=Shipment).model_dump()
 
 
 waits_for_shipping = define_workflow(name="ship", title="Wait for the shipment", uses=["wait_message"], run=_shipped)
@@ -110,8 +115,12 @@ def test_a_message_is_sent_from_the_run_page(live_server, engine_for, browser, s
     log_in(browser, live_server.url, who, then=f"/admin/runs/run/{run.id}/change/")
 
     wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#send-message summary"))).click()
-    browser.find_element(By.CSS_SELECTOR, "#send-message input[name=topic]").send_keys("shipped")
+    # The form says which topic the run waits on (typed in already) and what its payload holds.
+    assert text_of(browser, "expected-messages") == 'Waits now for a message on shipped; the payload\'s fields: ' \
+        'tracking (str, required), carrier (str, default "post"); other keys are dropped.'
+    assert browser.find_element(By.CSS_SELECTOR, "#send-message input[name=topic]").get_attribute("value") == "shipped"
     payload = browser.find_element(By.CSS_SELECTOR, "#send-message input[name=payload]")
+    assert json.loads(payload.get_attribute("value")) == {"tracking": "", "carrier": "post"}
     payload.clear()
     payload.send_keys("[1]")  # not a JSON object
     send = browser.find_element(By.CSS_SELECTOR, "#send-message input[type=submit]")
@@ -138,7 +147,7 @@ def test_a_message_is_sent_from_the_run_page(live_server, engine_for, browser, s
     assert (message.topic, message.payload, message.sent_by) == ("shipped", {"tracking": "X1"}, who)
     engine.drain()
     run.refresh_from_db()
-    assert (run.status, run.result) == (RunStatus.FINISHED, {"tracking": "X1"})
+    assert (run.status, run.result) == (RunStatus.FINISHED, {"tracking": "X1", "carrier": "post"})
 
 
 # -- cancelling ----------------------------------------------------------------------------------------
@@ -182,12 +191,18 @@ def test_cancelling_with_a_reason_takes_the_approval_out_of_the_approvers_inbox(
     full_page(browser, shots / "cancelled-run.png")
     approval = Approval.objects.get(run=run)
     assert (approval.status, approval.decided_by) == ("withdrawn", RUNTIME_ACTOR)
+    # Its page says why it was withdrawn, and by whom, not only "sanoma:runtime".
+    browser.get(f"{live_server.url}/admin/runs/approval/{approval.pk}/change/")
+    decided = wait.until(EC.presence_of_element_located((By.ID, "decided-by"))).text
+    assert decided.startswith("withdrawn: its run was cancelled by alice (“The customer called back: no refund”), ")
     browser.delete_all_cookies()
 
     # bob's inbox, badge and API no longer hold it.
     log_in(browser, live_server.url, "bob", then="/admin/runs/approval/")
     wait.until(EC.presence_of_element_located((By.ID, "content-main")))
-    assert "0 approvals" in browser.find_element(By.ID, "content-main").text
+    empty = browser.find_element(By.ID, "content-main").text
+    assert text_of(browser, "inbox-empty") == "Nothing waits for you to decide."
+    assert "0 results (" not in empty and "total)" not in empty  # the decided one is not counted in
     assert text_of(browser, "inbox-badge").lower() == "inbox"
     browser.get(f"{live_server.url}/api/approvals")
     assert body_json(browser)["count"] == 0
@@ -250,6 +265,8 @@ def test_forking_a_finished_refund_shows_the_mail_it_sends_again_before_it_is_ma
     browser.find_element(By.ID, "confirm-fork").click()
     assert f"Forked {run.id} from step 2 as {run.id}~1" in said(browser)
     assert browser.current_url.endswith(f"/admin/runs/run/{run.id}~1/change/")
+    assert browser.find_element(By.CSS_SELECTOR, ".field-parent_link .readonly").text == \
+        f"none: forked from {run.id} at step 2"
     engine.drain()
     # What the page said: the mail sent again, the refund not paid again.
     assert (len(engine.fake.state["refunds"]), len(engine.fake.state["mail"])) == (1, 2)
@@ -273,6 +290,9 @@ def test_rerunning_a_failed_refund_shows_every_call_made_again(live_server, engi
     browser.find_element(By.ID, "confirm-rerun").click()
     assert f"Rerunning {run.id} as {run.id}~1" in said(browser)
     assert Run.objects.get(pk=f"{run.id}~1").source_run == run.id
+    browser.get(f"{live_server.url}/admin/runs/run/{run.id}~1/change/")
+    related = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".field-parent_link .readonly")))
+    assert related.text == f"none: a rerun of {run.id}"  # not "-": the rerun was made from it
 
 
 # -- one snapshot, followed live ------------------------------------------------------------------------

@@ -231,3 +231,44 @@ def test_a_bulk_cancel_cancels_what_matches(engine_for, operator):
     assert set(Run.objects.values_list("status", flat=True)) == {RunStatus.CANCELLED}
     records = LedgerRecord.objects.filter(kind="run.cancelled")
     assert {(r.actor, r.body["by"], r.body["reason"]) for r in records} == {("ops", "ops", "the shop closed")}
+
+
+def _refund_then_mail(ctx, input):
+    refunded = ctx.acme.order.refund({"order_id": "7", "amount": 900})  # step 1, held for bob (approval: step 2)
+    ctx.acme.mail.send({"to": "customer", "text": f"refunded {refunded.refund_id}"})  # step 3
+    return {}
+
+
+def test_a_forks_plan_says_which_held_call_asks_its_approver_again_as_the_engine_does(engine_for, operator):
+    from runs.approvals.services import decide
+    from runs.tests.fixtures import REFUND
+    from runs.tests.test_api import money_needs_bob
+
+    flow = define_workflow(name="refund-mail", uses=[REFUND, SEND], run=_refund_then_mail)
+    engine = engine_for(flow, policy=money_needs_bob)
+    make_user("bob")
+    source = engine.run("refund-mail", {}, by="alice")
+    decide(run_id=source.id, decision="approve", by="bob", timeout=0)
+    engine.drain()
+    source.refresh_from_db()
+    assert source.status == RunStatus.FINISHED
+
+    from_refund = recovery.check_fork(run_id=source.id, from_step=1, by="ops", config=engine.config)
+    [refund] = [s for s in from_refund.live if s.name == "acme.order.refund"]
+    assert "asks bob again" in refund.again and "the earlier approval does not carry over" in refund.again
+    [mail] = [s for s in from_refund.live if s.name == "acme.mail.send"]
+    assert "asks" not in mail.again  # never held: sent again without asking anyone
+    from_mail = recovery.check_fork(run_id=source.id, from_step=3, by="ops", config=engine.config)
+    [kept] = [s for s in from_mail.reused if s.name == "acme.order.refund"]
+    assert "held for bob before: that decision stands, not asked again" in kept.again
+    assert not any("asks" in s.again for s in from_mail.live)
+
+    # What the engine does: from step 1 bob is asked again; from step 3 nobody is.
+    again = recovery.fork(run_id=source.id, from_step=1, by="ops", config=engine.config)
+    reused = recovery.fork(run_id=source.id, from_step=3, by="ops", config=engine.config)
+    engine.drain()
+    again.refresh_from_db()
+    reused.refresh_from_db()
+    assert (again.status, again.waiting_for) == (RunStatus.WAITING, "approval")
+    assert again.approvals.get(status="pending").approver == "bob"
+    assert reused.status == RunStatus.FINISHED

@@ -21,6 +21,8 @@ from django.test import Client, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from changes.admin_changes import plan_rows
+from changes.lifecycle import selectors
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.services import open_change
 from runs.config.registry import set_config
@@ -369,7 +371,9 @@ def test_a_changes_page_shows_its_checks_plan_approval_merge_and_deploy(site, pe
         assert "shop.product.update: held for group:owners" in text
         assert "shop.product.create: allow" in text
         assert "shop.staff_role.delete: deny: roles are never deleted" in text
-        assert "price_cents: 1500 &rarr; 1600" in text
+        # The plan's "from" side is the vendor's value now (what a drift read), not the repository's.
+        assert "price_cents: 1500 <span class=\"sanoma-side\">(the vendor's value now)</span> &rarr; 1600" \
+            in text
         # The approval waited for, decided on the run's page; the run linked.
         run_url = f"/admin/runs/run/{quote(run.id)}/change/"
         approval = Approval.objects.get(run=run)
@@ -385,6 +389,29 @@ def test_a_changes_page_shows_its_checks_plan_approval_merge_and_deploy(site, pe
     assert hidden.redirect_chain[-1][0] == "/admin/changes/changerun/"
     assert f"No change {run.id}, or you may not see it" in hidden.content.decode()
     assert "Mug to 16.00" not in hidden.content.decode() and SHA not in hidden.content.decode()
+
+
+def test_a_changes_page_says_what_its_apply_made(site, people):
+    run = open_change(branch="raise-mug", title="Mug to 16.00", by="alice")
+    as_the_run_noted_it(run)
+    url = f"/admin/changes/changerun/{quote(run.id)}/change/"
+    assert '<td id="change-applied">applying</td>' in desk(people["alice"]).get(url).content.decode()
+    Run.objects.filter(pk=run.id).update(status=RunStatus.FINISHED, result={"applied": {
+        "done": 1, "failed": 1, "skipped": 0, "planned_create": 1, "planned_update": 1}})
+    text = desk(people["alice"]).get(url).content.decode()
+    assert '<td id="change-applied">1 of 2 planned changes made (1 create, 1 update); not made: 1 failed</td>' in text
+
+
+def test_the_plan_says_where_the_vendor_has_drifted_from_the_sites_data_files():
+    plan = {"changes": [{"resource": "shop.product.mug", "fields": [
+        {"path": "price_cents", "actual": 1600, "desired": 1750}, {"path": "title", "actual": "Mug", "desired": "M"},
+        {"path": "price.amount", "actual": 1, "desired": 2}]}]}
+    declared = {"shop.product.mug": {"price_cents": 1500, "title": "Mug", "price": {"amount": 1}}}
+    # 1600 at the vendor, 1500 in the data files (the diff's old side): said; the others agree.
+    assert selectors.drifted_fields(plan, declared) == {("shop.product.mug", "price_cents"): 1500}
+    assert selectors.drifted_fields(plan, {}) == {}
+    [row] = plan_rows(plan, selectors.drifted_fields(plan, declared))
+    assert row["fields"][0]["declared"] == 1500 and "declared" not in row["fields"][1]
 
 
 def test_a_change_not_checked_yet_says_so(site, people):
@@ -434,4 +461,8 @@ def test_the_form_shows_a_refusal_of_the_service_and_opens_nothing(site, people)
     assert "no repository" in " ".join(reply.context["form"].non_field_errors())
     reply = desk(staff("sam")).post("/admin/changes/changerun/open/", {"branch": "raise-mug", "title": "Mug"})
     assert "(permission_denied)" in " ".join(reply.context["form"].non_field_errors())
+    # A branch the repository lacks: said on the field, the repository as the desk shows it (beside the root).
+    reply = desk(people["alice"]).post("/admin/changes/changerun/open/", {"branch": "no-such", "title": "Mug"})
+    said = " ".join(reply.context["form"].errors.get("branch", []) + reply.context["form"].non_field_errors())
+    assert "no-such" in said and str(site.parent) not in said, said
     assert nothing_opened()

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from changes.resources.outcome import OUTCOMES
-from changes.resources.services import refused_text
+from changes.resources.services import held_text, refused_text, stuck_text
 
 DEFAULT_USER = "admin"
 
@@ -49,7 +49,7 @@ def drift_lines(report: dict[str, Any]) -> list[str]:
 def verdict_text(verdict: dict[str, Any]) -> str:
     decision = verdict["decision"]
     if decision == "held":
-        return f"held for {verdict['approver']}"
+        return held_text(verdict)
     if decision == "deny":
         return f"denied: {verdict.get('reason', '')}"
     if decision == "error":
@@ -75,6 +75,8 @@ def plan_lines(plan: dict[str, Any], *, by: str | None = None) -> list[str]:
         lines.append(f"apply will wait for {approver} to approve {n} change{'s' if n != 1 else ''}")
     if plan.get("refused"):
         lines.append(refused_text(plan, to=by or "you"))
+    if plan.get("stuck"):
+        lines.append(stuck_text(plan))
     return lines
 
 

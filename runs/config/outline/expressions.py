@@ -195,7 +195,9 @@ class Expressions(Base):
         if name == "approval":
             return {"title": literal("title")}
         if name == "wait_message":
-            return {"topic": literal("topic")}
+            model = next((kw.value for kw in e.keywords if kw.arg == "model"), None)
+            # The model's name as written (`Shipped`), so a page can say what the payload holds.
+            return {"topic": literal("topic"), **({"model": self.text(model)} if model is not None else {})}
         if name == "start_run":
             return {"action": "start", "workflow": literal("workflow")}
         if name == "wait_run":
