@@ -237,7 +237,8 @@ def _uses_problems(root: Path) -> list[LintProblem]:
 
 def _policy_problems(root: Path) -> list[LintProblem]:
     """What the policy loader refuses; then, once the policies load and `sanoma_config.py` imports,
-    the operations they name that no connector declares, and the approvers that are nobody."""
+    the operations they name that no connector declares, the input fields they read that the
+    operations they apply to do not have, and the approvers that are nobody."""
     try:
         policy = load_cedar_policy(root / "policies")
     except ConfigError as err:
@@ -249,6 +250,8 @@ def _policy_problems(root: Path) -> list[LintProblem]:
         return []
     ops = [op_id for connector in connectors for op_id in connector.operations] + list(ENGINE_OPS)
     found = [_policy_lint_problem(root, problem) for problem in policy.unknown_names(ops)]
+    declared = {op_id: op for connector in connectors for op_id, op in connector.operations.items()}
+    found += [_policy_lint_problem(root, problem) for problem in policy.unknown_input_fields(declared)]
     found += [_policy_lint_problem(root, item.problem)
               for item in approver_problems(policy, root=root, connectors=connectors) if item.serious]
     return found
