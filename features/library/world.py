@@ -170,7 +170,8 @@ class ScenarioWorld:
         shown = "; ".join(f'"{a["title"]}" ({a["id"]}, approver {a["approver"]}, {a["status"]})' for a in asked)
         raise StepFailed(
             f"{decision.step or decision.describe()}\n"
-            f'the decision {decision.describe()} was never used: no run of this scenario asked for "{decision.approval}". '
+            f"the decision {decision.describe()} was never used: "
+            f'no run of this scenario asked for "{decision.approval}". '
             + (f"The approvals asked for: {shown}" if asked else "No run asked for any approval")
             + ". Check that the policy holds the call (manage.py policy explain), and the approval's title",
             file=self.scenario.location, line=decision.line or None)

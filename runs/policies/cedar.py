@@ -481,7 +481,8 @@ class CedarPolicy:
                 if name in fields:
                     continue
                 line = rule.line + rule.source[: max(_input_read_at(rule.source, name), 0)].count("\n")
-                shown_ops = ", ".join(sorted(applies)[:3]) + (f" and {len(applies) - 3} more" if len(applies) > 3 else "")
+                more = f" and {len(applies) - 3} more" if len(applies) > 3 else ""
+                shown_ops = ", ".join(sorted(applies)[:3]) + more
                 close = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=0.6)
                 has = ", ".join(sorted(fields)) or "no fields"
                 hint = f": did you mean {close[0]}?" if close else f" (its input has {has})"
