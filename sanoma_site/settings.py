@@ -203,11 +203,11 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI's files, served by the site itself (no CDN)
     "guardian",
     "django_q",
-    "behave_django",
     "connectors",
-    "runs",
+    "runs",  # before behave_django: its `behave` command is runs' (a config feature file by path)
     "changes",
     "wakeups",
+    "behave_django",
 ]
 
 MIDDLEWARE = [
