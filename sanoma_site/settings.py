@@ -332,6 +332,9 @@ SANOMA_CHECKS_TIMEOUT_SECONDS = _read(env.float, "SANOMA_CHECKS_TIMEOUT_SECONDS"
 # successes, ack failures (the engine owns retries), poll often, prefetch little, and keep
 # `retry` above the worst dequeue-to-finish time so the broker rarely redelivers.
 _TIMEOUT = int(SANOMA_SEGMENT_SECONDS * 3 + 30)
+# A stopping worker waits this long for its cluster to end the segments in flight, then kills what
+# is left (their runs are taken over once their leases expire, as after a crash).
+SANOMA_WORKER_STOP_SECONDS = _read(env.float, "SANOMA_WORKER_STOP_SECONDS", 45.0, validate=_POSITIVE)
 _q_log_level = _read(env.log_level, "SANOMA_Q_LOG_LEVEL", logging.WARNING)
 Q_CLUSTER = {
     "name": "sanoma",
