@@ -9,6 +9,8 @@ failure prints the worker's output.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -24,6 +26,7 @@ from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine import clock
 from runs.models import AppVersion, LedgerRecord, Run, RunStatus, Step, StepKind
 from runs.testing import make_user
+from runs.tests.processes import worker_env as _env
 from wakeups.tests.worker_company.harness import ROOT, Worker, database_url, group_members, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -246,3 +249,32 @@ def test_a_group_signal_the_cluster_meets_late_still_stops_the_worker(site: Site
     while group_members(worker.pgid) and time.monotonic() < ends:
         time.sleep(0.05)
     assert not group_members(worker.pgid), f"processes left in the worker's group\n{worker.describe()}"
+
+
+def test_the_banner_names_the_policy_loaded_so_a_new_one_shows(site: Site) -> None:
+    """The app version is the workflows' code, so it stays the same when only a policy changes:
+    the banner names the policy the worker loaded, with its own version."""
+    root = site.tmp / "company" / "worker_company"
+    shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def banner() -> str:
+        worker = Worker(_env(db_url=site.db_url, var_dir=site.var, version="", root=root),
+                        site.tmp / f"banner-{len(site.workers)}.log", ("--for-seconds", "0.1"))
+        site.workers.append(worker)
+        worker.start()
+        assert worker.proc is not None and worker.proc.wait(timeout=PATIENCE) == 0, worker.describe()
+        return next(line for line in worker.output().splitlines() if line.startswith("worker for "))
+
+    before = banner()
+    assert before.endswith("; no policy (every call is allowed)"), before
+    (root / "policies").mkdir()
+    (root / "policies" / "tally.cedar").write_text(
+        'permit(principal, action, resource);\n\nforbid(principal, action in Action::"money", resource);\n')
+    after = banner()
+    version = before.split(":")[0]
+    assert after.startswith(version + ":"), (before, after)  # the same app version
+    assert re.search(r"; policy cedar:[0-9a-f]{16} \(1 file, 2 policies\)$", after), after
+    (root / "policies" / "tally.cedar").write_text('permit(principal, action, resource);\n')
+    changed = banner()
+    assert re.search(r"; policy cedar:[0-9a-f]{16} \(1 file, 1 policy\)$", changed), changed
+    assert changed.split("; policy ")[1].split()[0] != after.split("; policy ")[1].split()[0]

@@ -31,7 +31,7 @@ from runs import presence
 from runs.config.registry import get_config
 from runs.engine import clock, secrets
 from runs.models import PresenceRole
-from runs.versions import startup_report, sync_workflow_entries
+from runs.versions import loaded_policy, startup_report, sync_workflow_entries
 from runs.worker_lifecycle import RESTART_EXIT, restart_requested, worker_started
 from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
@@ -164,7 +164,8 @@ class Command(BaseCommand):
             self.stderr.write(self.style.WARNING(f"at start: {failure}"))
         for warning in startup_report(config, promote=options["promote"]):
             self.stderr.write(self.style.WARNING(warning))
-        self.stdout.write(f"worker for {config.version}: {len(config.workflows)} workflow(s)")
+        self.stdout.write(f"worker for {config.version}: {len(config.workflows)} workflow(s); "
+                          f"{loaded_policy(config.policy)}")
         rule: StopRule | None = None
         if options["stop_when_idle"]:
             wakeups = declared_wakeups(config)
