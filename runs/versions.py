@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -68,3 +69,17 @@ def startup_report(config: ResolvedConfig, *, promote: bool) -> list[str]:
             "Run a worker of their version to finish them, or cancel them"
         )
     return warnings
+
+
+def loaded_policy(policy: Any) -> str:
+    """What the worker's banner says of the policy it loaded. The app version is the workflows'
+    code only (runs stay on the version they started on), so a changed policy shows here: the
+    Cedar set's own version (a hash of its files), or a function policy's given version."""
+    if not getattr(policy, "defined", False):
+        return "no policy (every call is allowed)"
+    rules = getattr(policy, "rules", None)
+    if rules is not None:
+        files = len({rule.file for rule in rules})
+        return (f"policy {policy.version} ({files} file{'s' if files != 1 else ''}, "
+                f"{len(rules)} polic{'ies' if len(rules) != 1 else 'y'})")
+    return f"policy {getattr(policy, 'kind', 'python')} version {policy.version}"

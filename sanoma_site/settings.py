@@ -203,11 +203,11 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI's files, served by the site itself (no CDN)
     "guardian",
     "django_q",
-    "behave_django",
     "connectors",
-    "runs",
+    "runs",  # before behave_django: its `behave` command is runs' (a config feature file by path)
     "changes",
     "wakeups",
+    "behave_django",
 ]
 
 MIDDLEWARE = [
@@ -332,6 +332,9 @@ SANOMA_CHECKS_TIMEOUT_SECONDS = _read(env.float, "SANOMA_CHECKS_TIMEOUT_SECONDS"
 # successes, ack failures (the engine owns retries), poll often, prefetch little, and keep
 # `retry` above the worst dequeue-to-finish time so the broker rarely redelivers.
 _TIMEOUT = int(SANOMA_SEGMENT_SECONDS * 3 + 30)
+# A stopping worker waits this long for its cluster to end the segments in flight, then kills what
+# is left (their runs are taken over once their leases expire, as after a crash).
+SANOMA_WORKER_STOP_SECONDS = _read(env.float, "SANOMA_WORKER_STOP_SECONDS", 45.0, validate=_POSITIVE)
 _q_log_level = _read(env.log_level, "SANOMA_Q_LOG_LEVEL", logging.WARNING)
 Q_CLUSTER = {
     "name": "sanoma",

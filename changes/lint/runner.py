@@ -43,7 +43,7 @@ from runs.config.resolution import (
     import_root,
     kind_dirs,
 )
-from runs.config.uses import missing_uses
+from runs.config.uses import missing_uses, undeclared_calls
 from runs.config.workflows import WorkflowDefinition
 from runs.policies.approvers import approver_problems
 from runs.policies.cedar import load_cedar_policy
@@ -223,7 +223,8 @@ def _config_collections(root: Path) -> frozenset[str]:
 
 def _uses_problems(root: Path) -> list[LintProblem]:
     """Once `sanoma_config.py` imports: each ctx call a workflow that lists `uses` makes and the list
-    lacks (the workflows are imported for this, as the worker imports them). A workflow file that
+    lacks, and each operation a workflow uses that no connector declares (the workflows are
+    imported for this, as the worker imports them). A workflow file that
     does not import is left to the system checks, which say why."""
     config, _ = _config_of(root)
     if config is None:
@@ -231,13 +232,22 @@ def _uses_problems(root: Path) -> list[LintProblem]:
     ignored: list[str] = []
     definitions = {id(wf): wf for wf in [*config.workflows, *discover_workflows(root, root.name, ignored)]
                    if isinstance(wf, WorkflowDefinition)}
-    return [LintProblem(file, line, column, message, "uses")
-            for wf in definitions.values() for file, line, column, message in missing_uses(wf, root)]
+    found = [LintProblem(file, line, column, message, "uses")
+             for wf in definitions.values() for file, line, column, message in missing_uses(wf, root)]
+    # An operation no connector declares (a typo in ctx.billing.credit.issu): at the call.
+    connectors = _known_connectors(root)
+    if connectors is not None:
+        declared = [op_id for connector in connectors for op_id in connector.operations]
+        found += [LintProblem(file, line or 1, column, message, "operations")
+                  for wf in definitions.values() for file, line, column, message in undeclared_calls(wf, declared, root)
+                  if file is not None]
+    return found
 
 
 def _policy_problems(root: Path) -> list[LintProblem]:
     """What the policy loader refuses; then, once the policies load and `sanoma_config.py` imports,
-    the operations they name that no connector declares, and the approvers that are nobody."""
+    the operations they name that no connector declares, the input fields they read that the
+    operations they apply to do not have, and the approvers that are nobody."""
     try:
         policy = load_cedar_policy(root / "policies")
     except ConfigError as err:
@@ -249,6 +259,8 @@ def _policy_problems(root: Path) -> list[LintProblem]:
         return []
     ops = [op_id for connector in connectors for op_id in connector.operations] + list(ENGINE_OPS)
     found = [_policy_lint_problem(root, problem) for problem in policy.unknown_names(ops)]
+    declared = {op_id: op for connector in connectors for op_id, op in connector.operations.items()}
+    found += [_policy_lint_problem(root, problem) for problem in policy.unknown_input_fields(declared)]
     found += [_policy_lint_problem(root, item.problem)
               for item in approver_problems(policy, root=root, connectors=connectors) if item.serious]
     return found

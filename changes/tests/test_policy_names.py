@@ -137,6 +137,41 @@ def test_an_action_no_connector_declares_is_refused_at_its_line(root):
 
 
 @pytest.mark.django_db
+def test_an_input_field_the_operation_does_not_have_is_refused_at_its_line(root):
+    """A typo in `context.input.<name>` makes Cedar skip the rule at run time (a forbid then holds
+    nothing): check and lint refuse it where it is written, with the field meant."""
+    write(root, "policies/acme.cedar", textwrap.dedent(GOOD).lstrip("\n") + textwrap.dedent("""
+        @id("big-refunds-need-fiona")
+        @approve("fiona")
+        forbid(principal, action == Action::"acme.order.refund", resource)
+        when { context.input.amount > 100 };
+
+        @id("big-refunds-typo")
+        @approve("fiona")
+        forbid(principal, action == Action::"acme.order.refund", resource)
+        when { context.input has order_id &&
+               context.input.amont > 100 };
+
+        @id("money-and-mail")
+        @approve("fiona")
+        forbid(principal, action in [Action::"money", Action::"acme.mail.send"], resource)
+        when { context.input.to == "x" || context.input.amount > 5 || context.input["subject"] == "y" };
+    """))
+    printed = check()
+    where = f"{root}/policies/acme.cedar"
+    assert (f"{where}:21: (sanoma.E003) invalid policy: context.input.amont names an input field acme.order.refund "
+            "does not have, so the condition cannot be evaluated and the rule never applies: did you mean amount?"
+            ) in printed
+    assert (f"{where}:26: (sanoma.E003) invalid policy: context.input.subject names an input field acme.mail.send, "
+            "acme.order.refund do not have, so the condition cannot be evaluated and the rule never applies "
+            "(its input has amount, order_id, text, to)") in printed
+    assert printed.count("context.input.") == 2, printed  # `amount` and `to` are fields: no problem
+    code, lines = lint(root)
+    assert code == 1 and [line.split(": ", 1)[0] for line in lines] == [f"{where}:21:8", f"{where}:26:1"]
+    assert "did you mean amount?" in lines[0]
+
+
+@pytest.mark.django_db
 def test_an_approver_who_is_nobody_is_refused_and_a_user_of_the_site_is_not(root):
     write(root, "policies/acme.cedar", GOOD.replace('@approve("fiona")', '@approve("fionna")')
           .replace('@approve("group:finance")', '@approve("group:finanse")'))

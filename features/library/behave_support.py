@@ -87,7 +87,22 @@ def before_all(context: Any) -> None:
             print(f"sanoma: the runtime's own features ({len(own)} files in {display_path(own_dir)}) run on the "
                   f"example company; left out for {config.root}")
     context.sanoma = session
+    if not runner.features and not session.unreadable:
+        raise ScenarioProblem(_nothing_chosen(context.config, config))
     compile_features(runner.features, config, result=result)
+
+
+def _nothing_chosen(options: Any, config: Any) -> str:
+    """Why no feature runs: what was asked, and the feature files there are to choose from."""
+    asked = [f"--include {options.include_re.pattern!r}" if options.include_re is not None else "",
+             f"--exclude {options.exclude_re.pattern!r}" if options.exclude_re is not None else "",
+             f"--name {' '.join(repr(n) for n in options.name)}" if getattr(options, "name", None) else ""]
+    files = [root_path(path, config.root) for path in scenario_files(config)]
+    there = (f"the feature files of {config.root} are " + ", ".join(files)) if files else \
+        f"{config.root} has no feature file under scenarios/ or apps/<app>/scenarios/"
+    return (f"no feature file matches what was asked ({' '.join(a for a in asked if a) or 'no paths'}), so no "
+            f"scenario would run: {there}. --include matches part of a file's path from the config root "
+            "(-i ^scenarios/refund) or from the working folder")
 
 
 def _left_out(options: Any, path: Path, root: Path | None) -> bool:

@@ -22,6 +22,7 @@ from features.library.drive import Driver
 from features.library.errors import DriveError, StepFailed
 from features.library.values import check_settable, contains, get_path, put_path, short
 from runs import selectors, services
+from runs.approvals.selectors import approvals_of
 from runs.collections.definition import DATA_VENDOR
 from runs.engine import clock, faults
 from runs.engine.drain import family_of
@@ -96,6 +97,8 @@ class ScenarioWorld:
             if handler is None:
                 raise StepFailed(f"no way to run a {type(step.action).__name__} step")
             handler(step.action)
+            if index == len(self.scenario.steps) - 1:
+                self._check_decisions_used()
         except StepFailed as failure:
             if failure.file is None:
                 raise StepFailed(str(failure), file=self.scenario.location, line=step.line) from None
@@ -150,7 +153,28 @@ class ScenarioWorld:
             self._fail(f"cannot set {action.vendor}'s state at {action.path!r}: {err}")
 
     def _do_Decision(self, action: m.Decision) -> None:
-        pass  # spent by the driver when the run asks
+        # Spent by the driver when the run asks. A run that has already ended never will: say so here.
+        run = self.run
+        if self.driver is not None and run is not None and run.status in ENDED_STATUSES:
+            self._check_decisions_used()
+
+    def _check_decisions_used(self) -> None:
+        """A decision no run of the scenario asked for fails it: the approval it names was never
+        requested (a policy that does not apply, a title misspelt), so the scenario proves nothing."""
+        left = list(self.driver.left) if self.driver is not None else list(self.scenario.decisions)
+        if not left:
+            return
+        decision = left[0]
+        asked = [a for run_id in (family_of(self.run_id) if self.run_id else [])
+                 for a in approvals_of(run_id=run_id)]
+        shown = "; ".join(f'"{a["title"]}" ({a["id"]}, approver {a["approver"]}, {a["status"]})' for a in asked)
+        raise StepFailed(
+            f"{decision.step or decision.describe()}\n"
+            f"the decision {decision.describe()} was never used: "
+            f'no run of this scenario asked for "{decision.approval}". '
+            + (f"The approvals asked for: {shown}" if asked else "No run asked for any approval")
+            + ". Check that the policy holds the call (manage.py policy explain), and the approval's title",
+            file=self.scenario.location, line=decision.line or None)
 
     def _do_Message(self, action: m.Message) -> None:
         pass  # sent by the driver when the run waits on its topic

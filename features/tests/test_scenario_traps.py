@@ -126,3 +126,33 @@ def test_include_matches_paths_from_the_config_root(company):
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "1 feature passed, 0 failed" in output and "1 scenario passed, 0 failed" in output, output
+
+
+def _behave(company, folder: str, *args: str) -> tuple[int, str]:
+    root, base = company
+    env = subprocess_env(base / folder, SANOMA_FAKES="instance", SANOMA_ROOT=str(root))
+    done = subprocess.run(
+        [sys.executable, str(PROJECT / "manage.py"), "behave", "--noinput", "--simple", "--format", "plain",
+         "--no-capture", *args], cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_an_include_matching_nothing_fails_naming_the_feature_files(company):
+    """A typo in CI's `-i` would otherwise run nothing and pass."""
+    root, _ = company
+    code, output = _behave(company, "var-nothing", "-i", "credits_nope")
+    assert code != 0, output
+    assert (f"no feature file matches what was asked (--include 'credits_nope'), so no scenario would run: the "
+            f"feature files of {root} are scenarios/child.feature, scenarios/state.feature") in output, output
+
+
+def test_a_feature_file_given_by_path_runs_and_a_missing_one_is_named(company):
+    root, _ = company
+    code, output = _behave(company, "var-path", str(root / "scenarios" / "child.feature"),
+                           "-n", "the child's call counts")
+    assert code == 0, output
+    assert "1 feature passed, 0 failed" in output and "1 scenario passed, 0 failed" in output, output
+    code, output = _behave(company, "var-missing", str(root / "scenarios" / "chidl.feature"))
+    assert code != 0, output
+    assert (f"{root}/scenarios/chidl.feature: there is no such file; the feature files of {root} are "
+            "scenarios/child.feature, scenarios/state.feature") in output, output

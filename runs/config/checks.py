@@ -7,8 +7,9 @@ config root stops the command before it starts:
 
     sanoma.E001  the config root is missing or cannot be imported as a package
     sanoma.E002  a workflow file does not import (the file and line)
-    sanoma.E003  a policy file is invalid (the file and line): Cedar syntax, an annotation misused, or an
-                 `Action::"..."`, `Operation::"..."` or `@covers` naming an operation no connector declares
+    sanoma.E003  a policy file is invalid (the file and line): Cedar syntax, an annotation misused, an
+                 `Action::"..."`, `Operation::"..."` or `@covers` naming an operation no connector declares,
+                 or a `context.input.<name>` that the input of no operation the policy applies to has
     sanoma.E004  sanoma_config.py (or the root's __init__.py) does not import, or `config` is not valid
     sanoma.E005  operations do not line up between connectors, drivers and workflows
     sanoma.E006  two workflows share a name, or one takes a built-in's name
@@ -50,7 +51,8 @@ _HINTS = {
     "sanoma.E001": "Point SANOMA_ROOT at the folder holding sanoma_config.py; its name must be a Python identifier.",
     "sanoma.E002": "Every .py file under workflows/ is imported (except _* and test_*): fix the file or move it.",
     "sanoma.E003": "Fix the policy under policies/ (Cedar syntax, the @approve/@title/@covers annotations, and "
-                   "the actions and operations it names: each an operation id a connector declares, or an effect).",
+                   "the actions and operations it names: each an operation id a connector declares, or an effect; the "
+                   "context.input fields it reads: each a field of the operation's input model).",
     "sanoma.E004": "sanoma_config.py must import and define `config = SanomaConfig(...)`.",
     "sanoma.E005": "Each operation a workflow uses is declared by one connector and implemented by its driver.",
     "sanoma.E006": "Give each workflow its own name, other than drift, apply, call and change.",
@@ -124,6 +126,7 @@ def _policy_checks(root: Path, resolved: Any) -> list[CheckMessage]:
         return []
     found: list[CheckMessage] = [_problem_error(root, problem)
                                  for problem in resolved.policy.unknown_names([*resolved.ops, *ENGINE_OPS])]
+    found += [_problem_error(root, problem) for problem in resolved.policy.unknown_input_fields(resolved.ops)]
     for item in approver_problems(resolved.policy, root=root, connectors=resolved.connectors):
         problem = item.problem
         message = f"invalid policy: {str(problem).partition(': ')[2]}"

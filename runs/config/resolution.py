@@ -24,7 +24,7 @@ from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
 from runs.config import extensions
 from runs.config.outline import config_problems
-from runs.config.uses import complete_uses, site_of_call
+from runs.config.uses import complete_uses, undeclared_calls
 from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
 from runs.policies.cedar import load_cedar_policy
 from runs.policies.python_policies import allow_all
@@ -352,13 +352,12 @@ def _check_workflows(
         names[wf.name] = wf
         # `uses` derived from the outline, or checked against it: a call the list lacks is refused here.
         problems.extend(complete_uses(wf, root))
+        # An operation no connector declares: at the workflow's call, with the one it is closest to.
+        problems.extend(Problem(message, kind=ProblemKind.OPERATIONS, file=file, line=line)
+                        for file, line, _, message in undeclared_calls(wf, ops, root))
         for op_id in wf.ops:
             declared = ops.get(op_id)
             if declared is None:
-                verb = "calls" if wf.derived else "uses"
-                problems.append(Problem(
-                    f'Workflow "{wf.name}" {verb} {op_id}{site_of_call(wf, op_id, root)}, which no connector in '
-                    "the config declares", kind=ProblemKind.OPERATIONS))
                 continue
             copy = wf.operations.get(op_id)
             if copy is not None and not copy.same_contract(declared):

@@ -9,6 +9,8 @@ run meets it.
 """
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 
 from connectors.errors import Problem, ProblemKind
@@ -67,6 +69,36 @@ def site_of_call(definition: WorkflowDefinition, call: str, root: Path | None = 
     return "" if site is None else f" ({_relative(site.file, root)}:{site.span.line})"
 
 
+def undeclared_calls(definition: WorkflowDefinition, known: Iterable[str],
+                     root: Path | None = None) -> list[tuple[str | None, int | None, int, str]]:
+    """Each operation the workflow uses (calls, or lists in `uses`) that no connector declares, as
+    (file, line, column, message): at its first call when the outline shows one, else at the
+    workflow's file; with the declared operation it is closest to."""
+    if definition.builtin:
+        return []
+    declared = sorted(set(known))
+    calls = calls_of(definition)
+    found: list[tuple[str | None, int | None, int, str]] = []
+    # A derived workflow uses what it calls; one that lists `uses` is checked on the list (a call
+    # the list lacks is missing_uses' problem).
+    used = [c for c in calls if c not in BUILTIN_USES] if definition.derived else list(definition.ops)
+    for op_id in dict.fromkeys(used):
+        if op_id in declared:
+            continue
+        site = calls.get(op_id)
+        file = _relative(site.file, root) if site is not None else (
+            _relative(definition.file, root) if definition.file else None)
+        line = site.span.line if site is not None else None
+        verb = "calls" if definition.derived else "uses"
+        where = f" ({file}:{line})" if site is not None else ""
+        close = difflib.get_close_matches(op_id, declared, n=1, cutoff=0.75)
+        hint = f": did you mean {close[0]}?" if close else ""
+        found.append((file, line, site.span.column if site is not None else 1,
+                      f'Workflow "{definition.name}" {verb} {op_id}{where}, which no connector in the config '
+                      f"declares{hint}"))
+    return found
+
+
 def _relative(file: str, root: Path | None) -> str:
     if root is not None:
         try:
@@ -76,4 +108,4 @@ def _relative(file: str, root: Path | None) -> str:
     return file
 
 
-__all__ = ["calls_of", "complete_uses", "missing_uses", "site_of_call"]
+__all__ = ["calls_of", "complete_uses", "missing_uses", "site_of_call", "undeclared_calls"]

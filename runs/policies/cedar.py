@@ -121,6 +121,55 @@ def _entities(node: Any) -> list[tuple[str, str]]:
     return found
 
 
+def _scope_ops(est: Mapping[str, Any], ops: Mapping[str, Any]) -> list[str]:
+    """The operations of `ops` a policy's scope lets it apply to: its `action` constraint (an
+    operation id, or an effect naming the operations of that effect), narrowed by a `resource`
+    that is `Operation::"..."`."""
+    def named(constraint: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        if constraint.get("op") in ("==", "in"):
+            if "entities" in constraint:
+                return list(constraint["entities"])
+            if "entity" in constraint:
+                return [constraint["entity"]]
+        return None  # All (or a slot, an `is`): no narrowing
+
+    chosen = list(ops)
+    actions = named(est.get("action") or {})
+    if actions is not None:
+        by_effect = est["action"]["op"] == "in"
+        chosen = [op_id for op_id in chosen
+                  if any(a.get("id") == op_id or by_effect and a.get("id") == getattr(ops[op_id], "effect", None)
+                         for a in actions)]
+    resources = named(est.get("resource") or {})
+    if resources is not None and all(r.get("type") == "Operation" for r in resources):
+        chosen = [op_id for op_id in chosen if any(r.get("id") == op_id for r in resources)]
+    return chosen
+
+
+def _input_reads(node: Any) -> list[str]:
+    """The names a policy's conditions read from `context.input` (`.name`, `["name"]`, `has name`)."""
+    found: list[str] = []
+    if isinstance(node, Mapping):
+        for key in (".", "has"):
+            access = node.get(key)
+            if isinstance(access, Mapping) and access.get("left") == {".": {"left": {"Var": "context"},
+                                                                            "attr": "input"}}:
+                found.append(str(access.get("attr")))
+        for value in node.values():
+            found += _input_reads(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += _input_reads(item)
+    return found
+
+
+def _input_read_at(source: str, name: str) -> int:
+    """Where in a policy's text `name` is read from the input, or -1."""
+    match = re.search(rf'input\s*(?:\.\s*{re.escape(name)}\b|\[\s*"{re.escape(name)}"|has\s+"?{re.escape(name)}\b)',
+                      source)
+    return match.start() if match else -1
+
+
 def _split_covers(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for part in re.split(r"[,\s]+", text or ""):
@@ -410,6 +459,38 @@ class CedarPolicy:
                         if kind == "Action" else ": name an operation id, e.g. shop.order.get")
                 found.append(Problem(f"{shown}/{rule.file}:{line}: {what}{hint}", kind=ProblemKind.POLICY,
                                      file=f"{shown}/{rule.file}", line=line))
+        return found
+
+    def unknown_input_fields(self, ops: Mapping[str, Any]) -> list[Problem]:
+        """Every `context.input.<name>` (or `context.input has <name>`) a policy reads that the input
+        model of no operation the policy applies to has: Cedar cannot evaluate the condition then,
+        so the rule is skipped (a forbid never holds the call) with no other sign. `ops` maps each
+        operation id to its `Operation` (its effect and input model); which of them a policy
+        applies to is read from its scope (`action`, and `resource in Operation::"..."`). Each at
+        the file and line where the name is written."""
+        shown = self.directory.name if self.directory is not None else "policies"
+        found: list[Problem] = []
+        for rule in self.rules:
+            applies = _scope_ops(rule.est, ops)
+            fields: dict[str, None] = {}
+            for op_id in applies:
+                fields.update(dict.fromkeys(getattr(ops[op_id].input, "model_fields", {}) or {}))
+            if not applies:
+                continue  # a scope naming no known operation: unknown_names says so
+            for name in dict.fromkeys(_input_reads(rule.est)):
+                if name in fields:
+                    continue
+                line = rule.line + rule.source[: max(_input_read_at(rule.source, name), 0)].count("\n")
+                more = f" and {len(applies) - 3} more" if len(applies) > 3 else ""
+                shown_ops = ", ".join(sorted(applies)[:3]) + more
+                close = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=0.6)
+                has = ", ".join(sorted(fields)) or "no fields"
+                hint = f": did you mean {close[0]}?" if close else f" (its input has {has})"
+                found.append(Problem(
+                    f"{shown}/{rule.file}:{line}: context.input.{name} names an input field {shown_ops} "
+                    f"{'does' if len(applies) == 1 else 'do'} not have, so the condition cannot be evaluated "
+                    f"and the rule never applies{hint}",
+                    kind=ProblemKind.POLICY, file=f"{shown}/{rule.file}", line=line))
         return found
 
     def approvers(self) -> list[tuple[CedarRule, str]]:

@@ -174,6 +174,17 @@ class Worker:
         except subprocess.TimeoutExpired:
             raise AssertionError(f"the worker did not stop within {within} s of SIGTERM\n{self.describe()}") from None
 
+    def terminate_group(self, signum: int = signal.SIGTERM, *, within: float = 30.0) -> int:
+        """`signum` to the whole process group (what systemd and a shell's Ctrl-C do); returns the
+        exit code."""
+        assert self.proc is not None and self.pgid is not None
+        os.killpg(self.pgid, signum)
+        try:
+            return self.proc.wait(timeout=within)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the worker did not stop within {within} s of signal {signum} to its group\n"
+                                 f"{self.describe()}") from None
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

@@ -54,3 +54,20 @@ def test_a_trigger_written_as_a_dict_stops_the_check_with_the_value_to_write(com
     assert ("workflows/refunds_report.py does not import: ValueError: Workflow \"refunds-report\": a trigger is a "
             "value now, not a dict: write trigger=Schedule(cron='0 8 * * 1-5', timezone='Europe/Helsinki') "
             "(Schedule and Every come from runs.authoring)") in done.stdout + done.stderr
+
+
+def test_a_call_no_connector_declares_is_refused_by_check_and_lint_at_its_line(company, tmp_path):
+    """A typo in an operation's name: at the workflow's line (not sanoma_config.py), with the
+    operation meant."""
+    refund = company / "workflows" / "refund.py"
+    rewrite(refund, "refund = ctx.shop.order.refund(", "refund = ctx.shop.order.refnd(")
+    refunded = line_of(refund, "refund = ctx.shop.order.refnd(")
+    message = (f'Workflow "refund" calls shop.order.refnd (workflows/refund.py:{refunded}), which no connector in '
+               "the config declares: did you mean shop.order.refund?")
+    for command in ("check", "lint"):
+        done = manage(command, SANOMA_ROOT=str(company), SANOMA_VAR_DIR=str(tmp_path / command))
+        output = done.stdout + done.stderr
+        assert done.returncode != 0, output
+        where = (f"{refund}:{refunded}: (sanoma.E005) " if command == "check"
+                 else f"workflows/refund.py:{refunded}:14: ")
+        assert where + message in output, output

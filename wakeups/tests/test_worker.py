@@ -8,10 +8,16 @@ failure prints the worker's output.
 """
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django_q.models import OrmQ
 
@@ -20,6 +26,7 @@ from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine import clock
 from runs.models import AppVersion, LedgerRecord, Run, RunStatus, Step, StepKind
 from runs.testing import make_user
+from runs.tests.processes import worker_env as _env
 from wakeups.tests.worker_company.harness import ROOT, Worker, database_url, group_members, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -173,3 +180,101 @@ def test_sigterm_stops_the_worker_cleanly(site: Site) -> None:
     assert run.status in (RunStatus.FINISHED, RunStatus.QUEUED), (run.status, worker.describe())
     assert run.lease_owner == ""
     print(f"\nSIGTERM: exit {code}; the in-flight run is {run.status}")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_whole_group_stops_the_worker_within_its_grace(site: Site, signum: int) -> None:
+    """systemd's default (KillMode=control-group) and a shell's Ctrl-C signal every process of the
+    worker, its cluster's too: the worker still stops, within SANOMA_WORKER_STOP_SECONDS."""
+    worker = site.worker("v1", TALLY_AFTER_MS=300).start()
+    fake = site.config("v1").fakes["tally"]
+    site.start("v1", "five-posts", {"label": "group"}, "in-flight")
+    worker.wait_for(lambda: fake.state["effects"], within=PATIENCE, what="the run's first effect")
+    began = time.monotonic()
+    code = worker.terminate_group(signum, within=settings.SANOMA_WORKER_STOP_SECONDS + 5)
+    took = time.monotonic() - began
+    assert code == 0, worker.describe()
+    assert worker.pgid is not None
+    ends = time.monotonic() + 5
+    while group_members(worker.pgid) and time.monotonic() < ends:
+        time.sleep(0.05)
+    assert not group_members(worker.pgid), f"processes left in the worker's group\n{worker.describe()}"
+    assert "worker stopping" in worker.output(), worker.describe()
+    print(f"\n{signal.Signals(signum).name} to the group: exit {code} after {took:.1f} s")
+
+
+GRACE = 15  # SANOMA_WORKER_STOP_SECONDS of the worker the sentinel is held in
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_group_signal_the_cluster_meets_late_still_stops_the_worker(site: Site) -> None:
+    """On a loaded machine the worker may act on a group SIGTERM before its cluster's sentinel
+    does: the sentinel then ends while the worker is telling it to stop, and would never answer.
+    Here that order is made sure of: the sentinel is held (SIGSTOP) while the worker gets SIGTERM,
+    and the group's SIGTERM reaches it once the worker says it is stopping. The worker must still
+    exit within its grace."""
+    worker = site.worker("v1", SANOMA_WORKER_STOP_SECONDS=GRACE).start()
+    assert worker.proc is not None and worker.pgid is not None
+    # The sentinel: the worker's child that has the cluster's processes below it.
+    sentinel = max(_children(worker.proc.pid), key=lambda pid: len(_children(pid)))
+    assert _children(sentinel), worker.describe()
+    os.kill(sentinel, signal.SIGSTOP)
+    try:
+        worker.proc.send_signal(signal.SIGTERM)
+        worker.wait_for(lambda: "worker stopping" in worker.output(), within=PATIENCE, what="worker stopping")
+        time.sleep(0.5)  # the worker is telling the held sentinel to stop now
+    finally:
+        os.killpg(worker.pgid, signal.SIGTERM)  # the group's signal, which the sentinel meets once let go
+        os.kill(sentinel, signal.SIGCONT)
+    try:
+        code = worker.proc.wait(timeout=GRACE + 10)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the worker did not stop within its grace\n{worker.describe()}") from None
+    assert code == 0, worker.describe()
+    assert "the cluster's processes had already stopped (the signal reached them too)" in worker.output(), \
+        worker.describe()
+    ends = time.monotonic() + 5
+    while group_members(worker.pgid) and time.monotonic() < ends:
+        time.sleep(0.05)
+    assert not group_members(worker.pgid), f"processes left in the worker's group\n{worker.describe()}"
+
+
+def test_the_banner_names_the_policy_loaded_so_a_new_one_shows(site: Site) -> None:
+    """The app version is the workflows' code, so it stays the same when only a policy changes:
+    the banner names the policy the worker loaded, with its own version."""
+    root = site.tmp / "company" / "worker_company"
+    shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def banner() -> str:
+        worker = Worker(_env(db_url=site.db_url, var_dir=site.var, version="", root=root),
+                        site.tmp / f"banner-{len(site.workers)}.log", ("--for-seconds", "0.1"))
+        site.workers.append(worker)
+        worker.start()
+        assert worker.proc is not None and worker.proc.wait(timeout=PATIENCE) == 0, worker.describe()
+        return next(line for line in worker.output().splitlines() if line.startswith("worker for "))
+
+    before = banner()
+    assert before.endswith("; no policy (every call is allowed)"), before
+    (root / "policies").mkdir()
+    (root / "policies" / "tally.cedar").write_text(
+        'permit(principal, action, resource);\n\nforbid(principal, action in Action::"money", resource);\n')
+    after = banner()
+    version = before.split(":")[0]
+    assert after.startswith(version + ":"), (before, after)  # the same app version
+    assert re.search(r"; policy cedar:[0-9a-f]{16} \(1 file, 2 policies\)$", after), after
+    (root / "policies" / "tally.cedar").write_text('permit(principal, action, resource);\n')
+    changed = banner()
+    assert re.search(r"; policy cedar:[0-9a-f]{16} \(1 file, 1 policy\)$", changed), changed
+    assert changed.split("; policy ")[1].split()[0] != after.split("; policy ")[1].split()[0]

@@ -35,8 +35,10 @@ class Command(BaseCommand):
         for state in approval_selectors.approvals_of(run_id=run.id):
             who = f" by {state['decided_by']}" if state.get("decided_by") else ""
             self.stdout.write(f"{state['id']}: {state['title']} -> {state['approver']} [{state['status']}{who}]")
-        self.stdout.write("ledger:")
-        for record in records:
+        # The ledger sorts by step (a held call keeps its step's number, before its approval's);
+        # listed as written, a call let through by an approval comes after it, as it happened.
+        self.stdout.write("ledger (in the order written; the number is the step each record belongs to):")
+        for record in sorted(records, key=lambda r: r["at"]):
             extra = ""
             if record["type"] == "op.called":
                 outcome = record.get("error", {}).get("message") if record.get("error") else "ok"

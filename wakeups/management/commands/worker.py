@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -30,7 +31,7 @@ from runs import presence
 from runs.config.registry import get_config
 from runs.engine import clock, secrets
 from runs.models import PresenceRole
-from runs.versions import startup_report, sync_workflow_entries
+from runs.versions import loaded_policy, startup_report, sync_workflow_entries
 from runs.worker_lifecycle import RESTART_EXIT, restart_requested, worker_started
 from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
@@ -51,6 +52,87 @@ def _pause(seconds: float, *, until: list[int]) -> None:
     ends = time.monotonic() + seconds
     while not until and (left := ends - time.monotonic()) > 0:
         time.sleep(min(left, 0.1))
+
+
+def stop_cluster(cluster: Cluster, *, grace: float) -> str | None:
+    """Stop the cluster, letting the segments in flight end, within `grace` seconds; None when it
+    stopped as asked, else what happened instead.
+
+    `Cluster.stop()` alone can hang for good: a signal sent to the whole process group (systemd's
+    default, Ctrl-C in a shell) also ends the cluster's sentinel, and when it ends while waiting on
+    the cluster's stop event, setting that event waits for it forever. So the stop runs in a thread,
+    and this one watches: a sentinel gone means the cluster is gone; past `grace`, what is left of
+    it is killed (the runs in flight are taken over once their leases expire, as after a crash).
+    """
+    done = threading.Event()
+
+    def stop() -> None:
+        try:
+            cluster.stop()
+        except Exception:
+            log.exception("stopping the cluster failed")
+        finally:
+            done.set()
+
+    sentinel = cluster.sentinel
+    family = _descendants(sentinel.pid) if sentinel is not None and sentinel.pid else []
+    threading.Thread(target=stop, name="cluster-stop", daemon=True).start()
+    ends = time.monotonic() + grace
+    while not done.wait(0.1):
+        if sentinel is None or not sentinel.is_alive():
+            if done.wait(1.0):  # it stopped as asked, and the stop is returning
+                return None
+            _kill([pid for pid in family if _alive(pid)])
+            return "the cluster's processes had already stopped (the signal reached them too)"
+        if time.monotonic() >= ends:
+            family = [*_descendants(sentinel.pid), *family] if sentinel.pid else family
+            sentinel.kill()
+            _kill([pid for pid in dict.fromkeys(family) if _alive(pid)])
+            sentinel.join(5)
+            return (f"the cluster did not stop within {grace:g} s (SANOMA_WORKER_STOP_SECONDS): its processes were "
+                    "killed; the runs they held are taken over once their leases expire")
+    return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid` (children first), read from /proc; empty where there is none."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        parent = int(text[text.rindex(")") + 2 :].split()[1])
+        children.setdefault(parent, []).append(int(entry))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            text = stat.read()
+    except OSError:
+        return False
+    return text[text.rindex(")") + 2 :].split()[0] != "Z"
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 class Command(BaseCommand):
@@ -82,7 +164,8 @@ class Command(BaseCommand):
             self.stderr.write(self.style.WARNING(f"at start: {failure}"))
         for warning in startup_report(config, promote=options["promote"]):
             self.stderr.write(self.style.WARNING(warning))
-        self.stdout.write(f"worker for {config.version}: {len(config.workflows)} workflow(s)")
+        self.stdout.write(f"worker for {config.version}: {len(config.workflows)} workflow(s); "
+                          f"{loaded_policy(config.policy)}")
         rule: StopRule | None = None
         if options["stop_when_idle"]:
             wakeups = declared_wakeups(config)
@@ -161,7 +244,10 @@ class Command(BaseCommand):
                 rule.stopped(stopped_idle.at, cluster.stop)
             else:
                 self.stdout.write("worker stopping" + (f" to start again: {restart['why']}" if restart else ""))
-                cluster.stop()
+                self.stdout.flush()
+                trouble = stop_cluster(cluster, grace=settings.SANOMA_WORKER_STOP_SECONDS)
+                if trouble:
+                    self.stderr.write(self.style.WARNING(f"worker stopping: {trouble}"))
             if listener is not None:
                 listener.close()
         if restart is not None:
