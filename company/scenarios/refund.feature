@@ -96,8 +96,8 @@ Feature: Refund an order
     When refund runs with
       | order_id     | 1001 |
       | amount_cents | 500  |
-    And "Refund needs finance" is approved by finance-lead
     Then the run fails with "policy_denied"
+    And the ledger does not show "approval.requested"
     And shop.order.get was called
     And shop.order.refund was not called
     And the shop's state at "refunds" has 0 items

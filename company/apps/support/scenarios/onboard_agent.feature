@@ -88,6 +88,5 @@ Feature: Onboard a support agent
     When support.onboard-agent runs with
       | username | robin |
     And "Onboard robin as a support agent" is approved by support-lead
-    And "shop.staff.grant needs group security" is approved by sam
     Then the run fails with "policy_denied"
     And shop.staff.grant was not called
