@@ -21,7 +21,7 @@ from typing import Any
 from changes.datafiles import DataFiles
 from changes.datafiles.sanoma import GROUP, PERSON
 from changes.selectors import declared_resources
-from connectors.errors import DriverError, SanomaError
+from connectors.errors import DriverError, ErrorCode, SanomaError
 from connectors.resources import Declaration, Ref, Secret
 from runs import services
 from runs.config.resolution import ResolvedConfig
@@ -119,10 +119,12 @@ def stage_in_doubt(config: ResolvedConfig, *, lookup_down: bool = True) -> Run:
     Run it before any worker is started: this process advances the run itself."""
     workflow, data, who = IN_DOUBT_RUN
     if BOOK not in config.ops or workflow not in config.workflows:
-        raise SanomaError(f"The company has no {workflow} workflow or no {BOOK}: nothing can be left in doubt")
+        raise SanomaError(f"The company has no {workflow} workflow or no {BOOK}: nothing can be left in doubt",
+                          code=ErrorCode.CONFIG_INVALID)
     fake = config.fakes.get(BOOK.split(".")[0])
     if fake is None:
-        raise SanomaError("The demo leaves a run in doubt only on the shop's fake (SANOMA_FAKES=instance)")
+        raise SanomaError("The demo leaves a run in doubt only on the shop's fake (SANOMA_FAKES=instance)",
+                          code=ErrorCode.CONFIG_INVALID)
     run = services.start(workflow=workflow, input=data, started_by=who, config=config)
     worker = f"demo-staging-{run.id}"
     if lookup_down:

@@ -26,6 +26,7 @@ from connectors.errors import SanomaError
 from runs import recovery
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
+from runs.engine import clock
 from runs.engine.drain import drain
 from runs.models import LedgerRecord, Run
 from runs.services import start
@@ -142,6 +143,13 @@ def test_a_shipment_in_doubt_waits_for_the_operator_who_settles_it_and_the_carri
 
 def test_the_carriers_lookup_settles_a_doubt_it_can_answer_without_anyone(company):
     run = stage_in_doubt(company, lookup_down=False)
+    drain(company)
+    run.refresh_from_db()
+    # The booking may still land until its deadline (its timeout from the intent): until then the
+    # run waits in doubt and the lookup is not asked; past it, the lookup settles the doubt.
+    assert (run.status, run.waiting_for) == ("waiting", "in_doubt") and run.wake_at is not None
+    assert "shop.shipment.find" not in [c["op"] for c in company.fakes["shop"].calls]
+    clock.advance(run.wake_at - clock.now())
     drain(company)
     run.refresh_from_db()
     assert run.status == "finished" and (run.result or {}).get("tracking") == booking(company)["tracking"]
