@@ -43,6 +43,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -491,6 +492,7 @@ def findings(harness: Harness, timing: dict[str, Any]) -> dict[str, Any]:
                  "cancelled": sum(1 for r in runs if r["status"] == RunStatus.CANCELLED), "lost": len(lost)},
         "lost": lost[:50],
         "failed_errors": dict(errors),
+        "failed_where": [where_failed(r["id"]) for r in failed[:10]],
         "vendor": vendor,
         "duplicate_effects": {kind: figures["duplicate_effects"] for kind, figures in vendor.items()},
         "in_doubt": {"intents": intents, "runs_settled": len(doubted_runs),
@@ -506,12 +508,32 @@ def findings(harness: Harness, timing: dict[str, Any]) -> dict[str, Any]:
         "harness_db_errors": harness.tally.harness_db_errors,
         "operator_answers": dict(harness.tally.operator_answers),
         "django_q_failures": Failure.objects.count(),
+        "django_q_failure_frames": dict(Counter(
+            innermost_frame(result or "") for result in Failure.objects.values_list("result", flat=True))),
         "django_q_failure_kinds": dict(Counter(
             f"{func}: {([line for line in (result or '').splitlines() if line.strip()] or ['?'])[0][:160]}".strip()
             for func, result in Failure.objects.values_list("func", "result"))),
         "ledger_verify": {"exit": verify.returncode, "output": (verify.stdout + verify.stderr).strip()[-2000:]},
         **timing,
     }
+
+
+def where_failed(run_id: str) -> str:
+    """Where a failed run was when it failed: its last step and its last ledger records."""
+    from runs.models import LedgerRecord, Step
+
+    step = Step.objects.filter(run_id=run_id).order_by("-seq").values("seq", "kind", "name", "error").first()
+    last = (f"step {step['seq']} {step['kind']} {step['name']}{' (error)' if step['error'] else ''}"
+            if step else "no step")
+    kinds = list(LedgerRecord.objects.filter(run_id=run_id).order_by("-chain_index")
+                 .values_list("seq", "kind")[:4])
+    return f"{run_id}: {last}; last records {', '.join(f'{kind}@{seq}' for seq, kind in reversed(kinds))}"
+
+
+def innermost_frame(traceback: str) -> str:
+    """The project's innermost frame in a task's traceback ("runs/engine/x.py:12 in f"), or '?'."""
+    frames = re.findall(r'File "[^"]*?/((?:runs|connectors|sanoma_site|bench)[^"]*)", line (\d+), in (\S+)', traceback)
+    return f"{frames[-1][0]}:{frames[-1][1]} in {frames[-1][2]}" if frames else "?"
 
 
 def report(found: dict[str, Any]) -> str:
@@ -536,6 +558,8 @@ def report(found: dict[str, Any]) -> str:
                  f"{doubt['runs_seen_waiting']} seen waiting for an operator")
     if found["failed_errors"]:
         lines.append("  failed runs' errors: " + "; ".join(f"{n} x {e}" for e, n in found["failed_errors"].items()))
+    for where in found["failed_where"]:
+        lines.append(f"    failed at {where}")
     if found["recorded_outputs_not_at_vendor"]:
         lines.append(f"  RECORDED OUTPUTS THE VENDOR NEVER GAVE: {found['recorded_outputs_not_at_vendor']}")
     if found["worker_exits"]:
@@ -544,6 +568,8 @@ def report(found: dict[str, Any]) -> str:
                  f"{found['harness_db_errors']}")
     for kind, n in sorted(found["django_q_failure_kinds"].items(), key=lambda item: -item[1])[:8]:
         lines.append(f"    {n} x {kind}")
+    for frame, n in sorted(found["django_q_failure_frames"].items(), key=lambda item: -item[1])[:8]:
+        lines.append(f"    {n} x raised in {frame}")
     lines.append(f"  ledger verify: exit {found['ledger_verify']['exit']}: {found['ledger_verify']['output']}")
     if found["lost"]:
         lines.append(f"  LOST: {found['lost']}")

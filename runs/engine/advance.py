@@ -63,7 +63,20 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
                         config.version, extra={"run_id": run_id})
         return Advanced.SKIPPED
     try:
-        return _advance_claimed(run, worker_id, config, claimed_at)
+        try:
+            return _advance_claimed(run, worker_id, config, claimed_at)
+        except Exception as err:
+            if not (reconnect.connection_lost(err) and reconnect.can_reconnect()):
+                raise
+            # A read outside the workflow (loading the run's steps, approvals, messages) lost the
+            # connection: not the run's failure, nor the task's. The run goes back to the queue.
+            log.warning("run %s: the database connection was lost (%s); handing the run back", run_id,
+                        str(err).strip().split("\n")[0], extra={"run_id": run_id})
+            reconnect.discard()
+            handed = reconnect.ride_out(
+                lambda: transitions.hand_back(run_id=run_id, worker_id=worker_id, now=clock.now()),
+                deadline=lambda: _write_deadline(claimed_at), what=f"run {run_id}: handing it back")
+            return Advanced.QUEUED if handed else Advanced.LOST
     except reconnect.Unreachable as gone:
         # The database stayed away as long as the lease allowed: nothing more is written (nor
         # could be); the run is taken over by a worker once its lease runs out. Never failed.
@@ -71,10 +84,16 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
         return Advanced.LOST
 
 
+def _write_deadline(claimed_at: float) -> float:
+    """Until when (time.monotonic()) a write may be tried again: before the lease could run out."""
+    lease = float(settings.SANOMA_LEASE_SECONDS)
+    return claimed_at + lease - min(2.0, lease / 10)
+
+
 def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_at: float) -> Advanced:
     run_id = run.pk
-    lease = float(settings.SANOMA_LEASE_SECONDS)
-    deadline: Callable[[], float] = lambda: claimed_at + lease - min(2.0, lease / 10)
+    deadline: Callable[[], float] = lambda: _write_deadline(claimed_at)
+    faults.point(FaultPoint.BEFORE_LOAD)
     held = pauses.holding_start(run.workflow)
     if held is not None and not run.steps.exists():
         # A paused workflow starts nothing new: the run stays queued until the unpause.
@@ -136,7 +155,7 @@ def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: RunStatus,
     faults.point(FaultPoint.BEFORE_END)
 
     def write() -> bool:
-        record.pk = None  # a try rolled back with the connection may have left its id behind
+        reconnect.unsaved(record)  # a try rolled back with the connection may have saved it
         return transitions.end(run_id=run.pk, worker_id=worker_id, status=status, result=result, error=error,
                                now=clock.now(), record=record, parent_id=run.parent_id,
                                has_approvals=run.has_approvals)

@@ -842,7 +842,7 @@ class RunContext:
                     Approval.objects.filter(pk=approval.pk).update(refused=approval.refused)
                 DecisionMessage.objects.filter(pk=message.pk).update(applied=True, outcome=message.outcome)
                 for record in written:
-                    record.pk = None  # a try rolled back with the connection may have left its id behind
+                    reconnect.unsaved(record)  # a try rolled back with the connection may have saved it
                     ledger.append(record)
             return True
 
@@ -1025,12 +1025,7 @@ class RunContext:
         mark_retries = retries and not self._run.has_retries
 
         def write() -> bool:
-            for record in records:
-                record.pk = None  # a try rolled back with the connection may have left its id behind
-            if step is not None:
-                step.pk = None
-            if approval is not None:
-                approval.pk = None
+            reconnect.unsaved(*records, step, approval)  # a try rolled back with the connection may have saved them
             self._write(step, records, approval=approval, read=read, child=child, tags=tags,
                         mark_approvals=mark_approvals, mark_retries=mark_retries)
             return True

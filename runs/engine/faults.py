@@ -26,6 +26,7 @@ class FaultPoint(StrEnum):
     BEFORE_CHILD = "before.run.child_started"  # a child run is started
     BEFORE_CALL = "before.op.called"  # a call's checkpoint
     BEFORE_END = "before.run.end"  # the run finishes or fails
+    BEFORE_LOAD = "before.load"  # a claimed run's history is about to be read (not a write)
 
 
 _lock = threading.Lock()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
@@ -32,8 +32,10 @@ try:  # the errors psycopg raises itself (Django wraps those of cursors and conn
 
     _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
         InterfaceError, OperationalError, _PgInterfaceError, _PgOperationalError)
+    _PG_OPERATIONAL: tuple[type[BaseException], ...] = (_PgOperationalError,)
 except ImportError:  # pragma: no cover - psycopg is pinned
     _CONNECTION_ERRORS = (InterfaceError, OperationalError)
+    _PG_OPERATIONAL = ()
 
 # SQLSTATEs of a connection the server ended: class 08 (connection exception), and the server
 # shutting down or restarting (admin_shutdown, crash_shutdown, cannot_connect_now).
@@ -58,6 +60,12 @@ def connection_lost(err: BaseException) -> bool:
     state = getattr(cause, "sqlstate", None) or ""
     if state.startswith(_CONNECTION_STATES) or state in _SHUTDOWN_STATES:
         return True
+    # The driver's own error with no SQLSTATE: the server never answered (the socket closed while
+    # a result was read, a send failed, a connect was refused). Read from the error, not from the
+    # connection: leaving a transaction, Django may already have opened a new, healthy one.
+    pg_error = err if isinstance(err, _PG_OPERATIONAL) else err.__cause__
+    if isinstance(pg_error, _PG_OPERATIONAL) and not getattr(pg_error, "sqlstate", None):
+        return True
     raw = connection.connection
     if raw is None:
         return True  # nothing is connected: the connection was discarded and reopening it failed
@@ -80,6 +88,16 @@ def discard() -> None:
     connection.connection = None
     connection.closed_in_transaction = False
     connection.needs_rollback = False
+
+
+def unsaved(*objs: Any) -> None:
+    """Make rows written by a try that rolled back with the connection new again: their ids and
+    Django's "already saved" mark are gone with the transaction, so the next try inserts them (a
+    ledger record refuses to be saved twice otherwise)."""
+    for obj in objs:
+        if obj is not None:
+            obj.pk = None
+            obj._state.adding = True
 
 
 class Backoff:

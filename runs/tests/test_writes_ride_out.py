@@ -185,3 +185,71 @@ def test_a_connection_lost_right_before_an_engine_write_is_ridden_out(engine, po
     assert kid.status == RunStatus.FINISHED
     assert LedgerRecord.objects.filter(run_id=kid.id, kind="run.finished").count() == 1
     assert not ledger.verify().breaks
+
+
+def _cut_my_socket(dropped: list[int]) -> Callable[[], None]:
+    """A fault: the engine's socket stops reading, as when the server dies without a word (an
+    immediate shutdown, a crash, a peer reset). The next statement still reaches the server, but
+    its answer never comes back: psycopg raises "consuming input failed: server closed the
+    connection unexpectedly", an OperationalError with no SQLSTATE, while reading the result."""
+    import socket
+
+    def cut() -> None:
+        connection.ensure_connection()
+        assert connection.connection is not None
+        dropped.append(connection.connection.info.backend_pid)
+        sock = socket.socket(fileno=connection.connection.fileno())
+        try:
+            sock.shutdown(socket.SHUT_RD)
+        finally:
+            sock.detach()  # the driver still owns the descriptor
+
+    return cut
+
+
+@pytest.mark.parametrize("point", POINTS, ids=[p.value for p in POINTS])
+def test_a_connection_that_closes_while_a_write_waits_for_its_answer_is_ridden_out(engine, point):
+    dropped: list[int] = []
+    faults.arm(point, _cut_my_socket(dropped))
+    run = engine.start("blip")
+    services.send_message(run_id=run.id, topic="go", payload={"w": "now"}, by="alice")
+    faults.arm(FaultPoint.AFTER_DRIVER_CALL, Killed())
+    with pytest.raises(Killed):
+        engine.drain()
+    run.refresh_from_db()
+    assert transitions.take_over(run_id=run.id, owner=run.lease_owner, now=clock.now() + timedelta(minutes=5))
+    _advance_all(engine)
+    run.refresh_from_db()
+    assert (run.status, run.waiting_for) == (RunStatus.WAITING, "approval"), run.error
+    approvals.send_decision(approval=Approval.objects.get(run=run), decision="approve", by=principal_of("bob"))
+    _advance_all(engine)
+    run.refresh_from_db()
+
+    assert dropped, f"the fault at {point} never fired"
+    assert (run.status, run.error) == (RunStatus.FINISHED, None)
+    assert run.result == {"payment": "pay_1", "word": "now", "by": "bob", "child": {"ok": True}}
+    assert len(engine.config.fakes["shop"].state["payments"]) == 1
+    kinds = [r["type"] for r in engine.records(run)]
+    for kind in ("op.intent", "op.resolved", "op.called", "message.received", "approval.requested",
+                 "approval.decided", "run.child_started", "run.child_ended", "run.finished"):
+        assert kinds.count(kind) == 1, (kind, kinds)
+    assert not ledger.verify().breaks
+
+
+def test_a_connection_lost_while_a_claimed_run_is_read_hands_the_run_back(engine):
+    """The reads before the workflow runs (its steps, approvals, messages) are not writes to ride
+    out: a lost connection there hands the run back to the queue, neither failing it nor the task."""
+    dropped: list[int] = []
+    faults.arm(FaultPoint.BEFORE_LOAD, _cut_my_socket(dropped))
+    run = engine.start("blip")
+    services.send_message(run_id=run.id, topic="go", payload={"w": "now"}, by="alice")
+    _advance_all(engine)
+    run.refresh_from_db()
+    assert dropped
+    assert (run.status, run.waiting_for) == (RunStatus.WAITING, "approval"), run.error
+    approvals.send_decision(approval=Approval.objects.get(run=run), decision="approve", by=principal_of("bob"))
+    _advance_all(engine)
+    run.refresh_from_db()
+    assert (run.status, run.error) == (RunStatus.FINISHED, None)
+    assert len(engine.config.fakes["shop"].state["payments"]) == 1
+    assert not ledger.verify().breaks
