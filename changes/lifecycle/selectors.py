@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.workflow import NAME
+from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, SanomaError
 from runs.approvals.permissions import Principal, principal_of, visible_runs
 from runs.models import Approval, ApprovalStatus, Run
@@ -85,8 +86,6 @@ def _at(values: Any, path: str) -> Any:
 def declared_here() -> dict[str, Any]:
     """What this site's own data files declare now (resource id -> values): the values the base
     holds as deployed. Empty when they cannot be read (no root, a config that does not resolve)."""
-    from changes.selectors import declared_resources  # the data files' reader loads late
-
     try:
         return {r["id"]: r["values"] for r in declared_resources().plain()["resources"]}
     except Exception:

@@ -8,7 +8,6 @@ does the same for features behave has already parsed.
 """
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections.abc import Iterable
@@ -25,27 +24,9 @@ from features.library.expressions import values as argument_values
 from features.library.inputs import Maker
 from features.library.library import Draft, StepLibrary
 from features.library.titles import literal_titles
+from runs.config.paths import display_path, root_path
 
 SETUP_ACTIONS = (m.Seed, m.Fault, m.Person, m.Starter, m.SetState)
-
-
-def display_path(path: str | os.PathLike[str]) -> str:
-    """The path as a writer opens it: from the working directory when it is under it."""
-    absolute = Path(path).resolve()
-    try:
-        return str(absolute.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(absolute)
-
-
-def root_path(path: str | os.PathLike[str], root: Path | None) -> str:
-    """The file's name: its path from the config root, else as displayed."""
-    if root is not None:
-        try:
-            return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
-        except ValueError:
-            pass
-    return display_path(path)
 
 
 def scenario_files(config: Any) -> list[Path]:

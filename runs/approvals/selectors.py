@@ -13,7 +13,8 @@ from connectors.operations import Operation, summarize
 from runs.approvals.permissions import Principal, decidable_approvals, principal_of
 from runs.approvals.rules import SELF_APPROVAL_ALLOWED, SELF_APPROVAL_KEY, self_approval_allowed
 from runs.config.registry import get_config
-from runs.models import Approval, ApprovalRequester, ApprovalStatus
+from runs.engine.transitions import RUNTIME_ACTOR
+from runs.models import Approval, ApprovalRequester, ApprovalStatus, LedgerKind, LedgerRecord
 from runs.selectors import visible_run
 
 
@@ -101,9 +102,6 @@ def decided_said(approval: Approval) -> str:
     """Who ended a decided approval and why, in words: `approved by bob`, `withdrawn by alice`, and
     for one the runtime withdrew as its run ended, why and by whom: `withdrawn: its run was
     cancelled by admin ("wrong order")`. "" while pending."""
-    from runs.engine.transitions import RUNTIME_ACTOR
-    from runs.models import LedgerKind, LedgerRecord
-
     if approval.status == ApprovalStatus.PENDING:
         return ""
     if approval.status != ApprovalStatus.WITHDRAWN or approval.decided_by != RUNTIME_ACTOR:
