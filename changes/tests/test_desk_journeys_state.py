@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -234,8 +235,10 @@ def test_a_hold_nobody_could_decide_is_said_before_the_apply_and_on_its_run_page
     run_services.cancel(run_id=run.id, by="sec", reason="nobody can approve it")
     open_from_sidebar(browser, "Resources")
     cancelled = text_of(browser, "apply-cancelled")
-    planned = sum(len(c["calls"]) for c in services.plan(Run.objects.get(workflow="drift").result, by="sec",
-                                                           config=company)["changes"])
+    drift_result = Run.objects.get(workflow="drift").result
+    assert isinstance(drift_result, dict)
+    changes: list[dict[str, Any]] = services.plan(drift_result, by="sec", config=company)["changes"]
+    planned = sum(len(c["calls"]) for c in changes)
     assert f"after making {made} of the {planned} vendor calls planned: those changes are made" in cancelled, cancelled
     stale = browser.find_elements(By.CSS_SELECTOR, "#resources .stale")
     assert stale and all(s.text == "(before the latest apply)" for s in stale)
