@@ -594,4 +594,5 @@ def test_the_command_prints_each_problem_and_exits_one(tmp_path):
 
 def test_the_test_script_runs_the_lint():
     script = (Path(__file__).resolve().parents[2] / "test").read_text()
-    assert "lint mypy .venv/bin/mypy .\nlint sanoma-lint .venv/bin/python manage.py lint\n" in script
+    assert ("  lint mypy .venv/bin/mypy . || failed=1\n"
+            "  lint sanoma-lint .venv/bin/python manage.py lint || failed=1\n") in script
