@@ -29,7 +29,7 @@ from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.workflow import NAME, ChangeInput
 from changes.resources.workflows import READ_OP
 from connectors.errors import ConfigError, SanomaError
-from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.approvals.extras import Extra
 from runs.config.registry import get_config
 from runs.display import moment

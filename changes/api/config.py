@@ -7,7 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from changes.describe import describe_config
-from runs.api.views import SanomaAPIView, errors
+from runs.api.base import SanomaAPIView, errors
 from runs.config.registry import get_config
 
 
