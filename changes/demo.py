@@ -18,12 +18,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from changes.datafiles import DataFiles
 from changes.datafiles.sanoma import GROUP, PERSON
 from changes.selectors import declared_resources
 from connectors.errors import DriverError, ErrorCode, SanomaError
 from connectors.resources import Declaration, Ref, Secret
 from runs import services
+from runs.config.datafiles import DataFiles
 from runs.config.resolution import ResolvedConfig
 from runs.engine import faults, transitions
 from runs.engine.advance import advance

@@ -18,12 +18,12 @@ from django.test import Client, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from changes.datafiles import read_datafiles
 from changes.demo import SUPERUSER, demo_people, demo_secrets, seed_demo_company, stage_in_doubt, start_example_runs
 from changes.resources.directory import people_and_groups
 from changes.resources.services import verdict
 from connectors.errors import SanomaError
 from runs import recovery
+from runs.config.datafiles import read_datafiles
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine import clock
