@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from changes.datafiles import read_datafiles
 from company.vendors.shop import shop
+from runs.config.datafiles import read_datafiles
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sanoma_site.settings")
 

@@ -35,11 +35,12 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from changes.demo import seed_demo_company  # noqa: E402
+from changes.selectors import declared_resources  # noqa: E402
 from runs import services  # noqa: E402
 from runs.approvals import services as approvals  # noqa: E402
 from runs.config.registry import get_config  # noqa: E402
 from runs.models import LedgerRecord, Run, RunStatus  # noqa: E402
+from runs.seed import seed_from_datafiles  # noqa: E402
 
 RUNS = 50
 TAG = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
@@ -116,7 +117,7 @@ def main() -> None:
     if connection.vendor != "postgresql":
         raise SystemExit("bench/wakeup_bench.py measures PostgreSQL: set DATABASE_URL=postgresql://...")
     call_command("migrate", verbosity=0)
-    seed_demo_company()
+    seed_from_datafiles(declared_resources())
     config = get_config()
 
     worker = spawn("worker")

@@ -21,7 +21,7 @@ from changes import admin_changes, admin_resources  # noqa: F401  (register the 
 from changes.credentials import selectors, services
 from changes.models import Credential, CredentialChange
 from connectors.errors import SanomaError
-from runs.admin.common import ReadOnlyMixin, me, refusal
+from runs.admin.base import ReadOnlyMixin, me, refusal
 from runs.display import moment
 
 

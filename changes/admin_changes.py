@@ -23,14 +23,14 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from pydantic import ValidationError
 
-from changes import shown_paths
 from changes.lifecycle import selectors, services
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.workflow import NAME, ChangeInput
 from changes.resources.workflows import READ_OP
 from connectors.errors import ConfigError, SanomaError
-from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.approvals.extras import Extra
+from runs.config import paths as shown_paths
 from runs.config.registry import get_config
 from runs.display import moment
 from runs.models import Approval, Run

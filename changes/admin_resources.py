@@ -25,7 +25,7 @@ from changes.resources import services
 from changes.resources.outcome import OUTCOMES, counts, said
 from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, SanomaError
-from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.approvals.permissions import Principal
 from runs.display import moment
 from runs.models import Run, RunStatus

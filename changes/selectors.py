@@ -1,8 +1,8 @@
 """Reads of the declared state: what the company's data files declare."""
 from __future__ import annotations
 
-from changes.datafiles import DataFiles, read_datafiles
 from connectors.errors import ConfigError, Problem, ProblemKind
+from runs.config.datafiles import DataFiles, read_datafiles
 from runs.config.registry import get_config
 
 

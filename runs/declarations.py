@@ -8,7 +8,7 @@ offers them without Django and without reaching up into `changes` or `wakeups`, 
     staff = group(name="staff")
     sam = person(username="sam", email="sam@acme.example", name="Sam Aalto", groups=[staff])
 
-Data files are read, never run (see `changes.datafiles.reader`); these functions exist so a data
+Data files are read, never run (see `runs.config.datafiles.reader`); these functions exist so a data
 file is also valid Python an editor can check, and they give what the reader gives: a `Secret`, a
 `Declaration` of a `sanoma.person`, `sanoma.group` or `sanoma.local`. People and groups become
 Django users and groups. `wakeup(...)` goes in `sanoma_config.py`'s `wakeups` list.

@@ -7,7 +7,8 @@ arguments it updates the existing row, never adds a second one. A permission is 
 refused with an `InvalidInput` naming it, before anything is written.
 
 `seed_declared` seeds the people and groups a company declares (`person(...)`, `group(...)`), as the
-demo does: each with a password.
+demo does: each with a password. `seed_from_datafiles` does it for what the data files declare (the
+demo's people are the company's own), and `people_from_datafiles` lists them.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 
 from connectors.errors import InvalidInput
-from connectors.resources import Declaration
+from connectors.resources import Declaration, Ref
+from runs.config.datafiles import DataFiles
 from runs.declarations import GROUP, PERSON, expand_permissions
 
 DEMO_SUPERUSER = "admin"
@@ -151,3 +153,32 @@ def seed_declared(declarations: Iterable[Any], *, superuser: str = DEMO_SUPERUSE
         return [seed_person(username=p.username, groups=p.groups, superuser=p.superuser, staff=p.staff,
                             password=p.username, email=p.email, name=p.name)
                 for p in declared_people(declarations, superuser=superuser)]
+
+
+def declared_in(read: DataFiles) -> list[Declaration]:
+    """The people and groups the data files declare, as `person(...)` and `group(...)` give them,
+    each person's groups by name."""
+    by_id = read.by_id()
+    found = []
+    for declared in read.resources:
+        if declared.type not in (PERSON.key, GROUP.key):
+            continue
+        values = dict(declared.values)
+        if declared.type == PERSON.key:
+            values["groups"] = [str(by_id[g.id].values["name"]) if isinstance(g, Ref) and g.id in by_id else str(g)
+                                for g in values.get("groups", [])]
+        found.append(Declaration(type=declared.type, values=values))
+    return found
+
+
+def people_from_datafiles(read: DataFiles, *, superuser: str = DEMO_SUPERUSER) -> list[DeclaredPerson]:
+    """The people the data files declare, with their groups' names; `superuser` first, added when no
+    file declares them."""
+    return declared_people(declared_in(read), superuser=superuser)
+
+
+def seed_from_datafiles(read: DataFiles, *, superuser: str = DEMO_SUPERUSER) -> list[Any]:
+    """Every group and person the data files declare, seeded as `seed_declared` seeds them (each
+    person's username their password, `superuser` a superuser): the demo's people. Idempotent; one
+    transaction; the users, `superuser` first."""
+    return seed_declared(declared_in(read), superuser=superuser)

@@ -15,10 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from features.library.errors import ScenarioConfigError
-from features.library.loader import load_scenarios, root_path
+from features.library.loader import load_scenarios
+from runs.api.base import SanomaAPIView, errors
 from runs.api.pagination import Page
 from runs.api.serializers import StrictCharField, StrictSerializer
-from runs.api.views import SanomaAPIView, errors
+from runs.config.paths import root_path
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 

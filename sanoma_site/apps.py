@@ -1,6 +1,13 @@
-"""The admin, configured as the operator's desk (its site class is imported when Django needs it)."""
+"""The site as Django apps: the admin, configured as the operator's desk (its site class is imported
+when Django needs it), and the site itself, which composes the apps below it (the demo command)."""
+from django.apps import AppConfig
 from django.contrib.admin.apps import AdminConfig
 
 
 class DeskAdminConfig(AdminConfig):
     default_site = "sanoma_site.desk.DeskSite"
+
+
+class SiteConfig(AppConfig):
+    name = "sanoma_site"
+    verbose_name = "The site"

@@ -22,10 +22,10 @@ from django.utils import timezone
 from pydantic import BaseModel
 
 from changes.credentials.selectors import credential_statuses
-from changes.describe import logo_data_url
 from connectors.money import format_money
 from connectors.operations import Connector, Operation
 from features.library.loader import load_scenarios
+from runs.config.describe import logo_data_url
 from runs.config.outline import outline_as_json, outline_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig

@@ -207,6 +207,7 @@ INSTALLED_APPS = [
     "runs",  # before behave_django: its `behave` command is runs' (a config feature file by path)
     "changes",
     "wakeups",
+    "sanoma_site.apps.SiteConfig",  # the site itself: composes the apps before it (the demo command)
     "behave_django",
 ]
 

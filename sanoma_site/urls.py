@@ -1,11 +1,12 @@
 """The site: the operator's desk at /admin/, the JSON API at /api/ (its index; OpenAPI at
-/api/schema/, Swagger UI at /api/docs/)."""
+/api/schema/, Swagger UI at /api/docs/; the scenarios and the whole config, which the site composes)."""
 from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from runs.api.views import NotFoundView
+from sanoma_site.api_config import ConfigView
 from sanoma_site.api_index import ApiIndexView
 from sanoma_site.api_scenarios import ScenarioListView
 
@@ -16,6 +17,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     re_path(r"^api/scenarios(?:/)?$", ScenarioListView.as_view(), name="api-scenarios"),
+    re_path(r"^api/config(?:/)?$", ConfigView.as_view(), name="config"),
     path("api/", include("runs.api.urls")),
     path("api/", include("changes.api.urls")),
     re_path(r"^api/", NotFoundView.as_view()),

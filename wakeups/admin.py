@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
 from connectors.errors import SanomaError
-from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin
+from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin
 from runs.config.registry import get_config
 from runs.display import moment
 from wakeups.models import ScheduleState, WakeupRow

@@ -26,11 +26,9 @@ from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.remotes import variable
 from changes.remotes.github import events_of, verify_signature
 from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code
-from runs.api.errors import ApiError, invalid_input
+from runs.api.base import ERRORS, ApiError, SanomaAPIView, body_limit, errors, invalid_input, me, too_large
 from runs.api.pagination import Page
-from runs.api.parsers import body_limit, too_large
 from runs.api.serializers import ErrorSerializer, StrictCharField, StrictSerializer
-from runs.api.views import ERRORS, SanomaAPIView, errors, me
 from runs.models import Run
 from runs.validation import parse_json
 

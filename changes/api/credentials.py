@@ -22,12 +22,11 @@ from changes.credentials import selectors, services
 from changes.credentials.crypto import SECRETS_KEY_MISSING
 from changes.credentials.declared import VariableStatus
 from connectors.errors import SanomaError
-from runs.api.errors import ApiError, invalid_input
+from runs.api.base import ApiError, SanomaAPIView, errors, invalid_input, me
 from runs.api.pagination import Page
 from runs.api.serializers import ErrorSerializer, StrictCharField, StrictSerializer
-from runs.api.views import SanomaAPIView, errors, me
 
-# What the credentials' refusals mean over HTTP, beside the API's own codes (runs.api.errors).
+# What the credentials' refusals mean over HTTP, beside the API's own codes (runs.api.base).
 STATUS_OF_CODE: dict[str, int] = {
     selectors.UNKNOWN_CREDENTIAL: status.HTTP_404_NOT_FOUND,
     SECRETS_KEY_MISSING: status.HTTP_503_SERVICE_UNAVAILABLE,

@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from changes.resources import services as resource_services
 from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from runs.api.base import SanomaAPIView, errors, me
 from runs.api.serializers import ErrorSerializer
-from runs.api.views import SanomaAPIView, errors, me
 from runs.models import Run
 from runs.selectors import visible_run
 from runs.validation import check_run_id

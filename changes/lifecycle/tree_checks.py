@@ -27,9 +27,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from changes.datafiles import read_datafiles
-from changes.lint.runner import lint
 from connectors.errors import ConfigError
+from runs.config.datafiles import read_datafiles
+from runs.config.lint.runner import lint
 from runs.config.resolution import ResolvedConfig, load_config
 
 

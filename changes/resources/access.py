@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 
-from changes.datafiles import DataFiles
 from changes.datafiles.sanoma import GROUP, expand_permissions
 from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from runs.config.datafiles import DataFiles
 
 log = logging.getLogger("sanoma.people")
 

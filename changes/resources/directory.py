@@ -17,10 +17,10 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from changes.datafiles import DataFiles
 from changes.datafiles.sanoma import GROUP, PERSON
 from changes.selectors import declared_resources
 from connectors.resources import Ref
+from runs.config.datafiles import DataFiles
 
 
 @dataclass(frozen=True)

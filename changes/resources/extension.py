@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from changes.datafiles import data_files
 from changes.resources.people import VENDOR, connector_for
 from changes.resources.sealing import seal
 from changes.resources.workflows import builtin_workflows
 from connectors.drivers import Driver
 from connectors.operations import Connector, resource_types
 from runs.config import extensions
+from runs.config.datafiles import data_files
 from runs.config.workflows import WorkflowDefinition
 
 NAME = "resources"

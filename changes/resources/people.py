@@ -26,13 +26,13 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from pydantic import BaseModel, Field
 
-from changes.datafiles import read_datafiles
 from changes.datafiles.sanoma import GROUP, LOCAL, PERSON
 from changes.lifecycle.hosts import SOURCE_OPS, local_functions
 from changes.resources import managed
 from connectors.drivers import CallContext, Driver, define_driver
 from connectors.errors import DriverError
 from connectors.operations import Connector, define_connector, op, resource_types, with_setup
+from runs.config.datafiles import read_datafiles
 
 VENDOR = "sanoma"
 

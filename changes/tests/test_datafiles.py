@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from changes.datafiles import read_datafiles
 from changes.datafiles.sanoma import GROUP, PERSON, group, person, secret
 from company.vendors.shop import shop
 from connectors import Ref, Secret, define_connector, define_resource
+from runs.config.datafiles import read_datafiles
 
 COMPANY = Path(__file__).resolve().parents[2] / "company"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import changes.datafiles.sanoma as old_home
 import runs.authoring
-from changes.datafiles import read_datafiles
+from runs.config.datafiles import read_datafiles
 
 
 def root_with(tmp_path: Path, text: str) -> Path:

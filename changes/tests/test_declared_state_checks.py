@@ -24,8 +24,6 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from changes.credentials import runtime, selectors, services
-from changes.datafiles import read_datafiles
-from changes.describe import describe_config
 from changes.models import Credential, CredentialChange
 from changes.resources import services as resource_services
 from changes.resources.compare import Declared, resolve
@@ -36,6 +34,8 @@ from connectors import CallContext, Ref, define_connector, define_resource, op, 
 from connectors.errors import ConfigError, SanomaError
 from connectors.fakes import define_fake
 from runs import services as run_services
+from runs.config.datafiles import read_datafiles
+from runs.config.describe import describe_config
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, SanomaConfig, load_config, resolve_config
 from runs.engine import secrets

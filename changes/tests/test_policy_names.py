@@ -87,7 +87,7 @@ def lint(root: Path) -> tuple[int, list[str]]:
     asks for them): exit status, problem lines."""
     out, err = io.StringIO(), io.StringIO()
     # What `run_from_argv` does, but for closing the test's database connection at the end.
-    command = load_command_class("changes", "lint")
+    command = load_command_class("runs", "lint")
     options = vars(command.create_parser("manage.py", "lint").parse_args(["--root", str(root)]))
     args = options.pop("args", ())
     try:

@@ -25,8 +25,9 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from features.library.errors import ScenarioProblem
-from features.library.loader import LoadResult, compile_features, display_path, root_path, scenario_files
+from features.library.loader import LoadResult, compile_features, scenario_files
 from features.library.world import ScenarioWorld
+from runs.config.paths import display_path, root_path
 from runs.config.registry import set_config
 from runs.config.resolution import load_config
 

@@ -7,7 +7,8 @@ a user who is not an operator sees only the runs they started or were asked to a
 One module per job; importing them registers their admins with the site (Django's autodiscovery
 imports this package):
 
-- `common`: helpers every page shares (`me`, JSON display, run links, refusals, `ReadOnlyMixin`);
+- `base`: what every app's pages share (`me`, run links, refusals, `ReadOnlyMixin`);
+- `common`: JSON display, for the runs pages;
 - `runs`: the run list and page (steps, approvals, ledger timeline), cancelling;
 - `run_filters`: the run list's filters and search by what a run waits for and by tag;
 - `start`: the start-a-run form, built from the workflow's input JSON Schema, and its view;

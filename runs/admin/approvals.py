@@ -13,7 +13,8 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from connectors.errors import SanomaError
-from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, as_json, is_staff, me, refusal, run_link
+from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.admin.common import as_json
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.extras import extras_of

@@ -13,7 +13,8 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, run_link
+from runs.admin.base import ReadOnlyMixin, is_staff, me, run_link
+from runs.admin.common import pretty_json
 from runs.collections import selectors
 from runs.config.registry import get_config
 from runs.display import moment

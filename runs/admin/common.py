@@ -1,25 +1,11 @@
-"""What every page of the operator's desk shares: who is asking, JSON display, run links, refusals."""
+"""What the runs pages of the operator's desk share beyond the desk's base (`runs.admin.base`): JSON
+display."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
-from django.contrib import messages
-from django.contrib.admin.utils import quote, unquote
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
-from django.urls import reverse
 from django.utils.html import format_html
-
-from connectors.errors import SanomaError
-from runs.approvals.permissions import request_principal
-
-if TYPE_CHECKING:
-    from django.template.response import _TemplateForResponseT
-
-# The runs list, a running run's page and the inbox read themselves again this often (see the
-# desk's base page): the operator sees a decision or an end land without reloading.
-LIVE_SECONDS = 3
 
 
 def as_json(value: Any) -> str:
@@ -30,50 +16,3 @@ def pretty_json(value: Any) -> str:
     if value is None:
         return "-"
     return format_html('<pre class="sanoma-json">{}</pre>', as_json(value))
-
-
-def is_staff(request: HttpRequest) -> bool:
-    return bool(request.user.is_active and request.user.is_staff)
-
-
-me = request_principal
-
-
-def run_link(run_id: str, label: str | None = None) -> str:
-    """A link to the run's page. The id is quoted as the admin quotes keys, so any id makes a URL."""
-    url = reverse("admin:runs_run_change", args=[quote(run_id)])
-    return format_html('<a href="{}">{}</a>', url, label or run_id)
-
-
-def refusal(err: SanomaError) -> str:
-    return f"{err.message} ({err.code})" if err.code else err.message
-
-
-class HiddenOrMissingMixin:
-    """A record that does not exist and one the user may not see get the same answer, which says
-    both (never Django's "Perhaps it was deleted?", which would tell a user who may not see a run
-    nothing true)."""
-
-    missing_noun = "record"
-
-    def _get_obj_does_not_exist_redirect(self, request: HttpRequest, opts: Any, object_id: str) -> HttpResponse:
-        messages.warning(request, f"No {self.missing_noun} {unquote(object_id)}, or you may not see it")
-        return redirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
-
-
-class ReadOnlyMixin(HiddenOrMissingMixin):
-    """Nothing here is added, changed or deleted through the admin: the services do that. Its
-    page has no History button (there is no history of edits that never happen)."""
-
-    change_form_template: ClassVar[_TemplateForResponseT | None] = "admin/runs/readonly_change_form.html"
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-

@@ -13,7 +13,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from connectors.errors import InvalidInput, SanomaError
-from runs.admin.common import as_json, me, refusal
+from runs.admin.base import me, refusal
+from runs.admin.common import as_json
 from runs.approvals.permissions import visible_runs
 from runs.comparison import Comparison, StepPair, compare_runs
 from runs.display import duration
@@ -69,7 +70,7 @@ def layout(comparison: Comparison) -> dict[str, Any]:
 if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin
 
-    from runs.admin.common import HiddenOrMissingMixin
+    from runs.admin.base import HiddenOrMissingMixin
 
     class _Base(HiddenOrMissingMixin, ModelAdmin[Run]): ...
 else:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from runs.admin.common import ReadOnlyMixin, is_staff, me, pretty_json, run_link
+from runs.admin.base import ReadOnlyMixin, is_staff, me, run_link
+from runs.admin.common import pretty_json
 from runs.approvals.permissions import check_can_view, is_operator, visible_runs
 from runs.display import moment
 from runs.models import LedgerRecord, Run

@@ -7,7 +7,7 @@ from typing import Any
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from runs.admin.common import run_link
+from runs.admin.base import run_link
 from runs.display import moment
 from runs.models import Run, RunStatus
 from runs.selectors import waiting_on

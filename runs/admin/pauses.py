@@ -18,7 +18,7 @@ from django.utils.html import format_html_join
 
 from connectors.errors import SanomaError
 from runs import pausing
-from runs.admin.common import is_staff, me, refusal, run_link
+from runs.admin.base import is_staff, me, refusal, run_link
 from runs.approvals.permissions import Principal
 from runs.config.registry import get_config
 from runs.display import moment

@@ -16,7 +16,8 @@ from django.utils.html import format_html, format_html_join
 
 from connectors.errors import InvalidInput, SanomaError
 from runs import ledger, recovery, services
-from runs.admin.common import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, pretty_json, refusal, run_link
+from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
+from runs.admin.common import pretty_json
 from runs.admin.compare import CompareRunsMixin
 from runs.admin.now import sentence
 from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from connectors.errors import InvalidInput, SanomaError, describe_issues
 from runs import selectors, services
-from runs.admin.common import me, refusal
+from runs.admin.base import me, refusal
 from runs.config.registry import get_config
 from runs.config.resolution import input_schema
 from runs.validation import RUN_ID_RULE, is_valid_run_id, parse_json

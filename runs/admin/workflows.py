@@ -12,7 +12,7 @@ from django.shortcuts import redirect
 from django.urls import path
 from guardian.admin import GuardedModelAdmin
 
-from runs.admin.common import ReadOnlyMixin
+from runs.admin.base import ReadOnlyMixin
 from runs.config.registry import get_config
 from runs.display import moment
 from runs.models import AppVersion, WorkflowEntry

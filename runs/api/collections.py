@@ -13,10 +13,9 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.api.errors import ApiError
+from runs.api.base import ERRORS, ApiError, SanomaAPIView, me
 from runs.api.pagination import Page
 from runs.api.serializers import StrictCharField, StrictSerializer
-from runs.api.views import ERRORS, SanomaAPIView, me
 from runs.collections import selectors
 from runs.collections.definition import KEY_MAX_LENGTH, LIST_LIMIT, LIST_LIMIT_MAX, Collection, decode_cursor
 from runs.config.registry import get_config

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.api.views import SanomaAPIView, errors, me
+from runs.api.base import SanomaAPIView, errors, me
 from runs.comparison import compare_runs
 from runs.display import as_datetime
 from runs.timing import StepTime

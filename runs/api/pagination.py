@@ -24,7 +24,7 @@ from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.api.errors import invalid_input
+from runs.api.base import invalid_input
 
 # The largest `offset` a page may start at: a signed 64-bit integer, what every database can take.
 MAX_OFFSET = 2**63 - 1

@@ -11,8 +11,9 @@ from rest_framework.response import Response
 
 from runs import pausing, recovery, selectors
 from runs.api import serializers as s
+from runs.api.base import SanomaAPIView, errors, me
 from runs.api.pagination import Page
-from runs.api.views import SanomaAPIView, errors, me, run_data
+from runs.api.views import run_data
 from runs.models import Pause
 
 

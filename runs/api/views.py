@@ -3,118 +3,26 @@ through a serializer. Permissions are the services' (`runs.approvals.permissions
 caller may not see is `404 run_not_found`, as if it did not exist."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db.models import Count, QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions, status
-from rest_framework.renderers import JSONRenderer
+from django.db.models import Count
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from connectors.errors import InvalidInput, SanomaError, error_code
 from runs import selectors, services
 from runs.api import serializers as s
-from runs.api.errors import ApiError, error_body, exception_handler, invalid_input
+from runs.api.base import ApiError, SanomaAPIView, error_body, errors, invalid_input, me
 from runs.api.pagination import LedgerCursor, Page
-from runs.api.parsers import StrictJSONParser
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
-from runs.approvals.permissions import request_principal
 from runs.config.registry import get_config
 from runs.models import Approval, ApprovalStatus, LedgerRecord, Run, RunStatus
-from runs.validation import check_run_id
 
 # How long a decision waits for the run to apply it before answering 202.
 DECIDE_WAIT_SECONDS = 5.0
-
-ERRORS = {
-    400: OpenApiResponse(s.ErrorSerializer, description="invalid_input: the body or query is wrong (see issues)"),
-    401: OpenApiResponse(s.ErrorSerializer, description="not authenticated"),
-    403: OpenApiResponse(s.ErrorSerializer, description="permission_denied or not_approver"),
-    404: OpenApiResponse(s.ErrorSerializer, description="run_not_found, no_pending_approval or workflow_not_found"),
-    409: OpenApiResponse(s.ErrorSerializer, description="already_decided, run_ended, run_running or run_exists"),
-    413: OpenApiResponse(s.ErrorSerializer, description="too_large: the body is over SANOMA_MAX_BODY_BYTES"),
-    415: OpenApiResponse(s.ErrorSerializer, description="the body is not JSON"),
-}
-
-
-def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    return {code: ERRORS[code] for code in (401, *codes)}
-
-
-class SanomaAPIView(APIView):
-    """JSON in, JSON out, one error shape, nothing cached, nothing sniffed."""
-
-    renderer_classes = [JSONRenderer]
-    parser_classes = [StrictJSONParser]
-    # A list endpoint names its paginator here (the schema reads it from there too) and answers
-    # through `paged`.
-    pagination_class: type[Page] | type[LedgerCursor] | None = None
-
-    def paged(self, request: Request, items: Sequence[Any] | QuerySet[Any],
-              serialize: Callable[[list[Any]], Any]) -> Response:
-        """One page of `items` in DRF's paginated shape, each item as `serialize` makes the page."""
-        assert self.pagination_class is not None, f"{type(self).__name__} names no pagination_class"
-        paginator = self.pagination_class()
-        page = paginator.paginate_queryset(items, request, view=self)
-        return paginator.get_paginated_response(serialize(list(page or [])))
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        """After authentication: a run id in the path that breaks the run-id rule is 400, stating it."""
-        super().initial(request, *args, **kwargs)
-        if "run_id" in kwargs:
-            check_run_id(kwargs["run_id"], path=["run_id"])
-
-    def get_exception_handler(self) -> Callable[[BaseException, dict[str, Any]], Response]:
-        return exception_handler
-
-    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
-        response = super().finalize_response(request, response, *args, **kwargs)
-        response["Cache-Control"] = "no-store"
-        response["X-Content-Type-Options"] = "nosniff"
-        return response
-
-    def body(self, request: Request, *, required: bool = True) -> dict[str, Any]:
-        """The JSON object sent. A body must be JSON (else 415); a required one must be there.
-
-        No body at all is no body whatever its Content-Type says (`curl -X POST` sends text/plain)."""
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        media_type = (request.content_type or "").split(";")[0].strip().lower()
-        if required or length:
-            if media_type != "application/json" and not media_type.endswith("+json"):
-                raise exceptions.UnsupportedMediaType(media_type or "(none)")
-        if not length:
-            if required:
-                raise invalid_input("The body is empty: send a JSON object", path=[], issue="empty body",
-                                    issue_code="required")
-            return {}
-        data = request.data
-        if not isinstance(data, dict):
-            raise invalid_input("The body must be a JSON object", path=[], issue="not an object",
-                                issue_code="invalid_type")
-        return data
-
-    @staticmethod
-    def checked(serializer_class: type[s.StrictSerializer], data: Any) -> dict[str, Any]:
-        serializer = serializer_class(data=data)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
-
-    @staticmethod
-    def visible_run(request: Request, run_id: str) -> Run:
-        run = selectors.get_run(run_id=run_id, viewer=me(request))
-        if run is None:
-            raise selectors.run_not_found(run_id)
-        return run
-
-
-me = request_principal
 
 
 def pending_counts(run_ids: list[str]) -> dict[str, int]:

@@ -33,11 +33,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from changes.datafiles import read_datafiles
-from changes.demo import seed_demo_company
 from changes.lifecycle.embedded import prepare_live_root
 from changes.lifecycle.models import ChangeRun
+from runs.config.datafiles import read_datafiles
 from runs.models import ENDED_STATUSES, AppVersion, LedgerRecord, Run, RunStatus
+from runs.seed import seed_from_datafiles as seed_demo_company
 from runs.tests.processes import REPO, database_url, group_members, wait_until, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)

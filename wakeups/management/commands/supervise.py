@@ -1,7 +1,8 @@
 """`manage.py supervise`: the built-in wakeup's process. It holds no worker of its own: it starts
 `manage.py worker --stop-when-idle` when the registered deadline comes, at once when a run becomes
 runnable, and again if the worker dies; SIGTERM stops the worker (SIGTERM, then SIGKILL to its
-process group after a grace period) and the supervisor, leaving no process behind.
+process group after a grace period) and the supervisor, leaving no process behind. Starting,
+watching and stopping the worker is `runs.children`'s, as for `manage.py demo`.
 
 While no worker is up it waits: on PostgreSQL for a NOTIFY (a run enqueued, a deadline registered)
 or the registered time, with no query in between but its beat; on SQLite it polls once a second with
@@ -25,7 +26,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import connection, connections
 
-from runs import presence
+from runs import children, presence
 from runs.engine import clock
 from runs.models import PresenceRole
 from runs.worker_lifecycle import RESTART_EXIT
@@ -112,19 +113,17 @@ class Command(BaseCommand):
 
     def start_worker(self, why: str) -> None:
         manage = Path(settings.BASE_DIR) / "manage.py"
-        self.worker = subprocess.Popen([sys.executable, str(manage), "worker", *self.worker_args],
-                                       start_new_session=True, stdin=subprocess.DEVNULL)
+        self.worker = children.start([sys.executable, str(manage), "worker", *self.worker_args], die_with_parent=False)
         self.started_at = time.monotonic()
         log.info("worker %s started: %s", self.worker.pid, why)
 
     def watch_worker(self) -> None:
         assert self.worker is not None
         self._wait_fd(0.5)
-        code = self.worker.poll()
-        if code is None:
+        if not children.exited(self.worker):
             return
         pid = self.worker.pid
-        self._reap_group(pid)
+        code = children.reap(self.worker)  # what it left in its process group killed first
         self.worker = None
         if code == RESTART_EXIT:
             log.info("worker %s stopped to start again on new code", pid)
@@ -151,27 +150,9 @@ class Command(BaseCommand):
     def stop_worker(self) -> None:
         if self.worker is None:
             return
-        pid = self.worker.pid
-        if self.worker.poll() is None:
-            self.worker.send_signal(signal.SIGTERM)
-            try:
-                self.worker.wait(timeout=GRACE)
-            except subprocess.TimeoutExpired:
-                log.warning("worker %s did not stop within %g s of SIGTERM: killing it", pid, GRACE)
-        self._reap_group(pid)
+        if children.stop([self.worker], grace=GRACE):
+            log.warning("worker %s did not stop within %g s of SIGTERM: killed it", self.worker.pid, GRACE)
         self.worker = None
-
-    def _reap_group(self, pgid: int) -> None:
-        """Whatever the worker left in its process group is killed."""
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # the group is gone already
-        if self.worker is not None:
-            try:
-                self.worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
 
     # ---- waiting with no worker ---------------------------------------------------------------
 

@@ -18,18 +18,20 @@ from django.test import Client, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from changes.datafiles import read_datafiles
-from changes.demo import SUPERUSER, demo_people, demo_secrets, seed_demo_company, stage_in_doubt, start_example_runs
 from changes.resources.directory import people_and_groups
 from changes.resources.services import verdict
 from connectors.errors import SanomaError
 from runs import recovery
+from runs.config.datafiles import read_datafiles
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine import clock
 from runs.engine.drain import drain
 from runs.models import LedgerRecord, Run
+from runs.seed import DEMO_SUPERUSER as SUPERUSER
+from runs.seed import people_from_datafiles, seed_from_datafiles
 from runs.services import start
+from sanoma_site.demo import demo_secrets, stage_in_doubt, start_example_runs
 
 COMPANY = Path(__file__).resolve().parents[2] / "company"
 FAST_HASHER = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -42,7 +44,7 @@ def company(tmp_path: Path, db) -> Iterator[ResolvedConfig]:
     config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
     set_config(config)
     with override_settings(PASSWORD_HASHERS=FAST_HASHER):
-        seed_demo_company(read=read_datafiles(COMPANY, config.connectors))
+        seed_from_datafiles(read_datafiles(COMPANY, config.connectors))
         try:
             yield config
         finally:
@@ -66,7 +68,7 @@ def booking(config: ResolvedConfig) -> dict:
 
 
 def test_the_demo_people_are_the_data_files_people_and_each_signs_in_to_what_their_role_allows(company):
-    people = {p.username: p for p in demo_people(read_datafiles(COMPANY, company.connectors))}
+    people = {p.username: p for p in people_from_datafiles(read_datafiles(COMPANY, company.connectors))}
     assert {"admin", "alice", "finance-lead", "ops", "vera"} <= set(people)
     assert [p.username for p in people.values() if p.superuser] == [SUPERUSER]
     rows, _ = people_and_groups(read_datafiles(COMPANY, company.connectors))

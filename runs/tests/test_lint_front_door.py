@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from changes.lint.workflows import Allowed, lint_workflow
+from runs.config.lint.workflows import Allowed, lint_workflow
 
 ALLOWED = Allowed(package="acme", module="acme.workflows.flow")
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from changes.demo import DemoPerson
-from changes.management.commands.demo import Command
 from runs.authoring import SanomaConfig
+from runs.seed import DeclaredPerson as DemoPerson
 from runs.testing import resolve_on_fakes
 from runs.tests.fixtures import acme
+from sanoma_site.management.commands.demo import Command
 
 
 def test_the_demo_banner_links_start_with_these_apps_only_when_configured(capsys):

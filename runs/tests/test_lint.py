@@ -12,8 +12,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from changes.lint import RULES, LintError, LintProblem, lint, lint_paths
 from company.vendors.shop import shop
+from runs.config.lint import RULES, LintError, LintProblem, lint, lint_paths
 
 COMPANY = Path(__file__).resolve().parents[2] / "company"
 

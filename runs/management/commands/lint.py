@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from changes.lint import LintError, lint
+from runs.config.lint import LintError, lint
 from runs.management.commands._common import guarded
 
 

@@ -14,18 +14,15 @@ what is left of each child's process group; then every child is reaped and the d
 child that dies on its own stops the demo the same way, and the demo exits 1.
 If the demo itself dies without cleaning up (SIGKILL, a crash), Linux sends each child SIGTERM
 (PR_SET_PDEATHSIG, set in the child between fork and exec), so nothing is left holding the port.
+Starting, watching and stopping the children is `runs.children`'s, as for `manage.py supervise`.
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from django.conf import settings
@@ -33,136 +30,14 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from changes.demo import (
-    IN_DOUBT_RUN,
-    demo_people,
-    demo_secrets,
-    seed_demo_company,
-    stage_in_doubt,
-    start_example_runs,
-)
 from changes.lifecycle.embedded import prepare_live_root
 from changes.selectors import declared_resources
 from connectors.errors import ConfigError, SanomaError
+from runs import children as child_processes
 from runs.config.registry import get_config, set_config
+from runs.seed import people_from_datafiles, seed_from_datafiles
 from runs.versions import sync_workflow_entries
-from runs.worker_lifecycle import RESTART_EXIT
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A preexec_fn asking Linux to SIGTERM the child when the demo dies (None elsewhere).
-
-    Chosen over a watchdog: the kernel delivers it however the demo dies, at once, with no
-    polling thread, and it works for `runserver`, whose code the demo does not control. The
-    worker turns SIGTERM into its clean stop. It reaches the child only (not the cluster the
-    worker forks), which is why it is SIGTERM and not SIGKILL: the worker stops its own cluster.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:  # in the child, between fork and exec (the demo runs no threads)
-        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent:  # the demo died before the request took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
-
-
-def _exited(child: subprocess.Popen) -> bool:
-    """Whether the child has exited, without reaping it: an unreaped child's pid stays reserved,
-    so its process group id cannot be reused by an unrelated group before we SIGKILL it."""
-    if child.returncode is not None:
-        return True
-    if not hasattr(os, "waitid"):  # macOS before Python 3.13: reap, then
-        return child.poll() is not None
-    try:
-        return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None
-    except ChildProcessError:  # reaped already
-        return True
-
-
-def _restarting(child: subprocess.Popen) -> bool:
-    """For a child that has exited: whether it asked to be started again (RESTART_EXIT, after a
-    deploy). Such a child is reaped here, what is left of its group killed first."""
-    if child.returncode is None:
-        try:
-            status = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
-        except ChildProcessError:
-            status = None
-        if status is None or status.si_code != os.CLD_EXITED or status.si_status != RESTART_EXIT:
-            return False
-        _kill_group(child)
-        child.wait()
-    return child.returncode == RESTART_EXIT
-
-
-def _kill_group(child: subprocess.Popen) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)  # started in a new session: its pid is its group's id
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def stop_children(children: list[subprocess.Popen], *, grace: float, now: _Flag | None = None) -> None:
-    """SIGTERM each child, wait up to `grace` s (or until `now` is set) for all of them, SIGKILL
-    each child's whole process group (what is left of it), reap them."""
-    for child in children:
-        if not _exited(child):
-            try:
-                os.kill(child.pid, signal.SIGTERM)  # not Popen.send_signal: it may reap the child
-            except ProcessLookupError:
-                pass
-    ends = time.monotonic() + grace
-    while not all(_exited(child) for child in children) and time.monotonic() < ends:
-        if now is not None and now.is_set():
-            break
-        time.sleep(0.05)
-    for child in children:
-        _kill_group(child)  # stragglers of a clean exit, or everything after the grace period
-    for child in children:
-        child.wait()
-
-
-class _Signals:
-    """Notes SIGTERM, SIGINT and SIGHUP instead of dying; a second one means "SIGKILL now".
-
-    The handler only appends to a list and sets a flag: no locks (a `threading.Event.set()` in a
-    handler can deadlock against the main thread's own `wait()`)."""
-
-    def __init__(self) -> None:
-        self.received: list[str] = []
-        self.again = _Flag()
-        self._previous = {signum: signal.signal(signum, self._note) for signum in STOP_SIGNALS}
-
-    def _note(self, signum: int, frame: FrameType | None) -> None:
-        if self.received:
-            self.again.set()
-        self.received.append(signal.Signals(signum).name)
-
-    def restore(self) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-
-class _Flag:
-    """A lock-free flag, safe to set from a signal handler."""
-
-    def __init__(self) -> None:
-        self.value = False
-
-    def set(self) -> None:
-        self.value = True
-
-    def is_set(self) -> bool:
-        return self.value
+from sanoma_site.demo import IN_DOUBT_RUN, demo_secrets, stage_in_doubt, start_example_runs
 
 
 class Command(BaseCommand):
@@ -179,7 +54,8 @@ class Command(BaseCommand):
                             help="how long the worker and the server get to stop after SIGTERM before SIGKILL")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        signals = _Signals()  # from here on a stop signal is noted, not fatal: nothing is started after it
+        # From here on a stop signal is noted, not fatal: nothing is started after it.
+        signals = child_processes.StopSignals()
         try:
             failed = self._demo(signals, options)
         finally:
@@ -187,7 +63,7 @@ class Command(BaseCommand):
         if failed:
             raise CommandError(f"{failed}; see its output above")
 
-    def _demo(self, signals: _Signals, options: dict[str, Any]) -> str:
+    def _demo(self, signals: child_processes.StopSignals, options: dict[str, Any]) -> str:
         """Prepare, start the children, wait for a signal (or the end); returns why it failed, or ''."""
         os.environ["SANOMA_FAKES"] = "instance"
         settings.SANOMA_FAKES = "instance"
@@ -201,8 +77,8 @@ class Command(BaseCommand):
             raise CommandError(str(err)) from None
         sync_workflow_entries(config)
         read = declared_resources()
-        seed_demo_company(read=read)
-        people = demo_people(read)
+        seed_from_datafiles(read)
+        people = people_from_datafiles(read)
         # The secrets the data files name get a made-up value where the environment has none, so
         # an apply can make the webhook; the worker and the server inherit them.
         secrets = [name for name, value in demo_secrets(read).items() if os.environ.setdefault(name, value) == value]
@@ -213,29 +89,23 @@ class Command(BaseCommand):
             "the worker": [*base, "worker"],
             "the admin server": [*base, "runserver", f"127.0.0.1:{options['port']}", "--noreload", "--insecure"],
         }
-        children: dict[str, subprocess.Popen] = {}
+        children: dict[str, subprocess.Popen[bytes]] = {}
         failed = ""
         try:
             for name, argv in commands.items():
                 if signals.received:
                     break
-                children[name] = subprocess.Popen(
-                    argv, env=os.environ.copy(), stdin=subprocess.DEVNULL,
-                    start_new_session=True,  # its own process group, out of reach of the terminal's Ctrl-C
-                    preexec_fn=_die_with_parent(),
-                )
+                children[name] = child_processes.start(argv, env=os.environ.copy())
             if not signals.received:
                 started = in_doubt + ([] if options["no_runs"] else self._example_runs())
                 self._banner(config, options["port"], started, people, secrets)
             ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
             while not signals.received and (ends is None or time.monotonic() < ends):
                 for name, child in list(children.items()):
-                    if _exited(child) and _restarting(child):  # a deploy: start it again, on the new code
+                    if child_processes.exited(child) and child_processes.restarting(child):  # a deploy: on new code
                         self.stdout.write(f"sanoma demo: {name} asked to start again on new code; starting it")
-                        children[name] = subprocess.Popen(
-                            commands[name], env=os.environ.copy(), stdin=subprocess.DEVNULL,
-                            start_new_session=True, preexec_fn=_die_with_parent())
-                gone = [name for name, child in children.items() if _exited(child)]
+                        children[name] = child_processes.start(commands[name], env=os.environ.copy())
+                gone = [name for name, child in children.items() if child_processes.exited(child)]
                 if gone:
                     failed = f"{' and '.join(gone)} stopped"
                     break
@@ -244,7 +114,7 @@ class Command(BaseCommand):
             if signals.received:
                 self.stdout.write(f"sanoma demo: {signals.received[0]}, stopping the worker and the admin server ...")
                 self.stdout.flush()
-            stop_children(list(children.values()), grace=options["grace_seconds"], now=signals.again)
+            child_processes.stop(list(children.values()), grace=options["grace_seconds"], now=signals.again)
             codes = ", ".join(f"{name} exited {child.returncode}" for name, child in children.items())
             self.stdout.write(f"sanoma demo stopped ({codes or 'nothing was started'})")
             self.stdout.flush()

@@ -1,4 +1,4 @@
-"""`GET /api/config`: the whole config as plain JSON (see `changes.describe`)."""
+"""`GET /api/config`: the whole config as plain JSON (see `runs.config.describe`)."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
@@ -6,8 +6,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from changes.describe import describe_config
-from runs.api.views import SanomaAPIView, errors
+from runs.api.base import SanomaAPIView, errors
+from runs.config.describe import describe_config
 from runs.config.registry import get_config
 
 

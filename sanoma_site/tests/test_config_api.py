@@ -10,7 +10,7 @@ from django.conf import settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from changes.describe import describe_config
+from runs.config.describe import describe_config
 from runs.config.registry import set_config
 from runs.config.resolution import load_config
 from runs.testing import make_user

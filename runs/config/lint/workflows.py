@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from changes.lint.problems import LintProblem
+from runs.config.lint.problems import LintProblem
 from runs.config.outline import outlines_in_source
 
 # --- what a workflow may import -------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """The demo's company as `manage.py demo` prepares it: its people, seeded from the company's own data
-files with a password each, and its example runs, one of them left in doubt for an operator.
+files with a password each, the secrets they name, and its example runs, one of them left in doubt
+for an operator.
 
 The people are the `sanoma.person` and `sanoma.group` declarations under the config root
-(`resources/staff.py` in the example company), made real at once, as an apply would make them,
-plus what an apply never gives: a password (the username: a local demo, never a deployment) and
-the superuser flag for `admin`. A drift after seeding finds the people and groups clean.
+(`resources/staff.py` in the example company), made real at once by `runs.seed.seed_from_datafiles`,
+as an apply would make them, plus what an apply never gives: a password (the username: a local
+demo, never a deployment) and the superuser flag for `admin`. A drift after seeding finds the
+people and groups clean.
 
 The run in doubt is staged as it happens for real: a `ship` run books the carrier, the carrier
 answers, and the worker "dies" (the engine's fault point right after a vendor answered) before the
@@ -18,20 +20,15 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from changes.datafiles import DataFiles
-from changes.datafiles.sanoma import GROUP, PERSON
-from changes.selectors import declared_resources
 from connectors.errors import DriverError, ErrorCode, SanomaError
-from connectors.resources import Declaration, Ref, Secret
+from connectors.resources import Secret
 from runs import services
+from runs.config.datafiles import DataFiles
 from runs.config.resolution import ResolvedConfig
 from runs.engine import faults, transitions
 from runs.engine.advance import advance
 from runs.engine.faults import FaultPoint
 from runs.models import Run
-from runs.seed import DEMO_SUPERUSER as SUPERUSER
-from runs.seed import DeclaredPerson as DemoPerson
-from runs.seed import declared_people, seed_declared
 
 # The examples `manage.py demo` starts: (workflow, input, starter).
 EXAMPLE_RUNS: tuple[tuple[str, dict[str, Any], str], ...] = (
@@ -43,35 +40,6 @@ EXAMPLE_RUNS: tuple[tuple[str, dict[str, Any], str], ...] = (
 IN_DOUBT_RUN: tuple[str, dict[str, Any], str] = ("ship", {"order_id": "1001", "carrier": "posti"}, "alice")
 BOOK = "shop.shipment.book"
 LOOKUP = "shop.shipment.find"
-
-
-def declarations(read: DataFiles) -> list[Declaration]:
-    """The people and groups the data files declare, as `person(...)` and `group(...)` give them,
-    each person's groups by name."""
-    by_id = read.by_id()
-    found = []
-    for declared in read.resources:
-        if declared.type not in (PERSON.key, GROUP.key):
-            continue
-        values = dict(declared.values)
-        if declared.type == PERSON.key:
-            values["groups"] = [str(by_id[g.id].values["name"]) if isinstance(g, Ref) and g.id in by_id else str(g)
-                                for g in values.get("groups", [])]
-        found.append(Declaration(type=declared.type, values=values))
-    return found
-
-
-def demo_people(read: DataFiles) -> list[DemoPerson]:
-    """The people the data files declare, with their groups' names; `admin` (a superuser) first,
-    added when no file declares them."""
-    return declared_people(declarations(read), superuser=SUPERUSER)
-
-
-def seed_demo_company(*, read: DataFiles | None = None) -> list[Any]:
-    """Every declared group with its permissions, every declared person exactly as declared (groups,
-    email, name, staff) with their username as password, and `admin` a superuser (see
-    `runs.seed.seed_declared`). Idempotent; one transaction; the users, `admin` first."""
-    return seed_declared(declarations(read if read is not None else declared_resources()), superuser=SUPERUSER)
 
 
 def demo_secrets(read: DataFiles) -> dict[str, str]:
@@ -143,5 +111,4 @@ def stage_in_doubt(config: ResolvedConfig, *, lookup_down: bool = True) -> Run:
     return run
 
 
-__all__ = ["EXAMPLE_RUNS", "IN_DOUBT_RUN", "SUPERUSER", "DemoPerson", "declarations", "demo_people", "demo_secrets",
-           "seed_demo_company", "stage_in_doubt", "start_example_runs"]
+__all__ = ["EXAMPLE_RUNS", "IN_DOUBT_RUN", "demo_secrets", "stage_in_doubt", "start_example_runs"]

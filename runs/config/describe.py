@@ -15,9 +15,9 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from changes.datafiles import read_datafiles
 from connectors.errors import ConfigError
 from connectors.operations import Connector, Operation
+from runs.config.datafiles import read_datafiles
 from runs.config.outline import outline_as_json, outline_of
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Schedule, WorkflowDefinition

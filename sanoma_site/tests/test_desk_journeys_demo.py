@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from changes.demo import stage_in_doubt
 from runs import services
 from runs.config.resolution import ResolvedConfig
 from runs.models import Run
 from runs.tests import test_desk_journeys_approve as journeys
 from runs.tests.test_admin_browser import full_page
 from runs.tests.test_desk_journeys_approve import HAVE_SELENIUM, settled, sign_in, wait_for
+from sanoma_site.demo import stage_in_doubt
 
 # The approver's journeys' fixtures: the company on its fakes with the demo's people, a worker,
 # one browser for the session, the screenshots' folder.

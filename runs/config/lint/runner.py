@@ -1,7 +1,7 @@
 """Linting a config root: its workflow files, its policies and its data files.
 
 - Workflow files (`workflows/**/*.py`, `apps/<app>/workflows/**/*.py`, helpers included; `test_*`
-  files left to the tests) are read with `ast`: see `changes.lint.workflows`. They are never run.
+  files left to the tests) are read with `ast`: see `runs.config.lint.workflows`. They are never run.
 - Once `sanoma_config.py` imports, the workflows are imported too (as the worker imports them), so
   that a workflow listing `uses` is checked against the calls its outline draws: a call the list
   lacks is a problem at the call (`uses`).
@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from changes.datafiles import data_files, read_datafiles
-from changes.lint.problems import LintProblem
-from changes.lint.workflows import Allowed, lint_workflow
 from connectors.errors import ConfigError
 from connectors.operations import Connector
 from runs.collections.definition import data_connector
 from runs.config import extensions
+from runs.config.datafiles import data_files, read_datafiles
+from runs.config.lint.problems import LintProblem
+from runs.config.lint.workflows import Allowed, lint_workflow
 from runs.config.resolution import (
     ENGINE_OPS,
     SanomaConfig,
