@@ -205,7 +205,8 @@ INSTALLED_APPS = [
     "django_q",
     "connectors",
     "runs",  # before behave_django: its `behave` command is runs' (a config feature file by path)
-    "changes",
+    "changes",  # the declared state
+    "changes.credentials",
     "wakeups",
     "behave_django",
 ]

@@ -18,5 +18,6 @@ urlpatterns = [
     re_path(r"^api/scenarios(?:/)?$", ScenarioListView.as_view(), name="api-scenarios"),
     path("api/", include("runs.api.urls")),
     path("api/", include("changes.api.urls")),
+    path("api/", include("changes.credentials.urls")),
     re_path(r"^api/", NotFoundView.as_view()),
 ]

@@ -1,7 +1,7 @@
 """Connectors' credentials in-process: statuses, set and clear (and their refusals), encryption at rest
 and its key, the environment winning, a secret's value, and what a driver is given during a run.
 
-The config root is `changes/tests/credentials_company/` on its real drivers (which reach no network).
+The config root is `changes/credentials/tests/credentials_company/` on its real drivers (which reach no network).
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from cryptography.fernet import Fernet
 
 from changes.credentials import crypto, runtime, selectors, services
 from changes.credentials.declared import VariableStatus
-from changes.models import Credential, CredentialChange
-from changes.tests.credentials_company.harness import ROOT, TEST_KEY, rows_containing
-from changes.tests.credentials_company.vendors import seen
+from changes.credentials.models import Credential, CredentialChange
+from changes.credentials.tests.credentials_company.harness import ROOT, TEST_KEY, rows_containing
+from changes.credentials.tests.credentials_company.vendors import seen
 from connectors.errors import SanomaError
 from runs import services as run_services
 from runs.config.registry import set_config
@@ -48,7 +48,7 @@ def config(settings, monkeypatch) -> Iterator[ResolvedConfig]:
 
 @pytest.fixture
 def admin_user(config):
-    return make_user("cred-admin", perms=["changes.manage_credentials"])
+    return make_user("cred-admin", perms=["credentials.manage_credentials"])
 
 
 def status_of(name: str) -> VariableStatus:
@@ -170,7 +170,7 @@ def test_who_may_set_and_clear(config) -> None:
         with pytest.raises(SanomaError) as refused:
             services.set_credential(name="MAILER_KEY", value="mk-secret-1", by=who)
         assert refused.value.code == "permission_denied"
-        assert "changes.manage_credentials" in str(refused.value)
+        assert "credentials.manage_credentials" in str(refused.value)
         with pytest.raises(SanomaError):
             services.clear_credential(name="MAILER_KEY", by=who)
     assert not Credential.objects.exists() and not CredentialChange.objects.exists()

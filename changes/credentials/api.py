@@ -1,8 +1,8 @@
 """The credentials' API: `GET /api/credentials` (statuses, never values), `PUT /api/credentials/<NAME>`
 (`{"value": "..."}`) and `DELETE /api/credentials/<NAME>`.
 
-Reading takes an operator, `changes.view_credential` or `changes.manage_credentials`; setting and
-clearing take `changes.manage_credentials` (superusers hold both). A value is never answered,
+Reading takes an operator, `credentials.view_credential` or `credentials.manage_credentials`; setting and
+clearing take `credentials.manage_credentials` (superusers hold both). A value is never answered,
 logged or repeated in an error. Errors have the API's one shape, with these codes:
 `unknown_credential` (404: no connector declares the name; the declared names are listed),
 `invalid_input` (400: no value, an empty one, or one the connector's check refuses),

@@ -10,8 +10,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from changes.credentials import runtime, selectors
-from changes.models import Credential, CredentialChange
-from changes.tests.credentials_company.harness import ROOT, TEST_KEY
+from changes.credentials.models import Credential, CredentialChange
+from changes.credentials.tests.credentials_company.harness import ROOT, TEST_KEY
 from runs.config.registry import set_config
 from runs.config.resolution import load_config
 from runs.testing import make_user
@@ -52,7 +52,7 @@ def body(response) -> dict:
 
 
 def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_value() -> None:
-    keeper = make_user("api-keeper", perms=["changes.manage_credentials"])
+    keeper = make_user("api-keeper", perms=["credentials.manage_credentials"])
     listed = api(keeper).get("/api/credentials")
     assert listed.status_code == 200, listed.content
     rows = body(listed)["results"]
@@ -99,7 +99,7 @@ def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_val
      "Unexpected field note: send {\"value\": \"...\"}"),
 ])
 def test_api_refusals_have_codes_change_nothing_and_never_echo_the_value(name, payload, status, code, says) -> None:
-    keeper = make_user("api-keeper", perms=["changes.manage_credentials"])
+    keeper = make_user("api-keeper", perms=["credentials.manage_credentials"])
     response = api(keeper).put(f"/api/credentials/{name}", payload, format="json")
     assert response.status_code == status, response.content
     assert body(response)["code"] == code and body(response)["error"] == says
@@ -127,7 +127,7 @@ def test_api_who_may_see_and_change() -> None:
 def test_api_without_a_key_says_so(settings) -> None:
     settings.SANOMA_SECRETS_KEY = []
     settings.DEBUG = False
-    keeper = make_user("api-keeper", perms=["changes.manage_credentials"])
+    keeper = make_user("api-keeper", perms=["credentials.manage_credentials"])
     response = api(keeper).put("/api/credentials/MAILER_KEY", {"value": "mk-no-key"}, format="json")
     assert (response.status_code, body(response)["code"]) == (503, "secrets_key_missing")
     assert "mk-no-key" not in response.content.decode()
@@ -145,16 +145,16 @@ def admin_client(user) -> Client:
 def test_the_admin_page_lists_sets_and_clears_and_never_shows_a_value() -> None:
     boss = make_user("admin-boss", superuser=True)
     client = admin_client(boss)
-    page = client.get("/admin/changes/credential/")
+    page = client.get("/admin/credentials/credential/")
     assert page.status_code == 200
     html = page.content.decode()
     for name in NAMES:
         assert name in html
     assert "a vault token with read scope" in html and "missing" in html
 
-    form = client.get("/admin/changes/credential/VAULT_TOKEN/set/")
+    form = client.get("/admin/credentials/credential/VAULT_TOKEN/set/")
     assert form.status_code == 200 and 'type="password"' in form.content.decode()
-    stored = client.post("/admin/changes/credential/VAULT_TOKEN/set/", {"value": TOKEN}, follow=True)
+    stored = client.post("/admin/credentials/credential/VAULT_TOKEN/set/", {"value": TOKEN}, follow=True)
     assert stored.status_code == 200
     html = stored.content.decode()
     assert "VAULT_TOKEN stored (encrypted)" in html
@@ -162,22 +162,22 @@ def test_the_admin_page_lists_sets_and_clears_and_never_shows_a_value() -> None:
     assert selectors.secret_value("VAULT_TOKEN") == TOKEN
     assert CredentialChange.objects.get().by == "admin-boss"
     # Not even masked, not its length: the form never carries it back, and the page shows no value.
-    again = client.get("/admin/changes/credential/VAULT_TOKEN/set/").content.decode()
+    again = client.get("/admin/credentials/credential/VAULT_TOKEN/set/").content.decode()
     assert TOKEN not in again and 'value="' not in again.split('type="password"')[1].split(">")[0]
-    listing = client.get("/admin/changes/credential/").content.decode()
+    listing = client.get("/admin/credentials/credential/").content.decode()
     assert TOKEN not in listing and "stored" in listing and "Clear" in listing
 
-    refused = client.post("/admin/changes/credential/VAULT_TOKEN/set/", {"value": "tok-Sh"})
+    refused = client.post("/admin/credentials/credential/VAULT_TOKEN/set/", {"value": "tok-Sh"})
     assert refused.status_code == 200
     assert "String should have at least 8 characters" in refused.content.decode()
     assert "tok-Sh" not in refused.content.decode()
     assert selectors.secret_value("VAULT_TOKEN") == TOKEN
 
-    assert client.get("/admin/changes/credential/VAULT_TOKEN/clear/").status_code == 405
-    cleared = client.post("/admin/changes/credential/VAULT_TOKEN/clear/", follow=True)
+    assert client.get("/admin/credentials/credential/VAULT_TOKEN/clear/").status_code == 405
+    cleared = client.post("/admin/credentials/credential/VAULT_TOKEN/clear/", follow=True)
     assert "VAULT_TOKEN cleared" in cleared.content.decode()
     assert not Credential.objects.exists()
-    log = client.get("/admin/changes/credentialchange/")
+    log = client.get("/admin/credentials/credentialchange/")
     assert log.status_code == 200 and "admin-boss" in log.content.decode()
 
 
@@ -186,15 +186,15 @@ def test_the_admin_page_is_for_those_who_may_see_it_and_changes_for_those_who_ma
     staff.is_staff = True
     staff.save()
     client = admin_client(staff)
-    assert client.get("/admin/changes/credential/").status_code == 302
+    assert client.get("/admin/credentials/credential/").status_code == 302
     operator = make_user("admin-operator", perms=["runs.view_any_run"])
     operator.is_staff = True
     operator.save()
     client = admin_client(operator)
-    page = client.get("/admin/changes/credential/")
+    page = client.get("/admin/credentials/credential/")
     assert page.status_code == 200 and "VAULT_TOKEN" in page.content.decode()
     assert "/set/" not in page.content.decode()  # no actions offered
-    refused = client.post("/admin/changes/credential/MAILER_KEY/set/", {"value": "mk-operator-1"})
+    refused = client.post("/admin/credentials/credential/MAILER_KEY/set/", {"value": "mk-operator-1"})
     assert "may not set or clear credentials" in refused.content.decode()
     assert "mk-operator-1" not in refused.content.decode()
     assert not Credential.objects.exists()

@@ -1,7 +1,7 @@
 """The credentials' routes, mounted at `/api/` (with or without a trailing slash)."""
 from django.urls import re_path
 
-from changes.api.credentials import CredentialDetailView, CredentialListView
+from changes.credentials.api import CredentialDetailView, CredentialListView
 
 urlpatterns = [
     re_path(r"^credentials(?:/)?$", CredentialListView.as_view(), name="credentials"),

@@ -3,7 +3,7 @@
 `set` reads the value from standard input, never from an argument (arguments end up in shell
 histories and process lists): typed at a prompt that does not echo it, or piped in (one trailing
 newline is dropped). Without `--as USER` the console is trusted, as its shell is, and recorded as
-`console:<login>`; with it, USER must hold `changes.manage_credentials`.
+`console:<login>`; with it, USER must hold `credentials.manage_credentials`.
 """
 from __future__ import annotations
 
@@ -40,10 +40,10 @@ class Command(BaseCommand):
         listing.add_argument("--json", action="store_true", help="one JSON array")
         setting = sub.add_parser("set", help="store NAME's value, read from standard input")
         setting.add_argument("name")
-        setting.add_argument("--as", dest="user", help="the user acting (must hold changes.manage_credentials)")
+        setting.add_argument("--as", dest="user", help="the user acting (must hold credentials.manage_credentials)")
         clearing = sub.add_parser("clear", help="remove NAME's stored value")
         clearing.add_argument("name")
-        clearing.add_argument("--as", dest="user", help="the user acting (must hold changes.manage_credentials)")
+        clearing.add_argument("--as", dest="user", help="the user acting (must hold credentials.manage_credentials)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from django.db import connection
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 ROOT = Path(__file__).resolve().parent
 READY_LINE = "worker started:"
 # A fixed key for the tests (a test database's secrets only).

@@ -4,7 +4,7 @@ invalid variable, and a running worker that picks up a set, changed or cleared v
 (PostgreSQL: NOTIFY; SQLite: polling) and gives each driver only its connector's names.
 
 Every child runs on the test's database (`transaction=True`: what either side writes is committed)
-and on the config root `changes/tests/credentials_company/`, on its real drivers unless said.
+and on the config root `changes/credentials/tests/credentials_company/`, on its real drivers unless said.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from cryptography.fernet import Fernet
 from django.db import connection
 
 from changes.credentials import runtime, services
-from changes.models import Credential, CredentialChange
-from changes.tests.credentials_company.harness import (
+from changes.credentials.models import Credential, CredentialChange
+from changes.credentials.tests.credentials_company.harness import (
     ROOT,
     TEST_KEY,
     Worker,
@@ -30,7 +30,7 @@ from changes.tests.credentials_company.harness import (
     manage,
     rows_containing,
 )
-from changes.tests.credentials_company.vendors import seen
+from changes.credentials.tests.credentials_company.vendors import seen
 from runs import services as run_services
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
