@@ -2,7 +2,6 @@
 here): what sanoma created at vendors and the latest drift verdicts."""
 from __future__ import annotations
 
-from changes.lifecycle.models import ChangeRun, ChangeState
 from changes.resources.models import DriftVerdict, ManagedResource
 
-__all__ = ["ChangeRun", "ChangeState", "DriftVerdict", "ManagedResource"]
+__all__ = ["DriftVerdict", "ManagedResource"]

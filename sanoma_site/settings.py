@@ -207,6 +207,7 @@ INSTALLED_APPS = [
     "runs",  # before behave_django: its `behave` command is runs' (a config feature file by path)
     "changes",  # the declared state
     "changes.credentials",
+    "changes.lifecycle",  # after the declared state: its extension is asked after the declared state's
     "wakeups",
     "behave_django",
 ]

@@ -19,5 +19,6 @@ urlpatterns = [
     path("api/", include("runs.api.urls")),
     path("api/", include("changes.api.urls")),
     path("api/", include("changes.credentials.urls")),
+    path("api/", include("changes.lifecycle.urls")),
     re_path(r"^api/", NotFoundView.as_view()),
 ]

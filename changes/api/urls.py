@@ -4,5 +4,4 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("changes.api.resources_urls")),
     path("", include("changes.api.config_urls")),
-    path("", include("changes.api.changes_urls")),
 ]

@@ -259,7 +259,7 @@ def test_a_change_page_shows_paths_relative_to_the_config_root_and_is_live_until
             "message": f'File "/tmp/sanoma-checks-k2j4/site/workflows/x.py", line 2; see {root}/README.md'}]}]})
     client = Client()
     client.force_login(alice)
-    url = f"/admin/changes/changerun/{quote(run.id)}/change/"
+    url = f"/admin/lifecycle/changerun/{quote(run.id)}/change/"
     page = client.get(url)
     text = page.content.decode()
     assert "<tr><th>repository</th><td>../company.git</td></tr>" in text

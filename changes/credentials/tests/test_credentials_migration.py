@@ -8,6 +8,7 @@ from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
 from changes.credentials.models import Credential, CredentialChange
@@ -20,7 +21,8 @@ BEFORE = [("changes", "0004_resources_page_name"), ("credentials", None)]
 def _migrate(targets):
     MigrationExecutor(connection).migrate(targets)
     # The state of what is applied now: the models as the database has them.
-    return MigrationExecutor(connection)._create_project_state(with_applied_migrations=True).apps
+    loader = MigrationLoader(connection)
+    return loader.project_state(list(loader.applied_migrations)).apps
 
 
 def _leaves():

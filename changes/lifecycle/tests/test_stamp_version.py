@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connection
 
-from changes.services import stamp_version
+from changes.lifecycle.services import stamp_version
 from runs.engine import clock
 from runs.models import Run, RunStatus
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from changes.remotes import git as gitmod
-from changes.remotes.git import GitRemote, init_embedded, install_hook
+from changes.lifecycle.remotes.git import GitRemote
+from changes.lifecycle.remotes.git_setup import init_embedded, install_hook
+from changes.lifecycle.remotes.repository import Repository
 from connectors.errors import ErrorCode, RemoteError
 from connectors.remotes import Remote
 
@@ -310,7 +311,7 @@ def test_a_push_to_main_during_a_merge_is_not_lost(bare, monkeypatch):
 
 def test_a_merge_waits_for_the_lock_and_gives_up_after_its_timeout(bare):
     head = bare.change("prices", {"prices.py": "MUG = 1600\nCUP = 900\n"})
-    repo = gitmod.Repository(bare.remote)
+    repo = Repository(bare.remote)
     with repo.lock():
         err = fails(ErrorCode.DRIVER_FAILED, GitRemote(lock_timeout=0.2).merge, bare.url, branch="prices",
                     head_sha=head)
@@ -495,7 +496,7 @@ def test_a_merge_into_the_embedded_remote_end_to_end(tmp_path):
     script = tmp_path / "notify.py"
     script.write_text(NOTIFY)
     out = tmp_path / "notified.txt"
-    gitmod.GitRemote().install_hook(origin, [sys.executable, str(script), str(out), "notify"])
+    GitRemote().install_hook(origin, [sys.executable, str(script), str(out), "notify"])
     clone = tmp_path / "mine"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
     git(clone, "checkout", "-q", "-b", "cheaper-mugs")

@@ -1,7 +1,7 @@
 """The changes' routes, mounted at `/api/` (with or without a trailing slash)."""
 from django.urls import re_path
 
-from changes.api.changes import ChangeDetailView, ChangeListView, GitHubWebhookView
+from changes.lifecycle.api import ChangeDetailView, ChangeListView, GitHubWebhookView
 
 urlpatterns = [
     re_path(r"^changes(?:/)?$", ChangeListView.as_view(), name="changes"),

@@ -6,7 +6,7 @@ branches.
 The webhook has no user: a delivery is believed only when its `X-Hub-Signature-256` is the HMAC of
 its raw body with `SANOMA_GITHUB_WEBHOOK_SECRET` (the environment's, else the stored credential).
 No secret configured, or a signature that does not match, is `403` and nothing is done. Each event
-the delivery means (`changes.remotes.github.events_of`) is sent to the unfinished changes of its
+the delivery means (`changes.lifecycle.remotes.github_webhooks.events_of`) is sent to the unfinished changes of its
 branch through `changes.lifecycle.services.notify`, in the name of each change's opener.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from changes.lifecycle import selectors, services
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.remotes import variable
-from changes.remotes.github import events_of, verify_signature
+from changes.lifecycle.remotes.github_webhooks import events_of, verify_signature
 from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code
 from runs.api.errors import ApiError, invalid_input
 from runs.api.pagination import Page

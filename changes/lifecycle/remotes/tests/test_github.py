@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from changes.remotes.github import GitHubRemote, events_of, verify_signature, web_url_of
-from changes.remotes.tests.github_server import GitHubServer, Repo, git, tar_gz
+from changes.lifecycle.remotes.github import GitHubRemote, web_url_of
+from changes.lifecycle.remotes.github_webhooks import events_of, verify_signature
+from changes.lifecycle.remotes.tests.github_server import GitHubServer, Repo, git, tar_gz
 from connectors.errors import RemoteError
 from connectors.remotes import Remote, remote_for
 

@@ -174,7 +174,7 @@ def merge_approval_extra(approval: Approval, full: bool) -> Extra | None:
     the change's checks, plan and diff, so the approver sees what they let merge."""
     if approval.op != MERGE_OP or approval.run.workflow != NAME:
         return None
-    link = ("the change: its checks, plan and diff", reverse("admin:changes_changerun_change",
+    link = ("the change: its checks, plan and diff", reverse("admin:lifecycle_changerun_change",
                                                               args=[quote(approval.run_id)]))
     if not full:
         return Extra(link=link)
@@ -182,7 +182,7 @@ def merge_approval_extra(approval: Approval, full: bool) -> Extra | None:
     if row is None:
         return Extra(link=link)
     merges = (approval.op_input or {}).get("head_sha") if isinstance(approval.op_input, dict) else None
-    return Extra(link=link, template="admin/changes/changerun/_review.html",
+    return Extra(link=link, template="admin/lifecycle/changerun/_review.html",
                  context={**review_of(row), "merges_sha": merges or "", "change_url": link[1]})
 
 
@@ -211,7 +211,7 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
-        return [path("open/", wrap(self.open_view), name="changes_changerun_open"), *super().get_urls()]
+        return [path("open/", wrap(self.open_view), name="lifecycle_changerun_open"), *super().get_urls()]
 
     # ---- the list's columns ----
 
@@ -253,7 +253,7 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         picture["repository"] = shown_paths.repository(row.repo_url, root)
         approvals = [{**a, "url": reverse("admin:runs_approval_change", args=[a["id"]])}
                      for a in picture["approvals"]]
-        return TemplateResponse(request, "admin/changes/changerun/change.html", self._context(
+        return TemplateResponse(request, "admin/lifecycle/changerun/change.html", self._context(
             request, title=row.title, original=row, p=picture, run_link=run_link(run.id),
             applied=selectors.applied_text(picture),
             run_url=reverse("admin:runs_run_change", args=[quote(run.id)]), approvals=approvals,
@@ -279,8 +279,8 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
             else:
                 messages.success(request, f"Opened the change of {data['branch']} as run {run.id}: a worker checks "
                                           "it; this page shows how far it got")
-                return redirect("admin:changes_changerun_change", quote(run.id))
-        return TemplateResponse(request, "admin/changes/changerun/open.html", self._context(
+                return redirect("admin:lifecycle_changerun_change", quote(run.id))
+        return TemplateResponse(request, "admin/lifecycle/changerun/open.html", self._context(
             request, title="Open a change", form=form, base=BASE))
 
 

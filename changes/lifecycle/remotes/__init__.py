@@ -13,8 +13,8 @@ from django.conf import settings
 from pydantic import BaseModel
 
 from changes.credentials.runtime import read_stored
-from changes.remotes.git import GitRemote
-from changes.remotes.github import GitHubRemote
+from changes.lifecycle.remotes.git import GitRemote
+from changes.lifecycle.remotes.github import GitHubRemote
 from connectors.operations import Connector
 from connectors.remotes import Remote, remote_for
 

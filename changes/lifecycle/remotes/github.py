@@ -27,49 +27,35 @@ Every failure is a `RemoteError`: 401/403 are `driver_failed`, not retryable; a 
 and 5xx/408 are retryable, with `retry_after` the seconds until `x-ratelimit-reset` (or
 `retry-after`). The token is read from `token()` at every request and never appears in a message.
 
-Webhooks: `verify_signature` checks `X-Hub-Signature-256`; `events_of` reads a delivery as the
-change messages it means (`pushed`, `checks_passed`, `checks_failed`, `merged`, `deployed`).
+The HTTP half is `changes.lifecycle.remotes.github_api`, the tarball's unpacking
+`changes.lifecycle.remotes.github_tarball`, and the webhooks `changes.lifecycle.remotes.github_webhooks`.
 """
 from __future__ import annotations
 
-import copy
-import email.utils
-import hashlib
-import hmac
-import http.client
-import json
-import posixpath
 import re
-import shutil
-import tarfile
 import tempfile
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from email.message import Message
-from http.client import HTTPMessage
-from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from pathlib import Path
+from typing import Any
 
-from changes.remotes import diffs
-from connectors.errors import ErrorCode, RemoteError, retryable_status
+from changes.lifecycle.remotes import diffs
+from changes.lifecycle.remotes.github_api import GitHubAPI, SameHostAuthRedirects
+from changes.lifecycle.remotes.github_tarball import extract
+from connectors.errors import ErrorCode, RemoteError
 from connectors.remotes import ChangeStatus, Head, Merged
 
 PUBLIC_API = "https://api.github.com"
 PUBLIC_WEB = "https://github.com"
-API_VERSION = "2022-11-28"
-USER_AGENT = "sanoma-changes (+https://github.com)"
-SECONDARY_LIMIT_WAIT = 60.0  # GitHub's advice when a secondary rate limit names no wait
-MAX_PAGES = 10  # lists are read 100 a page: at most this many pages
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _REPO_PATH = re.compile(
     r"^/(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)/(?P<repo>[A-Za-z0-9._-]+?)(?:\.git)?/?$")
 _PULL_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<repo>[^/]+)/pull/(?P<number>\d+)(?:/.*)?$")
 
 
-class GitHubRemote:
+class GitHubRemote(GitHubAPI):
     """A change's remote on GitHub (or GitHub Enterprise), over its REST API."""
 
     name = "github"
@@ -84,7 +70,7 @@ class GitHubRemote:
         self.web_url = (web_url or web_url_of(self.api_url)).rstrip("/")
         self.token = token or (lambda: None)
         self.timeout = timeout
-        self._opener = urllib.request.build_opener(_SameHostAuthRedirects())
+        self._opener = urllib.request.build_opener(SameHostAuthRedirects())
 
     def __repr__(self) -> str:  # never the token
         return f"GitHubRemote(api_url={self.api_url!r}, web_url={self.web_url!r})"
@@ -135,7 +121,7 @@ class GitHubRemote:
                 raise
             archive.seek(0)
             dest.mkdir(parents=True, exist_ok=True)
-            _extract(archive, dest, what=f"the tarball of {owner}/{repo} at {sha}")
+            extract(archive, dest, what=f"the tarball of {owner}/{repo} at {sha}")
 
     def merge(self, url: str, *, branch: str, head_sha: str, base: str = "main", title: str = "",
               message: str = "") -> Merged:
@@ -203,7 +189,7 @@ class GitHubRemote:
 
     def diff(self, url: str, *, sha: str, base: str = "main") -> dict[str, Any]:
         """What merging commit `sha` brings into `base` (the compare API, `base...sha`: the changes
-        since the two parted), as `changes.remotes.diffs.report` shapes them. GitHub lists at most
+        since the two parted), as `changes.lifecycle.remotes.diffs.report` shapes them. GitHub lists at most
         300 files and leaves out the patch of a large one."""
         owner, repo = self._repo(url)
         if not isinstance(sha, str) or not SHA.match(sha):
@@ -386,94 +372,6 @@ class GitHubRemote:
         return tuple({"name": r.get("name"), "status": r.get("status"), "conclusion": r.get("conclusion"),
                       "url": r.get("html_url") or r.get("details_url")} for r in runs)
 
-    # --- HTTP -----------------------------------------------------------------------------------
-
-    def _list(self, path: str, query: Mapping[str, str] | None = None, *, key: str | None = None) -> list[Any]:
-        """A list endpoint's items, 100 a page, following `Link: rel="next"` (at most MAX_PAGES pages)."""
-        items: list[Any] = []
-        url: str | None = self._url(path, {**(query or {}), "per_page": "100"})
-        for _ in range(MAX_PAGES):
-            if url is None:
-                break
-            data, headers = self._exchange("GET", url)
-            items.extend((data or {}).get(key, []) if key else (data or []))
-            url = _next_link(headers.get("Link"))
-        return items
-
-    def _call(self, method: str, path: str, *, body: Any = None) -> Any:
-        return self._exchange(method, self._url(path), body=body)[0]
-
-    def _exchange(self, method: str, url: str, *, body: Any = None) -> tuple[Any, Message]:
-        what = f"{method} {urllib.parse.urlsplit(self._url(url)).path}"
-        with self._open(method, url, body=body) as reply:
-            raw = _read(reply, what)
-            try:
-                return (json.loads(raw) if raw.strip() else None), reply.headers
-            except ValueError:
-                raise RemoteError(f"GitHub's answer to {what} is not JSON", status=reply.status) from None
-
-    def _url(self, path: str, query: Mapping[str, str] | None = None) -> str:
-        if path.startswith(("http://", "https://")):
-            return path
-        return self.api_url + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
-
-    def _open(self, method: str, url: str, *, body: Any = None) -> Any:
-        url = self._url(url)
-        request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
-                                         headers={"Accept": "application/vnd.github+json",
-                                                  "X-GitHub-Api-Version": API_VERSION, "User-Agent": USER_AGENT})
-        if body is not None:
-            request.add_header("Content-Type", "application/json")
-        token = self.token()
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
-        what = f"{method} {urllib.parse.urlsplit(url).path}"
-        try:
-            return self._opener.open(request, timeout=self.timeout)
-        except urllib.error.HTTPError as err:
-            raise self._failure(err, what, token) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
-            reason = getattr(err, "reason", err)
-            raise RemoteError(_scrub(f"GitHub could not be reached ({what}): {reason}", token),
-                              retryable=True) from None
-
-    def _failure(self, err: urllib.error.HTTPError, what: str, token: str | None) -> RemoteError:
-        """GitHub's answer as a RemoteError: its status and `message`, retryable when trying later may help."""
-        status = err.code
-        try:
-            payload = json.loads(err.read() or b"{}")
-        except (ValueError, OSError):
-            payload = {}
-        said = _scrub(_message_of(payload) or (err.reason if isinstance(err.reason, str) else ""), token)
-        headers = err.headers
-        remaining = headers.get("x-ratelimit-remaining") if headers else None
-        retry_after = _retry_after(headers.get("retry-after")) if headers else None
-        secondary = "secondary rate limit" in said.lower()
-        limited = status in (403, 429) and (remaining == "0" or retry_after is not None or secondary)
-        if limited:
-            if retry_after is None and remaining == "0":
-                retry_after = _until(headers.get("x-ratelimit-reset"))
-            if retry_after is None and secondary:
-                retry_after = SECONDARY_LIMIT_WAIT
-            text = f"GitHub's rate limit: it answered {status} to {what}: {said}"
-            return RemoteError(_scrub(text, token), retryable=True, status=status, retry_after=retry_after,
-                               data={"status": status, "message": said})
-        if status in (401, 403):
-            hint = " (check the GITHUB_TOKEN credential)" if status == 401 else ""
-            return RemoteError(_scrub(f"GitHub refused {what} with {status}: {said}{hint}", token), retryable=False,
-                               status=status, data={"status": status, "message": said})
-        return RemoteError(_scrub(f"GitHub answered {status} to {what}: {said}", token),
-                           retryable=retryable_status(status), status=status, data={"status": status, "message": said},
-                           retry_after=retry_after if retryable_status(status) else None)
-
-    def _copy_capped(self, reply: IO[bytes], out: IO[bytes], what: str) -> None:
-        total = 0
-        while chunk := _read(reply, what, 1 << 20):
-            total += len(chunk)
-            if total > self.max_archive_bytes:
-                raise RemoteError(f"the tarball of {what} is over {self.max_archive_bytes} bytes")
-            out.write(chunk)
-
 
 def web_url_of(api_url: str) -> str:
     """The web root an API root belongs to: github.com's for api.github.com, `https://<host>` for
@@ -487,31 +385,6 @@ def web_url_of(api_url: str) -> str:
     if parts.netloc.lower().startswith("api.") and parts.path in ("", "/"):
         return f"{parts.scheme}://{parts.netloc[len('api.'):]}"
     return PUBLIC_WEB
-
-
-class _SameHostAuthRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows redirects, keeping `Authorization` only while the host stays the same (GitHub's
-    tarball redirects to a download host whose URL carries a token of its own)."""
-
-    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
-                         headers: HTTPMessage, newurl: str) -> urllib.request.Request | None:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None and _origin(newurl) != _origin(req.full_url):
-            new.remove_header("Authorization")
-        return new
-
-
-def _read(reply: IO[bytes], what: str, size: int = -1) -> bytes:
-    """A read of GitHub's answer; one that breaks off may go through on a later try."""
-    try:
-        return reply.read(size)
-    except (http.client.HTTPException, OSError) as err:
-        raise RemoteError(f"GitHub's answer to {what} broke off: {err!r}", retryable=True) from None
-
-
-def _origin(url: str) -> tuple[str, str]:
-    parts = urllib.parse.urlsplit(url)
-    return parts.scheme.lower(), parts.netloc.lower()
 
 
 def _q(text: str, safe: str = "") -> str:
@@ -533,193 +406,9 @@ def _changed(compare: Mapping[str, Any]) -> set[str]:
     return names
 
 
-def _message_of(payload: Any) -> str:
-    """GitHub's `message`, with the validation errors' own messages after it."""
-    if not isinstance(payload, dict):
-        return ""
-    said = str(payload.get("message") or "")
-    details = [str(e.get("message") or e.get("code") or "") for e in payload.get("errors") or [] if isinstance(e, dict)]
-    details = [d for d in details if d]
-    return f"{said} ({'; '.join(details)})" if details else said
-
-
 def _said(err: RemoteError) -> str:
     """GitHub's own message in a failure `_failure` made."""
     return str(err.data.get("message") or err.message)
 
 
-def _scrub(text: str, token: str | None) -> str:
-    return text.replace(token, "[token]") if token else text
-
-
-def _retry_after(header: str | None) -> float | None:
-    """`Retry-After` as seconds (a number or an HTTP date); None when absent or unreadable."""
-    if not header:
-        return None
-    try:
-        return max(0.0, float(header))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _until(reset: str | None) -> float | None:
-    """Seconds until `x-ratelimit-reset` (epoch seconds)."""
-    try:
-        return max(0.0, float(reset) - time.time()) if reset else None
-    except ValueError:
-        return None
-
-
-def _next_link(link: str | None) -> str | None:
-    for part in (link or "").split(","):
-        matched = re.match(r'\s*<([^>]+)>\s*;.*\brel="?next"?', part)
-        if matched:
-            return matched[1]
-    return None
-
-
-# --- the tarball ---------------------------------------------------------------------------------
-
-
-def _extract(archive: IO[bytes], dest: Path, *, what: str) -> None:
-    """Extract the archive into `dest` without its one top folder, after checking every member:
-    nothing is written when one is refused."""
-    try:
-        tar = tarfile.open(fileobj=archive, mode="r:*")
-    except tarfile.TarError as err:
-        raise RemoteError(f"{what} is not a tar archive: {err}") from None
-    with tar:
-        keep: list[tarfile.TarInfo] = []
-        top: str | None = None
-        for member in tar.getmembers():
-            name = member.name
-            if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or "\\" in name:
-                _refuse(what, name, "an absolute path")
-            parts = [p for p in PurePosixPath(name).parts if p != "."]
-            if ".." in parts:
-                _refuse(what, name, "a '..' in its path")
-            if not parts:
-                continue
-            if top is None:
-                top = parts[0]
-            if parts[0] != top:
-                _refuse(what, name, f"outside the archive's top folder {top}/")
-            rest = "/".join(parts[1:])
-            if not rest:
-                continue
-            if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-                _refuse(what, name, "neither a file, a folder nor a link")
-            changes: dict[str, Any] = {"name": rest}
-            if member.issym():
-                target = member.linkname
-                if target.startswith("/") or not target:
-                    _refuse(what, name, f"a link to the absolute path {target!r}")
-                landed = posixpath.normpath(posixpath.join(posixpath.dirname(rest), target))
-                if landed == ".." or landed.startswith("../"):
-                    _refuse(what, name, f"a link pointing outside ({target!r})")
-            elif member.islnk():
-                linked = [p for p in PurePosixPath(member.linkname).parts if p != "."]
-                if member.linkname.startswith("/") or ".." in linked or not linked or linked[0] != top:
-                    _refuse(what, name, f"a hard link pointing outside ({member.linkname!r})")
-                changes["linkname"] = "/".join(linked[1:])
-            kept = copy.copy(member)
-            for name_, value in changes.items():
-                setattr(kept, name_, value)
-            keep.append(kept)
-        try:
-            # The standard library's "data" filter (Python 3.11.4 on) checks again as it writes.
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(dest, members=keep, filter="data")
-            else:  # pragma: no cover - older 3.11s: the checks above are all there is
-                tar.extractall(dest, members=keep)
-        except (tarfile.TarError, OSError) as err:
-            for child in dest.iterdir():
-                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-            raise RemoteError(f"{what} could not be written to {dest}: {err}") from None
-
-
-def _refuse(what: str, member: str, why: str) -> None:
-    raise RemoteError(f"{what} holds {member!r}, {why}: nothing was written", data={"member": member})
-
-
-# --- webhooks ------------------------------------------------------------------------------------
-
-
-def verify_signature(secret: str, body: bytes, header: str | None) -> bool:
-    """Whether `X-Hub-Signature-256` (`sha256=<hex>`) is the HMAC-SHA256 of the raw body with the
-    webhook's secret, compared in constant time. No secret, no header, or another algorithm: False."""
-    if not secret or not header or not header.startswith("sha256="):
-        return False
-    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected.encode(), header.strip().encode())
-
-
-def events_of(event: str, payload: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """A GitHub webhook delivery (its `X-GitHub-Event` and JSON body) as the change messages it means:
-
-    - `push` to a branch (not a tag, not a deletion): `("pushed", {branch, sha})`;
-    - `check_suite` / `check_run` completed: `("checks_passed", {branch, sha, check})` when it
-      succeeded, `("checks_failed", {..., conclusion})` when it failed, timed out, was cancelled or
-      needs action (neutral and skipped say nothing). One check run is one check among the
-      commit's: a workflow that needs all of them asks `status()`; `check` names the suite or run;
-    - `pull_request` closed and merged: `("merged", {branch, sha: merge_commit_sha, base, head_sha,
-      pull_request})`;
-    - `deployment_status` success: `("deployed", {environment, sha, branch: the deployment's ref, url})`.
-
-    Anything else (`ping`, other actions, a payload of another shape) means nothing: `[]`.
-    """
-    try:
-        return _events(event, payload)
-    except (AttributeError, KeyError, TypeError):
-        return []
-
-
-_FAILED = {"failure", "timed_out", "cancelled", "action_required", "startup_failure", "stale"}
-
-
-def _events(event: str, payload: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    if event == "push":
-        ref = payload.get("ref") or ""
-        if not ref.startswith("refs/heads/") or payload.get("deleted") or not payload.get("after"):
-            return []
-        return [("pushed", {"branch": ref[len("refs/heads/"):], "sha": payload["after"]})]
-    if event in ("check_suite", "check_run"):
-        if payload.get("action") != "completed":
-            return []
-        item = payload[event]
-        suite = item if event == "check_suite" else (item.get("check_suite") or {})
-        branch = suite.get("head_branch") or next(
-            (p["head"]["ref"] for p in item.get("pull_requests") or [] if p.get("head", {}).get("ref")), None)
-        sha = item.get("head_sha")
-        if not branch or not sha:
-            return []
-        check = item.get("name") or (item.get("app") or {}).get("slug") or event
-        conclusion = item.get("conclusion")
-        if conclusion == "success":
-            return [("checks_passed", {"branch": branch, "sha": sha, "check": check})]
-        if conclusion in _FAILED:
-            return [("checks_failed", {"branch": branch, "sha": sha, "check": check, "conclusion": conclusion})]
-        return []
-    if event == "pull_request":
-        pr = payload["pull_request"]
-        if payload.get("action") != "closed" or not pr.get("merged"):
-            return []
-        return [("merged", {"branch": pr["head"]["ref"], "sha": pr["merge_commit_sha"], "base": pr["base"]["ref"],
-                            "head_sha": pr["head"]["sha"], "pull_request": pr.get("html_url")})]
-    if event == "deployment_status":
-        status = payload["deployment_status"]
-        if status.get("state") != "success":
-            return []
-        deployment = payload["deployment"]
-        return [("deployed", {"environment": status.get("environment") or deployment.get("environment"),
-                              "sha": deployment["sha"], "branch": deployment.get("ref"),
-                              "url": status.get("environment_url") or status.get("target_url") or None})]
-    return []
-
-
-__all__ = ["GitHubRemote", "events_of", "verify_signature", "web_url_of"]
+__all__ = ["GitHubRemote", "web_url_of"]
