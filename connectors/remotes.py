@@ -5,7 +5,7 @@ A connector may attach a `remote` half (`with_setup(connector, remote=make)`, `m
 branch (or pull request) points (`resolve`), the files at a commit (`export`), how a branch merges
 into the base with its head pinned (`merge`), and what it knows of a change (`status`). The change
 workflow finds the half for its repository with `remote_for(url, remotes)`. A remote may also say
-what a commit brings into the base (`diff(url, *, sha, base)`, as `changes.remotes.diffs` shapes
+what a commit brings into the base (`diff(url, *, sha, base)`, as `changes.lifecycle.remotes.diffs` shapes
 it): the merge's approver sees it; without it the change says the remote does not show diffs.
 
 Every refusal is a `RemoteError` with a code a workflow can branch on: `branch_not_found`,

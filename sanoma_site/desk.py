@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps as django_apps
 from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse
@@ -29,6 +30,9 @@ from sanoma_site.signin import DeskSignInForm
 
 # The desk's apps, in the order the home page lists them.
 DESK_APPS = ("runs", "changes", "wakeups")
+# Apps of their own whose pages the desk shows in another's section: credentials and the life of a
+# change sit under Changes, beside the declared state's Resources.
+FOLDED = {"credentials": "changes", "lifecycle": "changes"}
 # Within a section, what an operator opens most comes first (by model class name); the rest follow
 # in Django's order.
 FIRST = {"runs": ("Run", "Approval", "Pause", "LedgerRecord", "CollectionRecord", "AppVersion")}
@@ -48,6 +52,25 @@ def _desk_models(app: dict[str, Any]) -> dict[str, Any]:
     return {**app, "models": models}
 
 
+def _folded(apps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`apps` with each folded app's models in its host's section (the host made from it when the
+    person sees nothing of the host's own), models sorted by name as Django sorts them."""
+    by_label = {app["app_label"]: app for app in apps if app["app_label"] not in FOLDED}
+    kept: list[dict[str, Any]] = []
+    for app in apps:
+        host_label = FOLDED.get(app["app_label"])
+        if host_label is None:
+            kept.append(app)
+            continue
+        host = by_label.get(host_label)
+        if host is None:
+            host = by_label[host_label] = {**app, "app_label": host_label, "models": [],
+                                           "name": django_apps.get_app_config(host_label).verbose_name}
+            kept.append(host)
+        host["models"] = sorted([*host["models"], *app["models"]], key=lambda m: m["name"])
+    return kept
+
+
 class DeskSite(admin.AdminSite):
     login_form = DeskSignInForm  # says why a person who gave their right password cannot sign in
     site_header = "sanoma: the operator's desk"
@@ -56,7 +79,7 @@ class DeskSite(admin.AdminSite):
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
         apps = [_desk_models(app) if app["app_label"] in DESK_APPS else app
-                for app in super().get_app_list(request, app_label)]
+                for app in _folded(super().get_app_list(request, app_label))]
         if app_label is not None:
             return apps
         desk = sorted((a for a in apps if a["app_label"] in DESK_APPS), key=lambda a: DESK_APPS.index(a["app_label"]))

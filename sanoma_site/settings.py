@@ -205,7 +205,9 @@ INSTALLED_APPS = [
     "django_q",
     "connectors",
     "runs",  # before behave_django: its `behave` command is runs' (a config feature file by path)
-    "changes",
+    "changes",  # the declared state
+    "changes.credentials",
+    "changes.lifecycle",  # after the declared state: its extension is asked after the declared state's
     "wakeups",
     "sanoma_site.apps.SiteConfig",  # the site itself: composes the apps before it (the demo command)
     "behave_django",

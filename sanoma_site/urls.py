@@ -20,5 +20,7 @@ urlpatterns = [
     re_path(r"^api/config(?:/)?$", ConfigView.as_view(), name="config"),
     path("api/", include("runs.api.urls")),
     path("api/", include("changes.api.urls")),
+    path("api/", include("changes.credentials.urls")),
+    path("api/", include("changes.lifecycle.urls")),
     re_path(r"^api/", NotFoundView.as_view()),
 ]

@@ -3,6 +3,4 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("changes.api.resources_urls")),
-    path("", include("changes.api.credentials_urls")),
-    path("", include("changes.api.changes_urls")),
 ]

@@ -46,7 +46,7 @@ Stored = dict[str, str | Unreadable]
 
 def read_stored() -> Stored:
     """Every stored value, decrypted (one that cannot be is `Unreadable`, saying why)."""
-    credential = apps.get_model("changes", "Credential")
+    credential = apps.get_model("credentials", "Credential")
     stored: Stored = {}
     for name, ciphertext, key in credential.objects.values_list("name", "ciphertext", "key_id"):
         try:
@@ -58,7 +58,7 @@ def read_stored() -> Stored:
 
 def store_version() -> tuple[int, int]:
     """Changes when anything is set or cleared: (how many changes, the newest change's id)."""
-    change = apps.get_model("changes", "CredentialChange")
+    change = apps.get_model("credentials", "CredentialChange")
     got = change.objects.aggregate(n=Count("id"), newest=Max("id"))
     return int(got["n"] or 0), int(got["newest"] or 0)
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from changes.credentials.declared import Variable, VariableStatus, declared_names, evaluate, has_value
+from changes.credentials.models import CredentialChange
 from changes.credentials.runtime import cached_values, read_stored
-from changes.models import CredentialChange
 from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, SanomaError
 from connectors.operations import Connector
@@ -19,8 +19,8 @@ from runs.config.registry import get_config
 
 UNKNOWN_CREDENTIAL = ErrorCode.UNKNOWN_CREDENTIAL
 SECRET_MISSING = ErrorCode.SECRET_MISSING
-MANAGE = "changes.manage_credentials"
-VIEW = "changes.view_credential"
+MANAGE = "credentials.manage_credentials"
+VIEW = "credentials.view_credential"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -92,7 +92,7 @@ def can_view(principal: Principal) -> bool:
 
 
 def can_manage(principal: Principal) -> bool:
-    """May set and clear credentials: holders of `changes.manage_credentials` (and superusers)."""
+    """May set and clear credentials: holders of `credentials.manage_credentials` (and superusers)."""
     return principal.is_superuser or principal.has_global(MANAGE)
 
 

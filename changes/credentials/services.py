@@ -16,8 +16,8 @@ from django.db import connection, transaction
 from changes.credentials import runtime
 from changes.credentials.crypto import encrypt
 from changes.credentials.declared import VariableStatus, check_value
+from changes.credentials.models import Credential, CredentialChange, CredentialChangeAction
 from changes.credentials.selectors import MANAGE, can_manage, connectors, credential_statuses, declared
-from changes.models import Credential, CredentialChange, CredentialChangeAction
 from connectors.errors import InvalidInput
 from runs.approvals.permissions import Principal, permission_denied, principal_of
 from runs.engine import clock

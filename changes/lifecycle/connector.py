@@ -157,7 +157,7 @@ def change_connector() -> Connector:
 def note(run_id: str, **fields: Any) -> None:
     """What a change's operation learned, on the change's row (when the run is a change)."""
     # Through the registry: this module loads with the app's setup, before the models do.
-    apps.get_model("changes", "ChangeRun").objects.filter(run_id=run_id).update(updated_at=clock.now(), **fields)
+    apps.get_model("lifecycle", "ChangeRun").objects.filter(run_id=run_id).update(updated_at=clock.now(), **fields)
 
 
 def connector_for(root: Path | None, connectors: Callable[[], Sequence[Connector]],

@@ -1,5 +1,5 @@
 """The diff a change's checks record: what the checked commit brings into the base, as its remote
-answers it (`changes.remotes.diffs`). A remote that cannot say (it has no `diff`, or the call
+answers it (`changes.lifecycle.remotes.diffs`). A remote that cannot say (it has no `diff`, or the call
 fails) gives `{"problem": ...}`: the checks' verdict never depends on it."""
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from changes.remotes.git import init_embedded, install_hook
+from changes.lifecycle.remotes.git_setup import init_embedded, install_hook
 
 HOSTS_FILE = "resources/hosts.py"
 HOSTS = '''"""Where this company runs: this machine. A change deploys here after its merge: the merged revision

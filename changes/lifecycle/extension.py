@@ -2,7 +2,8 @@
 operations (`sanoma.change.*`, `sanoma.apps.list`) and the built-in `change` workflow.
 
 It is asked after the declared state's provider, so it sees sanoma's own connector when there is
-one: then the change plans the tree's resources and deploys to the declared hosts."""
+one: then the change plans the tree's resources and deploys to the declared hosts, whose drivers
+`install` gives the declared state (`changes.resources.hosts`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -11,7 +12,9 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from changes.lifecycle.connector import connector_for
+from changes.lifecycle.hosts import SOURCE_OPS, local_functions
 from changes.lifecycle.workflow import change_workflow
+from changes.resources import hosts
 from connectors.drivers import Driver
 from connectors.operations import Connector, resource_types
 from runs.config import extensions
@@ -44,6 +47,9 @@ def provide(request: extensions.Request) -> extensions.Extension:
 
 
 def install() -> None:
+    # The hosts the data files declare deploy through the live root (sanoma's own connector, which
+    # the declared state's provider adds, carries them), and the change's own operations follow.
+    hosts.install(hosts.Hosts(operations=SOURCE_OPS, functions=local_functions))
     extensions.register(NAME, provide)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from changes.remotes.git import run_git
+from changes.lifecycle.remotes.repository import run_git
 from connectors.errors import DriverError, ErrorCode, RemoteError
 
 GIT_TIMEOUT = 120.0

@@ -34,6 +34,7 @@ class ChangeRun(models.Model):
     updated_at = models.DateTimeField()
 
     class Meta:
+        db_table = "changes_changerun"  # the table it had when the life of a change was part of the declared state
         verbose_name = "change"
         verbose_name_plural = "changes"
         ordering = ["-opened_at"]

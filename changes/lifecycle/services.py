@@ -1,9 +1,11 @@
 """The life of a change for the surfaces (`manage.py change`, the admin, the API, the remote's hook):
 open a change, tell changes what the remote did, and, when a worker starts on a new version, move
-the changes it deployed onto it."""
+the changes it deployed onto it (`stamp_version`, which touches the engine's tables)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -13,19 +15,43 @@ from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.remotes import remote_of
 from changes.lifecycle.states import ChangeState
 from changes.lifecycle.workflow import NAME, ChangeInput, change_code
-from changes.services import stamp_version
 from connectors.errors import ErrorCode, InvalidInput, RemoteError, SanomaError
 from runs import services as run_services
 from runs.approvals.permissions import Principal, check_can_start, principal_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock
+from runs.engine import clock, transitions
 from runs.models import Run, RunStatus
 
 log = logging.getLogger("sanoma.changes")
 
 TOPICS = ("pushed", "checks_passed", "merged", "deployed")
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
+
+
+@dataclass(frozen=True)
+class Stamped:
+    run_id: str
+    pending: bool  # it was waiting or mid-advance: the caller must wake it on the new version
+
+
+def stamp_version(*, run_ids: Sequence[str], version: str) -> list[Stamped]:
+    """Move unfinished change runs onto `version` after a deploy, so the new worker finishes them.
+
+    One conditional UPDATE per run inside one transaction: of two workers stamping at once, each
+    run is stamped by exactly one. Runs of other workflows and ended runs are left as they are.
+    """
+    stamped: list[Stamped] = []
+    with transaction.atomic():
+        candidates = list(
+            Run.objects.filter(pk__in=list(run_ids), workflow=NAME, status__in=transitions.UNFINISHED)
+            .exclude(app_version=version)
+            .values_list("pk", "status", "app_version")
+        )
+        for run_id, status, old_version in candidates:
+            if transitions.stamp(run_id=run_id, from_version=old_version, to_version=version, now=clock.now()):
+                stamped.append(Stamped(run_id=run_id, pending=status != RunStatus.QUEUED))
+    return stamped
 
 
 def open_change(*, branch: str = "", title: str = "", by: str | Principal, description: str = "",

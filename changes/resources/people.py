@@ -10,6 +10,8 @@ like any vendor's operations, so the policy decides on them and the ledger recor
   deactivation, never deletion (their runs, approvals and ledger records keep naming them).
 - `sanoma.group.*`: a group by name, with the site permissions its members hold
   (`permissions`, `app_label.codename`, sorted): an update sets them (an `access` call).
+- `sanoma.local.*` and `sanoma.source.resolve`: the hosts, as the life of a change installs their
+  drivers (`changes.resources.hosts`).
 - `sanoma.resources.read` (`read`): the data files as the reader finds them, secrets by name only,
   and what earlier applies created (`managed`).
 - `sanoma.resources.record` (`write`): apply's note, after a create or a delete succeeded, that
@@ -27,8 +29,7 @@ from django.db import transaction
 from pydantic import BaseModel, Field
 
 from changes.datafiles.sanoma import GROUP, LOCAL, PERSON
-from changes.lifecycle.hosts import SOURCE_OPS, local_functions
-from changes.resources import managed
+from changes.resources import hosts, managed
 from connectors.drivers import CallContext, Driver, define_driver
 from connectors.errors import DriverError
 from connectors.operations import Connector, define_connector, op, resource_types, with_setup
@@ -74,7 +75,7 @@ def builtin_connector() -> Connector:
             "record": op(effect="write", input=RecordInput, output=Recorded, idempotent=True,
                          target=lambda i: f"{i.type}/{i.import_id}",
                          description="Note that an apply created (or deleted) an instance at a vendor"),
-        }, **SOURCE_OPS},
+        }, **hosts.operations()},
         types=[PERSON, GROUP, LOCAL],
     )
 
@@ -255,7 +256,7 @@ def connector_for(root: Any, connectors: Sequence[Connector]) -> Connector:
                        "update": person_update, "delete": person_delete},
             "group": {"import": group_look, "read": group_look, "create": group_create,
                       "update": group_update, "delete": group_delete},
-            **local_functions(root, lambda: connectors),
+            **hosts.functions(root, lambda: connectors),
         })
 
     return with_setup(connector, driver=make_driver)

@@ -24,12 +24,12 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from changes.credentials import runtime, selectors, services
-from changes.models import Credential, CredentialChange
+from changes.credentials.models import Credential, CredentialChange
+from changes.credentials.tests.credentials_company.harness import ROOT, TEST_KEY, rows_containing
 from changes.resources import services as resource_services
 from changes.resources.compare import Declared, resolve
 from changes.resources.workflows import READ_OP
 from changes.selectors import declared_resources
-from changes.tests.credentials_company.harness import ROOT, TEST_KEY, rows_containing
 from connectors import CallContext, Ref, define_connector, define_resource, op, with_setup
 from connectors.errors import ConfigError, SanomaError
 from connectors.fakes import define_fake
@@ -294,7 +294,7 @@ def test_a_variable_two_connectors_declare_is_ready_only_if_it_is_for_both(vault
 
 def test_setting_is_refused_for_an_undeclared_name_an_empty_by_a_refused_or_empty_value(vault_site) -> None:
     # The port answers an undeclared name with its own code, unknown_credential (404 over the API).
-    keeper = make_user("keeper", perms=["changes.manage_credentials"])
+    keeper = make_user("keeper", perms=["credentials.manage_credentials"])
     with pytest.raises(SanomaError) as undeclared:
         services.set_credential(name="NOPE", value="whatever-1", by=keeper)
     assert undeclared.value.code == "unknown_credential"
@@ -327,7 +327,7 @@ def test_setting_is_refused_for_an_undeclared_name_an_empty_by_a_refused_or_empt
 
 
 def test_a_listed_status_is_the_environments_value_over_a_stored_one(vault_site, monkeypatch) -> None:
-    keeper = make_user("keeper", perms=["changes.manage_credentials"])
+    keeper = make_user("keeper", perms=["credentials.manage_credentials"])
     services.set_credential(name="VAULT_URL", value="https://stored.example", by=keeper)
     url = next(s for s in selectors.credential_statuses() if s.name == "VAULT_URL")
     assert (url.status, url.source) == ("set", "stored")

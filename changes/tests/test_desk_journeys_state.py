@@ -22,12 +22,12 @@ import pytest
 from django.db import connection
 
 from changes.credentials import runtime
+from changes.credentials.tests.credentials_company.harness import TEST_KEY
+from changes.lifecycle.remotes.git_setup import init_embedded
 from changes.lifecycle.tests.gitco import use, write_root
-from changes.remotes.git import init_embedded
 from changes.resources import services
 from changes.resources.workflows import RECORD_OP
 from changes.tests.conftest import staff
-from changes.tests.credentials_company.harness import TEST_KEY
 from changes.tests.test_desk_state import TWO_DENIED
 from changes.tests.test_drift_apply import DenySome
 from runs import services as run_services
@@ -282,7 +282,7 @@ def test_the_credentials_read_as_they_are_and_a_set_value_reads_set(live_server,
     monkeypatch.delenv("SHOP_WEBHOOK_SECRET")
     settings.SANOMA_SECRETS_KEY = [TEST_KEY]
     runtime.invalidate()
-    staff("keeper", perms=["changes.manage_credentials"])
+    staff("keeper", perms=["credentials.manage_credentials"])
     with_password("keeper")
     wait = WebDriverWait(browser, WAIT)
     sign_in(browser, live_server.url, "keeper")

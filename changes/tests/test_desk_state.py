@@ -18,11 +18,11 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from changes.credentials import runtime, selectors
+from changes.credentials.models import Credential
+from changes.credentials.tests.credentials_company.harness import TEST_KEY
 from changes.lifecycle.services import open_change
-from changes.models import Credential
 from changes.resources import services
 from changes.tests.conftest import COMPANY, staff
-from changes.tests.credentials_company.harness import TEST_KEY
 from changes.tests.test_drift_apply import DenySome
 from company.vendors.shop import shop
 from connectors.errors import SanomaError
@@ -173,7 +173,7 @@ def test_a_secret_a_data_file_names_is_missing_until_set_and_an_optional_one_is_
     assert hook.problem == "a data file needs it: resources/webhooks.py:5 (orders_hook)"
     assert (statuses["GITHUB_TOKEN"].status, statuses["GITHUB_TOKEN"].source) == ("not_set", "none")
     assert (statuses["SHOP_API_URL"].status, statuses["SHOP_API_URL"].source) == ("missing", "none")
-    make_user("auditor", perms=["changes.view_credential"])
+    make_user("auditor", perms=["credentials.view_credential"])
     listed = api("auditor").get("/api/credentials").json()["results"]
     row = next(r for r in listed if r["name"] == "SHOP_WEBHOOK_SECRET")
     assert (row["status"], row["problem"], row["needed_by"]) == (
@@ -259,7 +259,7 @@ def test_a_change_page_shows_paths_relative_to_the_config_root_and_is_live_until
             "message": f'File "/tmp/sanoma-checks-k2j4/site/workflows/x.py", line 2; see {root}/README.md'}]}]})
     client = Client()
     client.force_login(alice)
-    url = f"/admin/changes/changerun/{quote(run.id)}/change/"
+    url = f"/admin/lifecycle/changerun/{quote(run.id)}/change/"
     page = client.get(url)
     text = page.content.decode()
     assert "<tr><th>repository</th><td>../company.git</td></tr>" in text

@@ -13,9 +13,10 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from changes.credentials import runtime
-from changes.models import Credential, ManagedResource
+from changes.credentials.models import Credential
+from changes.credentials.tests.credentials_company.harness import TEST_KEY, rows_containing
+from changes.models import ManagedResource
 from changes.resources import services
-from changes.tests.credentials_company.harness import TEST_KEY, rows_containing
 from company.vendors.shop import shop
 from runs.approvals.services import decide
 from runs.config.registry import set_config

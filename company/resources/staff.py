@@ -14,7 +14,7 @@ security = group(name="security")
 support = group(name="support")
 owners = group(name="owners")
 """Own the company's repo: a change is merged only once one of them approves (policies/changes.cedar)."""
-operators = group(name="operators", permissions=["operator", "changes.manage_credentials", "changes.view_credential"])
+operators = group(name="operators", permissions=["operator", "credentials.manage_credentials", "credentials.view_credential"])  # noqa: E501
 """See every run; cancel, rerun, fork, pause, settle calls in doubt; set the connectors' credentials;
 apply the data files (policies/shop.cedar: operators-apply)."""
 viewers = group(name="viewers", permissions=["viewer"])

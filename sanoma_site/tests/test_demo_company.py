@@ -80,7 +80,7 @@ def test_the_demo_people_are_the_data_files_people_and_each_signs_in_to_what_the
     # sees every run and does nothing else.
     assert may["alice"].has_perm("runs.start_workflow") and not may["alice"].has_perm("runs.view_any_run")
     assert all(may["ops"].has_perm(p) for p in ("runs.view_any_run", "runs.operate_runs", "runs.rerun_runs",
-                                                "runs.pause", "changes.manage_credentials"))
+                                                "runs.pause", "credentials.manage_credentials"))
     assert may["vera"].has_perm("runs.view_any_run")
     assert not any(may["vera"].has_perm(p) for p in ("runs.start_workflow", "runs.operate_runs", "runs.pause"))
     assert sorted(g.name for g in may["finance-lead"].groups.all()) == ["finance", "staff"]

@@ -1,6 +1,11 @@
 """The project's layers: dependencies point one way, `connectors` <- `runs` <- `changes`, `wakeups`,
 `features`; the site, the example company and the benches sit on top.
 
+Inside a package, contexts point one way too (`INNER_RULES`): the declared state (`changes`) does not
+import the apps built on it, credentials (`changes.credentials`) and the life of a change
+(`changes.lifecycle`), except through the public modules each names; the engine (`runs.engine`)
+does not import the approvals' services.
+
 Read from the source with `ast` (nothing is imported), so an import hidden inside a function
 counts the same as one at the top of a module.
 """
@@ -35,6 +40,40 @@ DEFERRED_ON_PURPOSE = {
     ("connectors/__init__.py", "connectors.fakes"),
     ("connectors/__init__.py", "connectors"),
 }
+
+
+@dataclass(frozen=True)
+class InnerRule:
+    """Modules of `package` (outside its sub-packages `besides`) import nothing of `target` but the
+    modules listed in `public` (and their own sub-modules)."""
+
+    package: str
+    target: str
+    besides: tuple[str, ...] = ()
+    public: tuple[str, ...] = ()
+
+    def covers(self, module: str) -> bool:
+        return _within(module, self.package) and not any(_within(module, b) for b in self.besides)
+
+    def forbids(self, target: str) -> bool:
+        return _within(target, self.target) and not any(_within(target, p) for p in self.public)
+
+
+# The two apps nested in `changes` build on the declared state; the declared state reaches them only
+# through these public modules: the credentials' reads (`selectors`: statuses, a secret's value) and
+# the life of a change's live root (`embedded`: preparing this machine's root and its repository),
+# each imported by its full name (`from changes.lifecycle.embedded import ...`).
+CHANGES_APPS = ("changes.credentials", "changes.lifecycle")
+INNER_RULES = (
+    InnerRule("changes", "changes.credentials", besides=CHANGES_APPS, public=("changes.credentials.selectors",)),
+    InnerRule("changes", "changes.lifecycle", besides=CHANGES_APPS, public=("changes.lifecycle.embedded",)),
+    # The engine runs the approvals' rules (who may decide) but not their services (deciding is a surface's).
+    InnerRule("runs.engine", "runs.approvals.services"),
+)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 @dataclass(frozen=True)
@@ -117,6 +156,20 @@ def upward_arrows() -> list[Arrow]:
     return bad
 
 
+def inner_arrows(rules=INNER_RULES) -> list[Arrow]:
+    """Imports against a rule inside a package; tests are left out (they compose the contexts they exercise)."""
+    bad = []
+    for path in project_files():
+        relative = path.relative_to(ROOT)
+        if "tests" in relative.parts or relative.parts[0] == "conftest.py":
+            continue
+        module = _module_of(path)
+        for rule in rules:
+            if rule.covers(module):
+                bad += [arrow for arrow in arrows_of(path) if rule.forbids(arrow.target)]
+    return sorted(bad, key=lambda a: (a.source, a.line))
+
+
 def deferred_imports() -> list[Arrow]:
     """Imports of the project's own modules inside functions of non-test modules."""
     bad = []
@@ -134,6 +187,41 @@ def test_no_arrow_points_back_up_the_layers():
     bad = upward_arrows()
     assert not bad, "imports against the layers (connectors <- runs <- changes, wakeups, features):\n" + "\n".join(
         map(str, bad))
+
+
+def test_no_arrow_climbs_inside_a_package():
+    bad = inner_arrows()
+    assert not bad, ("imports against a package's inner direction (the declared state does not import credentials nor "
+                     "the life of a change but through their public modules; the engine does not import the "
+                     "approvals' services):\n" + "\n".join(map(str, bad)))
+
+
+def test_a_planted_climb_inside_a_package_is_found(tmp_path, monkeypatch):
+    # The inner rules themselves: declared-state modules reaching into the life of a change (one
+    # inside a function) and the credentials' services are found; a public module is not.
+    changes = tmp_path / "changes"
+    (changes / "resources").mkdir(parents=True)
+    (changes / "lifecycle").mkdir()
+    for package in (changes, changes / "resources", changes / "lifecycle"):
+        (package / "__init__.py").write_text("")
+    (changes / "resources" / "climbing.py").write_text(
+        "from changes.lifecycle.hosts import local_functions\n"
+        "from changes.credentials import services\n"
+        "from changes.credentials.selectors import secret_value\n"
+        "from changes.lifecycle.embedded import prepare_live_root\n"
+        "def later():\n"
+        "    import changes.lifecycle.services\n"
+    )
+    (changes / "lifecycle" / "fine.py").write_text("from changes.resources import climbing\n")
+    module = __import__(__name__, fromlist=["ROOT"])
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    monkeypatch.setattr(module, "LAYERS", {"changes": 2})
+    monkeypatch.setattr(module, "project_files", lambda: sorted(changes.rglob("*.py")))
+    assert [(a.source, a.line, a.target) for a in inner_arrows()] == [
+        ("changes/resources/climbing.py", 1, "changes.lifecycle.hosts"),
+        ("changes/resources/climbing.py", 2, "changes.credentials"),
+        ("changes/resources/climbing.py", 6, "changes.lifecycle.services"),
+    ]
 
 
 def test_no_import_hides_inside_a_function():

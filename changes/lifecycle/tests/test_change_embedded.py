@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from changes.lifecycle.models import ChangeRun
+from changes.lifecycle.remotes.git_setup import init_embedded
 from changes.lifecycle.services import notify, open_change
 from changes.lifecycle.tests.gitco import use, write_root
-from changes.remotes.git import init_embedded
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain

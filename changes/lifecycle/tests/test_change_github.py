@@ -18,9 +18,9 @@ import pytest
 from django.test import override_settings
 
 from changes.lifecycle.models import ChangeRun
+from changes.lifecycle.remotes.tests.github_server import GitHubServer, Repo
 from changes.lifecycle.services import open_change
 from changes.lifecycle.tests.gitco import FILES, use, write_root
-from changes.remotes.tests.github_server import GitHubServer, Repo
 from runs import selectors
 from runs.approvals.services import decide
 from runs.config.registry import set_config

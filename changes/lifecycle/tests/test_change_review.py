@@ -28,11 +28,12 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from changes.lifecycle.models import ChangeRun
+from changes.lifecycle.remotes.git import GitRemote
+from changes.lifecycle.remotes.git_setup import init_embedded
+from changes.lifecycle.remotes.github import GitHubRemote
+from changes.lifecycle.remotes.tests.github_server import GitHubServer, Repo
 from changes.lifecycle.services import open_change
 from changes.lifecycle.tests.gitco import use, write_root
-from changes.remotes.git import GitRemote, init_embedded
-from changes.remotes.github import GitHubRemote
-from changes.remotes.tests.github_server import GitHubServer, Repo
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
@@ -106,7 +107,7 @@ def test_a_change_of_a_branch_the_repository_lacks_is_refused_on_every_surface(s
     assert [issue["path"] for issue in answer["issues"]] == [["branch"]]
     assert said in answer["issues"][0]["message"]
 
-    form = desk("alice").post("/admin/changes/changerun/open/", {"branch": branch, "title": "Hello"})
+    form = desk("alice").post("/admin/lifecycle/changerun/open/", {"branch": branch, "title": "Hello"})
     assert form.status_code == 200
     assert list(form.context["form"].errors) == ["branch"] and said in form.context["form"].errors["branch"][0]
     assert "Nothing was opened." in form.content.decode()
@@ -150,7 +151,7 @@ def test_the_merge_approval_shows_the_changes_checks_plan_and_diff_and_links_to_
     drain(config)
     approval = Approval.objects.get(run_id=run.id, status="pending")
     assert approval.op == "sanoma.change.merge"
-    change_url = f"/admin/changes/changerun/{quote(run.id)}/change/"
+    change_url = f"/admin/lifecycle/changerun/{quote(run.id)}/change/"
 
     inbox = desk("sam").get("/admin/runs/approval/").content.decode()
     assert f'<strong class="sanoma-summary">Merge hello ({head}) into main</strong>' in inbox

@@ -22,9 +22,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from changes.lifecycle.models import ChangeRun
+from changes.lifecycle.remotes.git_setup import init_embedded
 from changes.lifecycle.tests.gitco import use, write_root
 from changes.lifecycle.tests.test_change_review import git, push
-from changes.remotes.git import init_embedded
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
@@ -124,7 +124,7 @@ def test_an_owner_approves_a_merge_seeing_its_checks_plan_and_diff(live_server, 
     wait = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
 
     # A typo in the branch's name: refused on the field, naming it and the branches there are.
-    sign_in(browser, live_server.url, "alice", then="/admin/changes/changerun/open/")
+    sign_in(browser, live_server.url, "alice", then="/admin/lifecycle/changerun/open/")
     open_form(browser, wait, "say-helo", "Say hello")
     error = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".field-branch .errorlist")))
     assert "has no branch 'say-helo' (its branches: main, say-hello)" in error.text
@@ -159,7 +159,7 @@ def test_an_owner_approves_a_merge_seeing_its_checks_plan_and_diff(live_server, 
         "added", "workflows/hello.py", "+1", "−0"]
     assert "+# hello, world" in browser.find_element(By.ID, "patch").text
     assert browser.find_element(By.ID, "change-link").get_attribute("href").endswith(
-        f"/admin/changes/changerun/{change.run_id}/change/")
+        f"/admin/lifecycle/changerun/{change.run_id}/change/")
     full_page(browser, shots / "approval-merge.png")
 
     browser.find_element(By.ID, "id_note").send_keys("Checked the diff: merge it")

@@ -21,8 +21,8 @@ from django.test import Client, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from changes.admin_changes import plan_rows
 from changes.lifecycle import selectors
+from changes.lifecycle.admin import plan_rows
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.services import open_change
 from runs.config.registry import set_config
@@ -332,31 +332,31 @@ def as_the_run_noted_it(run: Run) -> None:
 
 def test_the_changes_list_shows_the_changes_each_user_may_see(site, people):
     mine = open_change(branch="raise-mug", title="Mug to 16.00", by="alice")
-    page = desk(people["alice"]).get("/admin/changes/changerun/")
+    page = desk(people["alice"]).get("/admin/lifecycle/changerun/")
     assert page.status_code == 200
     text = page.content.decode()
     assert "Mug to 16.00" in text and "raise-mug" in text and "queued" in text
-    assert 'href="/admin/changes/changerun/open/"' in text and "Open a change" in text
-    assert f'href="/admin/changes/changerun/{quote(mine.id)}/change/' in text
-    assert "Mug to 16.00" in desk(people["olga"]).get("/admin/changes/changerun/").content.decode()
+    assert 'href="/admin/lifecycle/changerun/open/"' in text and "Open a change" in text
+    assert f'href="/admin/lifecycle/changerun/{quote(mine.id)}/change/' in text
+    assert "Mug to 16.00" in desk(people["olga"]).get("/admin/lifecycle/changerun/").content.decode()
     open_change(branch="raise-cup", title="Cup to 9.00", by="bob")
     for query, shown, hidden in (("?q=mug", "Mug to 16.00", "Cup to 9.00"), ("?state__exact=merged", "0 changes",
                                                                               "Mug to 16.00"), ("?o=4", "Mug", "")):
-        text = desk(people["olga"]).get(f"/admin/changes/changerun/{query}").content.decode()
+        text = desk(people["olga"]).get(f"/admin/lifecycle/changerun/{query}").content.decode()
         assert shown in text and (not hidden or hidden not in text), query
-    assert "Mug to 16.00" not in desk(people["bob"]).get("/admin/changes/changerun/").content.decode()
+    assert "Mug to 16.00" not in desk(people["bob"]).get("/admin/lifecycle/changerun/").content.decode()
     # Read-only: nothing is added, changed or deleted through the admin.
-    assert desk(people["olga"]).get("/admin/changes/changerun/add/").status_code == 403
-    assert desk(people["olga"]).post(f"/admin/changes/changerun/{quote(mine.id)}/delete/").status_code == 403
+    assert desk(people["olga"]).get("/admin/lifecycle/changerun/add/").status_code == 403
+    assert desk(people["olga"]).post(f"/admin/lifecycle/changerun/{quote(mine.id)}/delete/").status_code == 403
     assert ChangeRun.objects.filter(pk=mine.id).exists()
     # The desk's home lists it under Changes.
-    assert 'href="/admin/changes/changerun/"' in desk(people["alice"]).get("/admin/").content.decode()
+    assert 'href="/admin/lifecycle/changerun/"' in desk(people["alice"]).get("/admin/").content.decode()
 
 
 def test_a_changes_page_shows_its_checks_plan_approval_merge_and_deploy(site, people):
     run = open_change(branch="raise-mug", title="Mug to 16.00", by="alice")
     as_the_run_noted_it(run)
-    url = f"/admin/changes/changerun/{quote(run.id)}/change/"
+    url = f"/admin/lifecycle/changerun/{quote(run.id)}/change/"
     for who in ("alice", "olga"):
         page = desk(people[who]).get(url)
         assert page.status_code == 200, who
@@ -386,7 +386,7 @@ def test_a_changes_page_shows_its_checks_plan_approval_merge_and_deploy(site, pe
         assert f"deployed: revision {'4c' * 20} on version acme@2" in text
         assert "/history/" not in text  # no History button: nothing here is edited
     hidden = desk(people["bob"]).get(url, follow=True)
-    assert hidden.redirect_chain[-1][0] == "/admin/changes/changerun/"
+    assert hidden.redirect_chain[-1][0] == "/admin/lifecycle/changerun/"
     assert f"No change {run.id}, or you may not see it" in hidden.content.decode()
     assert "Mug to 16.00" not in hidden.content.decode() and SHA not in hidden.content.decode()
 
@@ -394,7 +394,7 @@ def test_a_changes_page_shows_its_checks_plan_approval_merge_and_deploy(site, pe
 def test_a_changes_page_says_what_its_apply_made(site, people):
     run = open_change(branch="raise-mug", title="Mug to 16.00", by="alice")
     as_the_run_noted_it(run)
-    url = f"/admin/changes/changerun/{quote(run.id)}/change/"
+    url = f"/admin/lifecycle/changerun/{quote(run.id)}/change/"
     assert '<td id="change-applied">applying</td>' in desk(people["alice"]).get(url).content.decode()
     Run.objects.filter(pk=run.id).update(status=RunStatus.FINISHED, result={"applied": {
         "done": 1, "failed": 1, "skipped": 0, "planned_create": 1, "planned_update": 1}})
@@ -416,20 +416,20 @@ def test_the_plan_says_where_the_vendor_has_drifted_from_the_sites_data_files():
 
 def test_a_change_not_checked_yet_says_so(site, people):
     run = open_change(branch="raise-mug", title="Mug to 16.00", by="alice")
-    text = desk(people["alice"]).get(f"/admin/changes/changerun/{quote(run.id)}/change/").content.decode()
+    text = desk(people["alice"]).get(f"/admin/lifecycle/changerun/{quote(run.id)}/change/").content.decode()
     assert "Not checked yet." in text and "No plan yet" in text
     assert "not merged yet" in text and "not deployed" in text and "not resolved yet" in text
 
 
 def test_the_open_a_change_form_opens_a_change_as_the_signed_in_user(site, people):
     client = desk(people["alice"])
-    form = client.get("/admin/changes/changerun/open/")
+    form = client.get("/admin/lifecycle/changerun/open/")
     assert form.status_code == 200
     assert 'name="branch"' in form.content.decode() and 'name="title"' in form.content.decode()
-    reply = client.post("/admin/changes/changerun/open/", {"branch": "raise-mug", "title": "Mug to 16.00",
+    reply = client.post("/admin/lifecycle/changerun/open/", {"branch": "raise-mug", "title": "Mug to 16.00",
                                                            "description": "Mugs cost more"})
     row = ChangeRun.objects.get()
-    assert reply.status_code == 302 and reply["Location"] == f"/admin/changes/changerun/{quote(row.run_id)}/change/"
+    assert reply.status_code == 302 and reply["Location"] == f"/admin/lifecycle/changerun/{quote(row.run_id)}/change/"
     assert (row.branch, row.title, row.description, row.opened_by, row.repo_url) == (
         "raise-mug", "Mug to 16.00", "Mugs cost more", "alice", str(site))
     run = Run.objects.get(pk=row.run_id)
@@ -445,7 +445,7 @@ def test_the_open_a_change_form_opens_a_change_as_the_signed_in_user(site, peopl
     ({"branch": "raise-mug", "title": "M" * 201}, "title", "at most 200 characters"),
 ])
 def test_the_form_refuses_bad_input_on_its_field_and_opens_nothing(site, people, data, field, said):
-    reply = desk(people["alice"]).post("/admin/changes/changerun/open/", data)
+    reply = desk(people["alice"]).post("/admin/lifecycle/changerun/open/", data)
     assert reply.status_code == 200
     assert list(reply.context["form"].errors) == [field]
     assert said in reply.context["form"].errors[field][0]
@@ -456,13 +456,13 @@ def test_the_form_refuses_bad_input_on_its_field_and_opens_nothing(site, people,
 
 def test_the_form_shows_a_refusal_of_the_service_and_opens_nothing(site, people):
     with override_settings(SANOMA_REPO_URL=""):
-        reply = desk(people["alice"]).post("/admin/changes/changerun/open/", {"branch": "raise-mug", "title": "Mug"})
+        reply = desk(people["alice"]).post("/admin/lifecycle/changerun/open/", {"branch": "raise-mug", "title": "Mug"})
     assert reply.status_code == 200
     assert "no repository" in " ".join(reply.context["form"].non_field_errors())
-    reply = desk(staff("sam")).post("/admin/changes/changerun/open/", {"branch": "raise-mug", "title": "Mug"})
+    reply = desk(staff("sam")).post("/admin/lifecycle/changerun/open/", {"branch": "raise-mug", "title": "Mug"})
     assert "(permission_denied)" in " ".join(reply.context["form"].non_field_errors())
     # A branch the repository lacks: said on the field, the repository as the desk shows it (beside the root).
-    reply = desk(people["alice"]).post("/admin/changes/changerun/open/", {"branch": "no-such", "title": "Mug"})
+    reply = desk(people["alice"]).post("/admin/lifecycle/changerun/open/", {"branch": "no-such", "title": "Mug"})
     said = " ".join(reply.context["form"].errors.get("branch", []) + reply.context["form"].non_field_errors())
     assert "no-such" in said and str(site.parent) not in said, said
     assert nothing_opened()
