@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
@@ -23,8 +23,9 @@ from runs.api.parsers import StrictJSONParser
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.permissions import request_principal
+from runs.approvals.selectors import pending_counts
 from runs.config.registry import get_config
-from runs.models import Approval, ApprovalStatus, LedgerRecord, Run, RunStatus
+from runs.models import ApprovalStatus, Run, RunStatus
 from runs.validation import check_run_id
 
 # How long a decision waits for the run to apply it before answering 202.
@@ -115,12 +116,6 @@ class SanomaAPIView(APIView):
 
 
 me = request_principal
-
-
-def pending_counts(run_ids: list[str]) -> dict[str, int]:
-    rows = (Approval.objects.filter(run_id__in=run_ids, status=ApprovalStatus.PENDING)
-            .values("run_id").annotate(n=Count("id")))
-    return {row["run_id"]: row["n"] for row in rows}
 
 
 def run_data(run: Run) -> dict[str, Any]:
@@ -264,7 +259,7 @@ class RunLedgerView(SanomaAPIView):
     )
     def get(self, request: Request, run_id: str) -> Response:
         run = self.visible_run(request, run_id)
-        records = LedgerRecord.objects.filter(run_id=run.id)
+        records = selectors.ledger_records(run_id=run.id)
         return self.paged(request, records, lambda page: s.LedgerRecordSerializer(
             [record.as_dict() for record in page], many=True).data)
 
