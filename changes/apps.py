@@ -1,13 +1,5 @@
 from django.apps import AppConfig
 
-from changes.credentials import runtime
-from changes.lifecycle import extension as change_extension
-from changes.resources import extension, people
-from runs.approvals import extras as approval_extras
-from runs.engine import secrets
-from runs.policies import approvers
-from runs.worker_lifecycle import on_worker_start
-
 
 class ChangesConfig(AppConfig):
     name = "changes"
@@ -15,18 +7,17 @@ class ChangesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The engine reads connectors' secrets through these hooks (it may not import this layer):
-        # a driver's CallContext.secrets, the worker's refusal to start, and keeping values fresh.
-        secrets.install(runtime.provide)
-        secrets.install_startup_check(runtime.startup_check)
-        secrets.install_refresher(runtime.keep_fresh)
-        # The engine resolves every config with what the declared state adds: drift, apply, people.
+        from changes.credentials import runtime
+        from changes.lifecycle import extension as change_extension
+        from changes.resources import extension
+        from runs.extensions import AppExtension, install
+
+        # Each context of the app plugs into the engine with one extension (runs.extensions), in this order.
+        # The credentials: a driver's CallContext.secrets, the worker's refusal to start, keeping values fresh.
+        install(AppExtension(name="credentials", secrets=runtime.provide, startup_check=runtime.startup_check,
+                             keep_fresh=runtime.keep_fresh))
+        # The declared state: drift, apply, people (whom a policy's @approve may name).
         extension.install()
-        # A policy's @approve may name the people and groups the data files declare (the checks ask).
-        approvers.install_declared(people.declared_names)
-        # And, asked after it, what the life of a change adds: its operations and the `change` workflow.
+        # And, asked after it, the life of a change: its operations and the `change` workflow, taking
+        # over its runs when a worker starts on a deployed version, its checks beside a merge's approval.
         change_extension.install()
-        # The approval a merge waits for shows the change's checks, plan and diff, and links to it.
-        approval_extras.register("changes", "changes.admin_changes.merge_approval_extra")
-        # A worker starting on a deployed version takes over the change runs that deployed it.
-        on_worker_start("changes", "changes.lifecycle.services.take_over_deployed")

@@ -1,7 +1,5 @@
 from django.apps import AppConfig
 
-from wakeups import extension
-
 
 class WakeupsConfig(AppConfig):
     name = "wakeups"
@@ -9,5 +7,7 @@ class WakeupsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Beside a host type, the runtime's own wakeup is an operation of every config.
+        from wakeups import extension
+
+        # Beside a host type, the runtime's own wakeup is an operation of every config; its type is the runtime's.
         extension.install()

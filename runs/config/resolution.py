@@ -64,6 +64,7 @@ class ResolvedConfig:
     steps: list[Any]
     demo: Mapping[str, str]
     collections: dict[str, Collection] = field(default_factory=dict)
+    wakeups: tuple[Any, ...] = ()  # what sanoma_config.py declares in `wakeups = [...]`, as declared
 
     def workflow(self, name: str) -> WorkflowDefinition | None:
         return self.workflows.get(name)
@@ -517,4 +518,5 @@ def load_config(
         raise ConfigError([*problems, *err.problems]) from None
     if problems:
         raise ConfigError(problems)
+    resolved.wakeups = tuple(getattr(module, "wakeups", ()) or ())
     return resolved
