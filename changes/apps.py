@@ -1,5 +1,10 @@
 from django.apps import AppConfig
 
+from changes.credentials import runtime
+from changes.lifecycle import extension as change_extension
+from changes.resources import extension
+from runs.extensions import AppExtension, install
+
 
 class ChangesConfig(AppConfig):
     name = "changes"
@@ -7,11 +12,6 @@ class ChangesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from changes.credentials import runtime
-        from changes.lifecycle import extension as change_extension
-        from changes.resources import extension
-        from runs.extensions import AppExtension, install
-
         # Each context of the app plugs into the engine with one extension (runs.extensions), in this order.
         # The credentials: a driver's CallContext.secrets, the worker's refusal to start, keeping values fresh.
         install(AppExtension(name="credentials", secrets=runtime.provide, startup_check=runtime.startup_check,

@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from wakeups import extension
+
 
 class WakeupsConfig(AppConfig):
     name = "wakeups"
@@ -7,7 +9,5 @@ class WakeupsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from wakeups import extension
-
         # Beside a host type, the runtime's own wakeup is an operation of every config; its type is the runtime's.
         extension.install()
