@@ -138,7 +138,7 @@ def pending_count(*, principal: str | Principal) -> int:
     return pending_for(principal=principal).count()
 
 
-def _pending_of_run() -> QuerySet[Approval]:
+def _pending_of_run() -> QuerySet[Any, Any]:
     return (Approval.objects.filter(run=OuterRef("pk"), status=ApprovalStatus.PENDING)
             .order_by().values("run").annotate(n=Count("id")).values("n"))
 
