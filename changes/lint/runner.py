@@ -34,15 +34,8 @@ from connectors.errors import ConfigError
 from connectors.operations import Connector
 from runs.collections.definition import data_connector
 from runs.config import extensions
-from runs.config.resolution import (
-    ENGINE_OPS,
-    SanomaConfig,
-    discover_collections,
-    discover_workflows,
-    failure_line,
-    import_root,
-    kind_dirs,
-)
+from runs.config.discovery import discover_collections, discover_workflows, failure_line, import_root, kind_dirs
+from runs.config.resolution import ENGINE_OPS, SanomaConfig
 from runs.config.uses import missing_uses, undeclared_calls
 from runs.config.workflows import WorkflowDefinition
 from runs.policies.approvers import approver_problems
