@@ -1,0 +1,244 @@
+"""What a checkpointed step costs, beside a bare insert and DBOS Transact. Prints figures; not a test.
+
+Usage (PostgreSQL only; the database named is DROPPED and created afresh, so give it its own name):
+
+    .venv/bin/pip install -r bench/requirements.txt        # dbos (d) and py-spy, for the bench only
+    DATABASE_URL=postgresql://postgres@127.0.0.1:5432/sanoma_bench .venv/bin/python bench/engine.py
+    ... bench/engine.py --quick          # smaller batches, about a minute
+    ... bench/engine.py --profile FILE   # also cProfile the in-process steps (b) into FILE (pstats)
+    ... bench/engine.py --skip-dbos      # without (d)
+
+It measures, in one run, side by side:
+  (a) a bare ORM insert-and-commit: one ~100-byte JSON row per `transaction.atomic()`
+  (b) the engine's cost per checkpointed step: `steps` workflows of 10 calls on an in-memory fake,
+      advanced in this process with `runs.engine.advance.advance`; also the marginal step (10-call runs
+      minus 0-call runs, so the per-run claim/load/finish is not counted)
+  (c) steps/s of 500 runs x 10 steps through a real `manage.py worker` with SANOMA_WORKERS=2, from
+      the first run's start to the last run's end (database timestamps); (c2) the same with the runs
+      started before the worker, from its first checkpoint to the last end (the workers alone)
+  (d) the same 10-step workflow on DBOS Transact (dbos 3.4.0), each mode in its own process on its
+      own fresh database `<name>_dbos_<mode>`: 500 direct calls in one thread, and 500 through a
+      queue polled every 10 ms with worker_concurrency=10
+  (e) database transactions per step: COMMITs Django issues (a wrapper on the connection's commit)
+      plus statements run in autocommit (each commits itself), counted during (b); and `xact_commit` of
+      pg_stat_database around (b) and (c)
+      (on PostgreSQL every autocommit statement is a transaction too)
+  (f) the delay between a sleep's deadline and the run's resumption (`nap`: ctx.sleep(until) then
+      ctx.now(), whose recorded time is the resumption), p50/p95 over 20 runs with a worker up
+  (g) where a step's time goes: the step's transaction alone, on the general path (ORM: BEGIN,
+      lease UPDATE, Step INSERT, LedgerRecord INSERT, COMMIT; what SQLite uses), without the lease
+      UPDATE, as hand-written SQL, and as one statement of data-modifying CTEs (1 round trip: what
+      the engine does on PostgreSQL, runs/fastpath.py), wall and CPU
+  (h) the engine's step (as (b)) with the ledger's hash chain and without it (its trigger disabled,
+      no digest computed), rounds alternating; aim: the chain adds under 5 %
+  (i) collection puts through ctx (`ctx.data.bench_notes.put`, the database driver: the record and
+      its idempotency row in one transaction, then the step's checkpoint), in-process as (b), rounds
+      alternating with the same number of `bench.step.do` steps; per put, marginal, and put/step;
+      aim: a put costs at most 1.5x a step
+  (j) messages delivered: runs waiting in `ctx.wait_message`, each sent one with
+      `runs.services.send_message` (which wakes it) and then advanced in this process until it has
+      read the message and finished; messages per second, send to finished, one after another
+The config root is bench/bench_company/ (its fake stays in memory even under SANOMA_FAKES=instance).
+Each measure is a module of bench/engine_bench/; this script runs them in order and prints the table.
+
+Aims: one commit per step; a step at most 2x the bare insert; at least 4x DBOS-py's steps/s;
+resumption within 1 s. The table says which are met.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+from engine_bench.anatomy import step_anatomy
+from engine_bench.chain import hash_chain_cost
+from engine_bench.common import BENCH_ROOT, NOTES, REPO, VERSION, ms
+from engine_bench.database import bare_insert, recreate_database
+from engine_bench.dbos import dbos, dbos_child
+from engine_bench.in_process import in_process
+from engine_bench.puts import collection_puts, collections_config, messages_delivered
+from engine_bench.worker import drained_by_worker, queue_before_worker, sleep_resumption, start_worker, with_worker
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller batches")
+    parser.add_argument("--skip-dbos", action="store_true")
+    parser.add_argument("--only-collections", action="store_true",
+                        help="only (i) collection puts and (j) messages (after a warm-up)")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile one in-process batch of (b) into FILE")
+    parser.add_argument("--workers", type=int, default=2, help="SANOMA_WORKERS for (c) and (f)")
+    parser.add_argument("--dbos-child", choices=("direct", "queue"), help=argparse.SUPPRESS)
+    parser.add_argument("--runs", type=int, default=500, help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, default=10, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    url = os.environ.get("DATABASE_URL", "")
+    if urlparse(url).scheme not in ("postgres", "postgresql"):
+        raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
+    if args.dbos_child:
+        return dbos_child(args.dbos_child, args.runs, args.steps)
+
+    inserts, b_runs, rounds, c_runs, f_runs, d_runs = (
+        (1000, 50, 2, 200, 10, 200) if args.quick else (3000, 100, 3, 500, 20, 500)
+    )
+    recreate_database(url)
+    var = Path(tempfile.mkdtemp(prefix="sanoma-bench-"))
+    env = {"DATABASE_URL": url, "SANOMA_ROOT": str(BENCH_ROOT), "SANOMA_FAKES": "instance",
+           "SANOMA_APP_VERSION": VERSION, "SANOMA_VAR_DIR": str(var), "SANOMA_LOG_LEVEL": "WARNING"}
+    os.environ.update(env)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "sanoma_site.settings"
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from runs.config.registry import set_config
+    from runs.config.resolution import load_config
+    from runs.testing import make_user
+
+    call_command("migrate", verbosity=0)
+    config = load_config(BENCH_ROOT, fakes="instance", app_version=VERSION)
+    set_config(config)
+    make_user("bench", perms=["runs.start_workflow"])
+
+    print(f"bench database {urlparse(url).path.lstrip('/')}; python {sys.version.split()[0]}; {os.cpu_count()} cores")
+    collections = collections_config(config, var)
+    puts = collection_puts(collections, b_runs, 10, 2 * rounds)
+    put_ratio = puts["put"] / puts["step"]
+    print(f"(i) collection put: {ms(puts['put'])} (marginal {ms(puts['put_marginal'])}); step beside it "
+          f"{ms(puts['step'])} (marginal {ms(puts['step_marginal'])}); put/step {put_ratio:.2f}x "
+          f"(marginal {puts['put_marginal'] / puts['step_marginal']:.2f}x)")
+    messages = messages_delivered(collections, c_runs)
+    print(f"(j) messages delivered: {messages['per_s']:.0f}/s ({ms(messages['each'])} from send to the run "
+          f"finished having read it; {messages['statements']:.0f} statements, {messages['commits']:.0f} "
+          "transactions each)")
+    if args.only_collections:
+        put_verdict = "MET" if put_ratio <= 1.5 else "MISSED"
+        print(f"\naim: {'a collection put at most 1.5x a step'.ljust(36)} {put_verdict.ljust(6)} {put_ratio:.2f}x")
+        return None
+    bare = statistics.median(bare_insert(inserts) for _ in range(3))
+    print(f"(a) bare insert: {ms(bare)}")
+    engine = in_process(config, b_runs, 10, rounds, args.profile)
+    print(f"(b) engine step: {ms(engine['per_step'])} (marginal {ms(engine['marginal'])})")
+    anatomy = step_anatomy(config, 500 if args.quick else 2000)
+    print("(g) step transaction: " + ", ".join(f"{k} {ms(v)}" for k, v in anatomy.items() if not k.endswith("_cpu")))
+    chain = hash_chain_cost(config, b_runs, 10, 4 if args.quick else 6)
+    chain_extra = chain["with"] / chain["without"] - 1
+    print(f"(h) step with the hash chain {ms(chain['with'])}, without {ms(chain['without'])} ({chain_extra:+.1%})")
+    log = var / "worker.log"
+    queue_before_worker(config, c_runs, 10)
+    worker = start_worker(env, log, args.workers)
+    try:
+        c2 = drained_by_worker(c_runs, 10)
+        print(f"(c2) worker, runs queued before it started: {c2['steps_per_s']:.0f} steps/s")
+        c = with_worker(config, c_runs, 10)
+        print(f"(c) worker: {c['steps_per_s']:.0f} steps/s (starting {c['enqueue_per_s']:.0f} runs/s meanwhile)")
+        f = sleep_resumption(config, f_runs)
+        print(f"(f) resumption: p50 {f['p50']:.0f} ms, p95 {f['p95']:.0f} ms")
+        code = worker.terminate(within=60)
+    except BaseException:
+        print(worker.describe())
+        raise
+    finally:
+        worker.cleanup()
+    d = {}
+    if not args.skip_dbos:
+        d = {mode: dbos(mode, d_runs, 10) for mode in ("direct", "queue")}
+        print("(d) DBOS: " + ", ".join(f"{m} {r['steps_per_s']:.0f} steps/s" for m, r in d.items()))
+
+    dbos_best = max((r["steps_per_s"] for r in d.values()), default=None)
+    rows = [
+        ("(a) bare ORM insert+commit", f"{ms(bare)} = {1 / bare:,.0f}/s",
+         f"earlier on this machine: 0.85 ms = {NOTES['bare_insert_per_s']:,}/s"),
+        ("(b) engine, per step (10-call runs, in-process)",
+         f"{ms(engine['per_step'])} = {1 / engine['per_step']:,.0f} steps/s",
+         f"{engine['per_step'] / bare:.2f}x bare insert"),
+        ("(b) engine, marginal step (minus per-run cost)", ms(engine["marginal"]),
+         f"{engine['marginal'] / bare:.2f}x bare insert"),
+        ("(b) ... of which Python CPU in this process", f"{ms(engine['cpu'])} (marginal {ms(engine['cpu_marginal'])})",
+         "the rest is waiting on PostgreSQL"),
+        ("(c) 2 worker processes, 500x10 steps" if not args.quick else f"(c) worker, {c_runs}x10 steps",
+         f"{c['steps_per_s']:,.0f} steps/s ({c['runs_per_s']:.0f} runs/s, {c['seconds']:.2f} s)",
+         f"earlier prototype: {NOTES['prototype_steps_per_s']:,} steps/s"),
+        ("(c2) the same, runs queued before the workers started",
+         f"{c2['steps_per_s']:,.0f} steps/s ({c2['seconds']:.2f} s)",
+         "the workers alone: no starts competing for the 2 cores"),
+    ]
+    for mode, r in d.items():
+        label = "direct calls, 1 thread" if mode == "direct" else "queue, poll 10 ms, concurrency 10"
+        rows.append(
+            (f"(d) DBOS-py, {label}", f"{r['steps_per_s']:,.0f} steps/s",
+             f"earlier on this machine: {NOTES['dbos_steps_per_s']} steps/s")
+        )
+    rows += [
+        ("(e) transactions per step (COMMITs + autocommit statements; all / marginal)",
+         f"{engine['commits']:.2f} / {engine['commits_marginal']:.2f}",
+         f"statements {engine['statements']:.1f} / {engine['statements_marginal']:.1f}"),
+        ("(e) pg xact_commit per step (in-process)", f"{engine['xacts']:.2f}", "incl. autocommit reads of claim/load"),
+        ("(e) pg xact_commit per step (with worker, whole system)", f"{c['xacts']:.2f}", "incl. broker, start, sweep"),
+        ("(g) step txn, general path (ORM, 5 round trips; SQLite)",
+         f"{ms(anatomy['engine'])} (CPU {ms(anatomy['engine_cpu'])})",
+         f"{anatomy['engine'] / engine['marginal']:.0%} of the marginal step"),
+        ("(g) ... without the lease UPDATE", f"{ms(anatomy['no_lease'])} (CPU {ms(anatomy['no_lease_cpu'])})",
+         "Step + LedgerRecord saves in atomic"),
+        ("(g) ... same 3 statements, hand-written SQL", f"{ms(anatomy['raw'])} (CPU {ms(anatomy['raw_cpu'])})",
+         "ORM cost = engine - raw"),
+        ("(g) ... one CTE statement: the engine on PostgreSQL", f"{ms(anatomy['cte'])} (CPU {ms(anatomy['cte_cpu'])})",
+         f"{anatomy['cte'] / bare:.2f}x bare insert"),
+        ("(g) ... one CTE, lease checked not renewed",
+         f"{ms(anatomy['cte_guard'])} (CPU {ms(anatomy['cte_guard_cpu'])})",
+         f"{anatomy['cte_guard'] / bare:.2f}x bare insert"),
+        ("(h) engine step WITH the ledger's hash chain (10-call runs)", ms(chain["with"]),
+         f"marginal {ms(chain['with_marginal'])}"),
+        ("(h) ... the same WITHOUT it (no trigger, no digest)", ms(chain["without"]),
+         f"marginal {ms(chain['without_marginal'])}; the chain costs {chain_extra:+.1%} "
+         f"(marginal {chain['with_marginal'] / chain['without_marginal'] - 1:+.1%})"),
+        ("(f) sleep deadline -> resumed", f"p50 {f['p50']:.0f} ms, p95 {f['p95']:.0f} ms (max {f['max']:.0f})",
+         f"{f_runs} runs, worker up"),
+        ("(i) collection put through ctx (database driver, 10-put runs)",
+         f"{ms(puts['put'])} = {1 / puts['put']:,.0f} puts/s",
+         f"{put_ratio:.2f}x a step measured beside it ({ms(puts['step'])})"),
+        ("(i) ... marginal put (minus per-run cost)", ms(puts["put_marginal"]),
+         f"{puts['put_marginal'] / puts['step_marginal']:.2f}x the marginal step ({ms(puts['step_marginal'])})"),
+        ("(j) messages delivered (send -> run read it and finished)", f"{messages['per_s']:,.0f}/s",
+         f"{ms(messages['each'])} each, {messages['statements']:.0f} statements; in-process, {c_runs} runs"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    vwidth = max(len(r[1]) for r in rows)
+    print("\n" + "measure".ljust(width) + " | " + "value".ljust(vwidth) + " | reference")
+    print("-" * width + "-+-" + "-" * vwidth + "-+-" + "-" * 30)
+    for name, value, ref in rows:
+        print(f"{name.ljust(width)} | {value.ljust(vwidth)} | {ref}")
+
+    aims = [
+        ("one commit per step", engine["commits_marginal"] <= 1.0 + 1e-9,
+         f"{engine['commits_marginal']:.2f} transaction per marginal step, "
+         f"{engine['commits']:.2f} with per-run cost"),
+        ("a step at most 2x the bare insert", engine["per_step"] <= 2 * bare,
+         f"{engine['per_step'] / bare:.2f}x (marginal {engine['marginal'] / bare:.2f}x)"),
+        ("at least 4x DBOS-py's steps/s",
+         None if dbos_best is None else c["steps_per_s"] >= 4 * dbos_best,
+         "not measured" if dbos_best is None else (
+             f"{c['steps_per_s'] / dbos_best:.2f}x the best DBOS mode here "
+             f"({c['steps_per_s'] / NOTES['dbos_steps_per_s']:.2f}x the earlier 241; "
+             f"workers alone {c2['steps_per_s'] / dbos_best:.2f}x)"
+         )),
+        ("resumption within 1 s", f["p95"] < 1000, f"p95 {f['p95']:.0f} ms"),
+        ("the hash chain under 5% more a step", chain_extra < 0.05, f"{chain_extra:+.1%} per step"),
+        ("a collection put at most 1.5x a step", put_ratio <= 1.5,
+         f"{put_ratio:.2f}x (marginal {puts['put_marginal'] / puts['step_marginal']:.2f}x)"),
+    ]
+    print()
+    for aim, met, detail in aims:
+        verdict = "n/a" if met is None else ("MET" if met else "MISSED")
+        print(f"aim: {aim.ljust(36)} {verdict.ljust(6)} {detail}")
+    print(f"\nworker exit code {code}; worker log {log}")
+
+
+if __name__ == "__main__":
+    main()
