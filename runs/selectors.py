@@ -270,6 +270,12 @@ def children_of(run: Run) -> list[dict[str, Any]]:
     return [dict(row) for row in run.children.order_by("created_at", "id").values("id", "workflow", "status")]
 
 
+def comparable_runs(run: Run, *, viewer: Principal, limit: int) -> list[tuple[str, str]]:
+    """(id, status) of the newest other runs of the same workflow `viewer` may see."""
+    others = visible_runs(viewer).filter(workflow=run.workflow).exclude(pk=run.pk).order_by("-created_at")
+    return list(others.values_list("id", "status")[:limit])
+
+
 def failed_error_codes() -> list[str]:
     """The codes of the failed runs' errors, sorted, each once."""
     codes = (Run.objects.filter(status=RunStatus.FAILED).exclude(error__code=None)

@@ -179,7 +179,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
             why = f' ({waiting["reason"]}, paused by {waiting["by"]})' if waiting.get("reason") else ""
             what = f'the unpause of {waiting["target"]}{why}'
         elif waiting["kind"] == "approval":
-            pending = run.approvals.filter(status=ApprovalStatus.PENDING).select_related("run").order_by("seq")
+            pending = pending_of(run)
             said = [format_html("{} ({}){}", a.title, a.approver, format_html(
                         ' <span class="sanoma-nobody">nobody can decide this: {}, {}</span>', a.approver, nobody)
                         if (nobody := nobody_decides_approval(a)) else "") for a in pending]

@@ -157,7 +157,7 @@ def pending_counts(run_ids: list[str]) -> dict[str, int]:
 
 def pending_of(run: Run) -> list[Approval]:
     """The run's pending approvals, in the order it asked."""
-    return list(Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).order_by("seq"))
+    return list(Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).select_related("run").order_by("seq"))
 
 
 def states_of(run: Run) -> list[dict[str, Any]]:
