@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 import cedarpy  # noqa: E402
 
 from runs.policies import ApprovalView, PolicyCall, RunInfo, load_cedar_policy  # noqa: E402
-from runs.policies.cedar import _ERROR_POLICY, CedarPolicy, Evaluation  # noqa: E402
+from runs.policies.cedar.policy import _ERROR_POLICY, CedarPolicy, Evaluation  # noqa: E402
 
 VENDORS = {
     "shop": {"order": {"refund": "money", "note": "write", "read": "read", "cancel": "write"},

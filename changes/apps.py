@@ -1,7 +1,6 @@
 from django.apps import AppConfig
 
-from changes.resources import extension, people
-from runs.policies import approvers
+from changes.resources import extension
 
 
 class ChangesConfig(AppConfig):
@@ -10,7 +9,7 @@ class ChangesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The engine resolves every config with what the declared state adds: drift, apply, people.
+        # The declared state plugs into the engine with one extension (runs.extensions): drift, apply,
+        # people (whom a policy's @approve may name). The credentials and the life of a change, apps
+        # of their own, install theirs from their own ready(), after this one.
         extension.install()
-        # A policy's @approve may name the people and groups the data files declare (the checks ask).
-        approvers.install_declared(people.declared_names)

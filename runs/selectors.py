@@ -10,7 +10,14 @@ from django.db.models import QuerySet
 
 from connectors.errors import InvalidInput, SanomaError, error_from_dict
 from runs import ledger
-from runs.approvals.permissions import Principal, check_can_view, principal_of, run_not_found, visible_runs
+from runs.approvals.permissions import (
+    Principal,
+    check_can_view,
+    is_operator,
+    principal_of,
+    run_not_found,
+    visible_runs,
+)
 from runs.engine.pauses import PAUSED
 from runs.models import (
     ENDED_STATUSES,
@@ -261,3 +268,42 @@ def made_from(run: Run) -> dict[str, Any] | None:
 def children_of(run: Run) -> list[dict[str, Any]]:
     """The runs this run started (`ctx.start_run`), oldest first: id, workflow, status."""
     return [dict(row) for row in run.children.order_by("created_at", "id").values("id", "workflow", "status")]
+
+
+def comparable_runs(run: Run, *, viewer: Principal, limit: int) -> list[tuple[str, str]]:
+    """(id, status) of the newest other runs of the same workflow `viewer` may see."""
+    others = visible_runs(viewer).filter(workflow=run.workflow).exclude(pk=run.pk).order_by("-created_at")
+    return list(others.values_list("id", "status")[:limit])
+
+
+def failed_error_codes() -> list[str]:
+    """The codes of the failed runs' errors, sorted, each once."""
+    codes = (Run.objects.filter(status=RunStatus.FAILED).exclude(error__code=None)
+             .values_list("error__code", flat=True).distinct())
+    return sorted({c for c in codes if isinstance(c, str)})
+
+
+def steps_of(run: Run) -> list[Step]:
+    """The run's steps, in order."""
+    return list(run.steps.order_by("seq"))
+
+
+def steps_before(run: Run, seq: int) -> int:
+    """How many steps the run recorded before `seq`."""
+    return run.steps.filter(seq__lt=seq).count()
+
+
+def run_of(run_id: str) -> Run | None:
+    """The run with this id, or None; no visibility check (the caller makes it)."""
+    return Run.objects.filter(pk=run_id).first()
+
+
+def ledger_records(*, run_id: str | None = None, viewer: Principal | None = None) -> QuerySet[LedgerRecord]:
+    """Ledger records: of one run (`run_id`), and of the runs `viewer` may see (every record when
+    `viewer` is None or an operator)."""
+    records = LedgerRecord.objects.all()
+    if run_id is not None:
+        records = records.filter(run_id=run_id)
+    if viewer is not None and not is_operator(viewer):
+        records = records.filter(run_id__in=visible_runs(viewer).values("pk"))
+    return records

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from connectors.errors import InvalidInput
-from runs.config.resolution import RESERVED_PACKAGES
+from runs.config.discovery import RESERVED_PACKAGES
 
 TEMPLATE = Path(__file__).resolve().parent / "startcompany_template"
 PLACEHOLDER = "{{ name }}"  # the package: the folder's name

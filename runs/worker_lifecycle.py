@@ -1,8 +1,9 @@
 """A worker's start and restart, as the layers above the engine see them.
 
-- `on_worker_start(hook)`: a layer (the change workflow's, in `changes`) asks to be told when a
-  worker has started on a config: that is when change runs are stamped onto the new version.
-  `worker_started(config)` calls each hook; one that fails is logged, the worker goes on.
+- a layer (the change workflow's, in `changes`) asks to be told when a worker has started on a
+  config with its extension's `worker_start` (`runs.extensions`): that is when change runs are
+  stamped onto the new version. `worker_started(config)` calls each; one that fails is logged,
+  the worker goes on.
 - `request_restart(why)`: a deploy on this machine asks every worker of this instance (same
   SANOMA_VAR_DIR) to stop and be started again on the new code. The request is a file, so it
   reaches a worker whatever database it uses; a worker looks at it on each turn of its loop
@@ -16,42 +17,26 @@ import json
 import logging
 import os
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.utils.module_loading import import_string
+
+from runs.extensions import providing
 
 log = logging.getLogger("sanoma.worker")
 
 RESTART_EXIT = 75  # EX_TEMPFAIL: "stopped on purpose; start again"
 RESTART_FILE = "restart-requested.json"
 
-_lock = threading.Lock()
-_hooks: dict[str, Callable[[Any], Any] | str] = {}
-
-
-def on_worker_start(name: str, hook: Callable[[Any], Any] | str) -> None:
-    """Call `hook(config)` after a worker started on `config` (a function, or its dotted path, found
-    when called: an app's setup may name a function of a module that loads its models); registering
-    a name again replaces it."""
-    if not (callable(hook) or (isinstance(hook, str) and "." in hook)):
-        raise TypeError(f"worker start hook {name!r} must be a function of the resolved config, or its dotted path")
-    with _lock:
-        _hooks[name] = hook
-
-
 def worker_started(config: Any) -> list[str]:
-    """Call every hook; answers what failed (logged too), so the worker can say so and go on."""
-    with _lock:
-        hooks = list(_hooks.items())
+    """Call every extension's `worker_start`; answers what failed (logged too), so the worker can
+    say so and go on."""
     failed: list[str] = []
-    for name, hook in hooks:
+    for name, hook in providing("worker_start"):
         try:
-            (import_string(hook) if isinstance(hook, str) else hook)(config)
+            hook(config)
         except Exception as err:  # one layer's failure must not keep the worker from running
             log.exception("the worker start hook %s failed", name)
             failed.append(f"{name}: {type(err).__name__}: {err}")
@@ -87,4 +72,4 @@ def restart_requested(*, since: float) -> dict[str, Any] | None:
     return body if isinstance(at, (int, float)) and at > since else None
 
 
-__all__ = ["RESTART_EXIT", "on_worker_start", "request_restart", "restart_requested", "worker_started"]
+__all__ = ["RESTART_EXIT", "request_restart", "restart_requested", "worker_started"]

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
@@ -25,13 +23,14 @@ from changes.credentials.selectors import credential_statuses
 from connectors.money import format_money
 from connectors.operations import Connector, Operation
 from features.library.loader import load_scenarios
+from runs.approvals.selectors import starters
 from runs.config.describe import logo_data_url
 from runs.config.outline import outline_as_json, outline_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Schedule, WorkflowDefinition
 from runs.display import moment
-from runs.models import Run, WorkflowEntry
+from runs.models import Run
 from runs.selectors import RunFilter, matching_runs
 from wakeups.schedules import next_fires, schedule_of
 
@@ -146,20 +145,6 @@ def _trigger(wf: WorkflowDefinition) -> tuple[str, list[Any]]:
     return "started by hand (the admin, the API, manage.py start)", []
 
 
-def _starters(name: str) -> dict[str, list[str]]:
-    """Who may start the workflow: holders of the global permission, and of the permission on it."""
-    entry = WorkflowEntry.objects.filter(name=name).first()
-    perm = Permission.objects.filter(codename="start_workflow", content_type__app_label="runs").first()
-    users = set(get_user_model().objects.filter(user_permissions=perm).values_list("username", flat=True)) if perm \
-        else set()
-    groups = set(Group.objects.filter(permissions=perm).values_list("name", flat=True)) if perm else set()
-    if entry is not None:
-        users |= {p.user.get_username() for p in entry.workflowentryuserobjectpermission_set.select_related("user")}
-        groups |= {p.group.name for p in entry.workflowentrygroupobjectpermission_set.select_related("group")}
-    superusers = set(get_user_model().objects.filter(is_superuser=True).values_list("username", flat=True))
-    return {"users": sorted(users), "groups": sorted(groups), "superusers": sorted(superusers)}
-
-
 def _node_text(node: dict[str, Any]) -> str:
     kind = node["kind"]
     if kind == "op":
@@ -236,7 +221,7 @@ def workflow_page(request: HttpRequest, name: str, *, context: dict[str, Any]) -
         "operations": [{"id": op_id, "effect": getattr(config.ops.get(op_id), "effect", "?"),
                         "vendor": op_id.split(".", 1)[0]} for op_id in wf.ops],
         "builtins": list(wf.builtins), "runs": [{"run": r, "started": moment(r.created_at)} for r in runs],
-        "scenarios": by_workflow.get(name, []), "starters": _starters(name),
+        "scenarios": by_workflow.get(name, []), "starters": starters(name),
     })
 
 

@@ -22,7 +22,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 
 from connectors.errors import SanomaError
-from runs.approvals.selectors import pending_for
+from runs.approvals.selectors import pending_count
 from runs.preferences import set_time_zone, time_zone_of, time_zones
 from sanoma_site import catalog
 from sanoma_site.middleware import TIME_ZONE_SESSION_KEY
@@ -132,6 +132,6 @@ class DeskSite(admin.AdminSite):
         context = super().each_context(request)
         user = getattr(request, "user", None)
         if user is not None and user.is_active and user.is_staff:
-            context["pending_for_me"] = pending_for(principal=user.get_username()).count()
+            context["pending_for_me"] = pending_count(principal=user.get_username())
             context["time_zone_shown"] = timezone.get_current_timezone_name()
         return context

@@ -9,5 +9,5 @@ class WakeupsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Beside a host type, the runtime's own wakeup is an operation of every config.
+        # Beside a host type, the runtime's own wakeup is an operation of every config; its type is the runtime's.
         extension.install()

@@ -13,7 +13,6 @@ Until data files can declare resources, a config root declares its wakeup in `sa
 """
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,11 +26,13 @@ from pydantic import BaseModel
 from connectors.drivers import CallContext
 from runs.config.resolution import ResolvedConfig
 from runs.declarations import Wakeup
+from runs.extensions import providing
 
 log = logging.getLogger("sanoma.wakeup")
 
 WAKEUP_AGENT = "wakeup"
 REGISTER_OP = "sanoma.wakeup.register"
+SANOMA_WAKEUP = "sanoma.wakeup"  # the runtime's own wakeup type
 # The PostgreSQL channel a supervisor listens on for registrations.
 WAKEUP_CHANNEL = "sanoma_wakeup"
 
@@ -71,25 +72,23 @@ def sanoma_wakeup(*, host: str = "supervisor", id: str = "sanoma.wakeup") -> Wak
     return WakeupDeclaration(id=id, register=hand_to_supervisor, type="sanoma.wakeup", host=host)
 
 
-# A declared wakeup's type -> the function its register operation calls.
-REGISTERS: dict[str, Callable[[RegisterInput, CallContext], Any]] = {"sanoma.wakeup": hand_to_supervisor}
+def registers() -> dict[str, Callable[[RegisterInput, CallContext], Any]]:
+    """A wakeup type -> the function its register operation calls: what the extensions name
+    (`wakeup_types`, `runs.extensions`)."""
+    return {kind: fn for _, types in providing("wakeup_types") for kind, fn in types.items()}
 
 
 def declaration_of(declared: Wakeup) -> WakeupDeclaration:
     """A `wakeup(...)` value with its type's register half."""
-    return WakeupDeclaration(id=declared.id, register=REGISTERS[declared.type], type=declared.type,
+    return WakeupDeclaration(id=declared.id, register=registers()[declared.type], type=declared.type,
                              host=declared.host)
 
 
 def declared_wakeups(config: ResolvedConfig) -> list[WakeupDeclaration]:
-    """The wakeups the config root declares (`wakeups = [...]` in sanoma_config.py): `wakeup(...)`
-    values, or `sanoma_wakeup(...)` declarations."""
+    """The wakeups the config root declares (`wakeups = [...]` in sanoma_config.py, read with the
+    config: `ResolvedConfig.wakeups`): `wakeup(...)` values, or `sanoma_wakeup(...)` declarations."""
     if getattr(settings, "SANOMA_WAKEUP", "") == "off" or config.root is None:
         return []
-    try:
-        module = importlib.import_module(f"{config.root.name}.sanoma_config")
-    except Exception:
-        return []
-    declared: Sequence[Any] = getattr(module, "wakeups", ()) or ()
+    declared: Sequence[Any] = config.wakeups
     return [declaration_of(w) if isinstance(w, Wakeup) else w for w in declared
             if isinstance(w, (Wakeup, WakeupDeclaration))]

@@ -1,7 +1,8 @@
 """What the wakeup layer adds to a resolved config (`runs.config.extensions`): `sanoma.wakeup.register`
 (effect `write`), the runtime's own wakeup as an operation, whenever some resource type is a host
 (a host with no clock of its own falls back to it). Asked after the declared state's provider, so
-it sees sanoma's own host type (`sanoma.local`) too."""
+it sees sanoma's own host type (`sanoma.local`) too. The extension also names the wakeup types the
+runtime has (`sanoma.wakeup`: its register hands the deadline to the supervisor)."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +12,9 @@ from pydantic import BaseModel
 from connectors.drivers import define_driver
 from connectors.operations import Connector, define_connector, op, resource_types, with_setup
 from runs.config import extensions
-from wakeups.declare import REGISTER_OP, RegisterInput, hand_to_supervisor
+from runs.extensions import AppExtension
+from runs.extensions import install as install_extension
+from wakeups.declare import REGISTER_OP, SANOMA_WAKEUP, RegisterInput, hand_to_supervisor
 
 NAME = "wakeup"
 
@@ -41,7 +44,8 @@ def provide(request: extensions.Request) -> extensions.Extension | None:
 
 
 def install() -> None:
-    extensions.register(NAME, provide)
+    """The wakeups' extension of the engine (`runs.extensions`)."""
+    install_extension(AppExtension(name=NAME, config=provide, wakeup_types={SANOMA_WAKEUP: hand_to_supervisor}))
 
 
 __all__ = ["NAME", "install", "provide", "wakeup_connector"]

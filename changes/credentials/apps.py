@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 
 from changes.credentials import runtime
-from runs.engine import secrets
+from runs.extensions import AppExtension, install
 
 
 class CredentialsConfig(AppConfig):
@@ -11,8 +11,7 @@ class CredentialsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The engine reads connectors' secrets through these hooks (it may not import this layer):
-        # a driver's CallContext.secrets, the worker's refusal to start, and keeping values fresh.
-        secrets.install(runtime.provide)
-        secrets.install_startup_check(runtime.startup_check)
-        secrets.install_refresher(runtime.keep_fresh)
+        # The engine reads connectors' secrets through this app's extension (it may not import this
+        # layer): a driver's CallContext.secrets, the worker's refusal to start, keeping values fresh.
+        install(AppExtension(name="credentials", secrets=runtime.provide, startup_check=runtime.startup_check,
+                             keep_fresh=runtime.keep_fresh))

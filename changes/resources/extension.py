@@ -3,13 +3,14 @@ connector (people, groups, the data files), every resource type's driver sealed 
 filled in at call time, the managed table kept), and the built-in workflows `drift` and `apply`.
 
 They are there whenever the config has a resource type or a root with data files (people and
-groups are always available to declare)."""
+groups are always available to declare). The people and groups the data files declare are also
+whom a policy's `@approve` may name (the extension's `declared_approvers`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from changes.resources.people import VENDOR, connector_for
+from changes.resources.people import VENDOR, connector_for, declared_names
 from changes.resources.sealing import seal
 from changes.resources.workflows import builtin_workflows
 from connectors.drivers import Driver
@@ -17,6 +18,8 @@ from connectors.operations import Connector, resource_types
 from runs.config import extensions
 from runs.config.datafiles import data_files
 from runs.config.workflows import WorkflowDefinition
+from runs.extensions import AppExtension
+from runs.extensions import install as install_extension
 
 NAME = "resources"
 
@@ -47,7 +50,8 @@ def provide(request: extensions.Request) -> extensions.Extension | None:
 
 
 def install() -> None:
-    extensions.register(NAME, provide)
+    """The declared state's extension of the engine (`runs.extensions`)."""
+    install_extension(AppExtension(name=NAME, config=provide, declared_approvers=declared_names))
 
 
 __all__ = ["NAME", "install", "provide"]

@@ -18,9 +18,9 @@ from runs.admin.common import as_json
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.extras import extras_of
-from runs.approvals.permissions import check_can_view, is_operator, visible_runs
+from runs.approvals.permissions import check_can_view, is_operator
 from runs.display import moment
-from runs.models import Approval, ApprovalStatus, DecisionMessage
+from runs.models import Approval, ApprovalStatus
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
 DECIDE_WAIT_SECONDS = 5.0
@@ -93,11 +93,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Approval | None:
         """An approval's page is open to whoever may see its run: its approvers, starter, operators."""
-        runs = visible_runs(me(request)).values("pk")
-        try:
-            return Approval.objects.select_related("run").filter(run__in=runs).get(pk=int(object_id))
-        except (Approval.DoesNotExist, ValueError, TypeError):
-            return None
+        return approval_selectors.visible_approval(principal=me(request), approval_pk=object_id)
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None):
         # An empty inbox says so in a sentence, without a search bar counting what was decided ("0 results (1 total)").
@@ -177,7 +173,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             approval.run.started_by == principal.id or principal.has_global("runs.operate_runs")
         )
         queued = [{"decision": m.decision, "by": m.by, "sent_at": moment(m.sent_at)}
-                  for m in DecisionMessage.objects.filter(approval=approval, applied=False).order_by("id")]
+                  for m in approval_selectors.queued_decisions(approval)]
         held = approval_selectors.held_call(approval)
         extras = extras_of(approval, full=True)
         context = {

@@ -15,10 +15,10 @@ from django.utils.http import urlencode
 from connectors.errors import InvalidInput, SanomaError
 from runs.admin.base import me, refusal
 from runs.admin.common import as_json
-from runs.approvals.permissions import visible_runs
 from runs.comparison import Comparison, StepPair, compare_runs
 from runs.display import duration
 from runs.models import Run
+from runs.selectors import comparable_runs
 from runs.timing import StepTime
 
 CHOICES = 20  # recent runs of the same workflow offered to compare with
@@ -94,8 +94,7 @@ class CompareRunsMixin(_Base):
                 context["problem"], status = refusal(err), 400
             except SanomaError as err:
                 context["problem"], status = refusal(err), 404
-        choices = (visible_runs(me(request)).filter(workflow=run.workflow).exclude(pk=run.pk)
-                   .order_by("-created_at").values_list("id", "status")[:CHOICES])
+        choices = comparable_runs(run, viewer=me(request), limit=CHOICES)
         title = f"Compare {run.id} with {other}" if context["comparison"] else f"Compare {run.id} with another run"
         return TemplateResponse(request, "admin/runs/run/compare.html", {
             **self.admin_site.each_context(request), "opts": self.opts, "original": run, "title": title,

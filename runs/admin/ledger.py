@@ -6,9 +6,10 @@ from django.http import HttpRequest
 
 from runs.admin.base import ReadOnlyMixin, is_staff, me, run_link
 from runs.admin.common import pretty_json
-from runs.approvals.permissions import check_can_view, is_operator, visible_runs
+from runs.approvals.permissions import check_can_view
 from runs.display import moment
-from runs.models import LedgerRecord, Run
+from runs.models import LedgerRecord
+from runs.selectors import ledger_records, run_of
 
 
 @admin.register(LedgerRecord)
@@ -33,15 +34,11 @@ class LedgerRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
             return False
         if obj is None:
             return True
-        run = Run.objects.filter(pk=obj.run_id).first()
+        run = run_of(obj.run_id)
         return run is not None and check_can_view(me(request), run, raise_error=False)
 
     def get_queryset(self, request: HttpRequest):
-        principal = me(request)
-        records = LedgerRecord.objects.all()
-        if is_operator(principal):
-            return records
-        return records.filter(run_id__in=visible_runs(principal).values("pk"))
+        return ledger_records(viewer=me(request))
 
     @admin.display(description="run", ordering="run_id")
     def run(self, record: LedgerRecord) -> str:

@@ -26,10 +26,10 @@ from runs.admin.now import cancellation, sentence
 from runs.admin.timeline import timeline_rows
 from runs.admin.waterfall import waterfall
 from runs.approvals.permissions import Principal, can_operate, can_rerun, can_send_message
-from runs.approvals.selectors import approval_state
+from runs.approvals.selectors import states_of
 from runs.engine import clock
 from runs.expected_messages import expected_messages, payload_skeleton
-from runs.models import Approval, Run, RunStatus
+from runs.models import Run, RunStatus
 from runs.timing import run_time
 
 
@@ -88,7 +88,7 @@ def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str,
     """What the run page shows besides the run's fields, all from `run` (read once, by the caller,
     who has checked that `viewer` may see it) and reads made in the same snapshot."""
     records = ledger.records_of(run.id)
-    approvals = [approval_state(a) for a in Approval.objects.filter(run=run).order_by("seq")]
+    approvals = states_of(run)
     return {
         **run_urls(run),
         "live": None if run.ended else live_seconds,

@@ -6,8 +6,6 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import quote, unquote
-from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
-from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -24,10 +22,10 @@ from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
-from runs.approvals.selectors import approval_state, nobody_decides_approval
+from runs.approvals.selectors import nobody_decides_approval, pending_of, states_of, with_pending_count
 from runs.display import moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
-from runs.selectors import children_of, made_from, tagged, waiting_on
+from runs.selectors import children_of, failed_error_codes, made_from, steps_before, steps_of, tagged, waiting_on
 from runs.validation import parse_json
 
 
@@ -91,9 +89,7 @@ class ErrorCodeFilter(admin.SimpleListFilter):
     parameter_name = "error_code"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        codes = (Run.objects.filter(status=RunStatus.FAILED).exclude(error__code=None)
-                 .values_list("error__code", flat=True).distinct())
-        return [(code, code) for code in sorted({c for c in codes if isinstance(c, str)})]
+        return [(code, code) for code in failed_error_codes()]
 
     def queryset(self, request: HttpRequest, queryset: Any) -> Any:
         return queryset.filter(error__code=self.value()) if self.value() else queryset
@@ -151,12 +147,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         return obj is None or check_can_view(me(request), obj, raise_error=False)
 
     def get_queryset(self, request: HttpRequest):
-        pending = (
-            Approval.objects.filter(run=OuterRef("pk"), status=ApprovalStatus.PENDING)
-            .order_by().values("run").annotate(n=Count("id")).values("n")
-        )
-        runs = visible_runs(me(request))
-        return runs.annotate(pending_count=Coalesce(Subquery(pending, output_field=IntegerField()), Value(0)))
+        return with_pending_count(visible_runs(me(request)))
 
     def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> tuple[Any, bool]:
         """Django's search (run id, tag values), and `key=value` terms matching a tag exactly."""
@@ -189,7 +180,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
             why = f' ({waiting["reason"]}, paused by {waiting["by"]})' if waiting.get("reason") else ""
             what = f'the unpause of {waiting["target"]}{why}'
         elif waiting["kind"] == "approval":
-            pending = run.approvals.filter(status=ApprovalStatus.PENDING).select_related("run").order_by("seq")
+            pending = pending_of(run)
             said = [format_html("{} ({}){}", a.title, a.approver, format_html(
                         ' <span class="sanoma-nobody">nobody can decide this: {}, {}</span>', a.approver, nobody)
                         if (nobody := nobody_decides_approval(a)) else "") for a in pending]
@@ -373,10 +364,10 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
                 self.message_user(request, f"Cancelled {run.id}: it makes no further calls", messages.SUCCESS)
                 return redirect("admin:runs_run_change", quote(run.pk))
         children = [c for c in children_of(run) if c["status"] not in ("finished", "failed", "cancelled")]
-        pending = Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).order_by("seq")
+        pending = pending_of(run)
         return self._page(request, run, "cancel.html", f"Cancel {run.id}?", status=400 if problem else 200,
                           children=children, pending=list(pending), reason=reason, problem=problem,
-                          now=sentence(run, [approval_state(a) for a in Approval.objects.filter(run=run)]))
+                          now=sentence(run, states_of(run)))
 
     def message_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Send the run a message on a topic (what `ctx.wait_message` reads), through the service the
@@ -437,7 +428,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         may_fork = run.ended and can_rerun(me(request))
         if chosen is None:
             return self._page(request, run, "fork.html", f"Fork {run.id} from a step",
-                              steps=list(run.steps.order_by("seq")), may_fork=may_fork)
+                              steps=steps_of(run), may_fork=may_fork)
         try:
             from_step = int(chosen)
         except ValueError:
@@ -479,7 +470,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         return TemplateResponse(request, "admin/runs/run/in_doubt.html", {
             **self.admin_site.each_context(request), "opts": self.opts, "original": run,
             "title": f"{run.id}: a call in doubt", "intent": intent,
-            "step": None if intent is None else run.steps.filter(seq__lt=intent.seq).count(),
+            "step": None if intent is None else steps_before(run, intent.seq),
         })
 
 

@@ -13,7 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from connectors.errors import InvalidInput, SanomaError, describe_issues
-from runs import selectors, services
+from runs import services
 from runs.admin.base import me, refusal
 from runs.config.registry import get_config
 from runs.config.resolution import input_schema
@@ -234,13 +234,13 @@ class StartRunMixin(_RunAdminBase):
                 form.add_service_error(err, beside=True)
         elif request.method == "POST" and form.is_valid():
             run_id = form.cleaned_data.get(RUN_ID_FIELD) or None
-            existed = run_id is not None and selectors.get_run(run_id=run_id) is not None
             try:
-                run = services.start(workflow=name, input=form.input_value(), started_by=me(request), run_id=run_id)
+                run, created = services.start_or_get(workflow=name, input=form.input_value(), started_by=me(request),
+                                                     run_id=run_id)
             except SanomaError as err:
                 form.add_service_error(err)
             else:
-                if existed:
+                if not created:
                     self.message_user(request, f"Run {run.id} was already started with this input: here it is",
                                       messages.INFO)
                 else:

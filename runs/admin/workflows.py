@@ -13,10 +13,11 @@ from django.urls import path
 from guardian.admin import GuardedModelAdmin
 
 from runs.admin.base import ReadOnlyMixin
+from runs.approvals.permissions import workflow_entry
+from runs.approvals.selectors import entry_named
 from runs.config.registry import get_config
 from runs.display import moment
 from runs.models import AppVersion, WorkflowEntry
-from runs.versions import sync_workflow_entries
 
 
 def _number(key: str) -> str:
@@ -73,23 +74,21 @@ class WorkflowEntryAdmin(GuardedModelAdmin):
     def obj_perms_manage_group_view(self, request: HttpRequest, object_pk: str, group_id: str) -> HttpResponse:
         return super().obj_perms_manage_group_view(request, _number(object_pk), _number(group_id))
 
-    def changelist_view(self, request: HttpRequest, extra_context: Any = None):
-        sync_workflow_entries(get_config())  # every workflow of the config has a row to grant on
-        return super().changelist_view(request, extra_context)
-
     def get_urls(self) -> list[Any]:
         grant = self.admin_site.admin_view(self.grant_view)
         return [path("grant/<str:name>/", grant, name="runs_workflowentry_grant"), *super().get_urls()]
 
     def grant_view(self, request: HttpRequest, name: str) -> HttpResponse:
-        """From a workflow's catalog page to guardian's page granting who may start it."""
-        config = get_config()
-        if name not in config.workflows:
+        """From a workflow's catalog page (its "Grant…" button, a POST) to guardian's page granting who
+        may start it. The workflow's row, to grant on, is made here when no worker has made it yet
+        (a starting worker makes one per workflow of its config); a GET only reads."""
+        if name not in get_config().workflows:
             raise Http404(f"No workflow {name}")
         if not self.has_change_permission(request):
             return redirect("admin:catalog_workflow", name)
-        sync_workflow_entries(config)  # the workflow's row, to grant on
-        entry = WorkflowEntry.objects.get(name=name)
+        entry = workflow_entry(name) if request.method == "POST" else entry_named(name)
+        if entry is None:
+            return redirect("admin:catalog_workflow", name)
         return redirect("admin:runs_workflowentry_permissions", quote(str(entry.pk)))
 
     @admin.display(description="title")

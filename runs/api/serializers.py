@@ -11,6 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from runs.approvals.selectors import pending_counts
 from runs.config.resolution import input_schema
 from runs.config.workflows import WorkflowDefinition
 from runs.models import Decision, Run, RunStatus
@@ -285,7 +286,7 @@ class RunSerializer(serializers.ModelSerializer):
         counts = self.context.get("pending_counts")
         if counts is not None:
             return int(counts.get(run.id, 0))
-        return run.approvals.filter(status="pending").count()
+        return pending_counts([run.id]).get(run.id, 0)
 
 
 class ChildRunSerializer(serializers.Serializer):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -18,17 +17,12 @@ from runs.api.base import ApiError, SanomaAPIView, error_body, errors, invalid_i
 from runs.api.pagination import LedgerCursor, Page
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
+from runs.approvals.selectors import pending_counts
 from runs.config.registry import get_config
-from runs.models import Approval, ApprovalStatus, LedgerRecord, Run, RunStatus
+from runs.models import ApprovalStatus, Run, RunStatus
 
 # How long a decision waits for the run to apply it before answering 202.
 DECIDE_WAIT_SECONDS = 5.0
-
-
-def pending_counts(run_ids: list[str]) -> dict[str, int]:
-    rows = (Approval.objects.filter(run_id__in=run_ids, status=ApprovalStatus.PENDING)
-            .values("run_id").annotate(n=Count("id")))
-    return {row["run_id"]: row["n"] for row in rows}
 
 
 def run_data(run: Run) -> dict[str, Any]:
@@ -172,7 +166,7 @@ class RunLedgerView(SanomaAPIView):
     )
     def get(self, request: Request, run_id: str) -> Response:
         run = self.visible_run(request, run_id)
-        records = LedgerRecord.objects.filter(run_id=run.id)
+        records = selectors.ledger_records(run_id=run.id)
         return self.paged(request, records, lambda page: s.LedgerRecordSerializer(
             [record.as_dict() for record in page], many=True).data)
 

@@ -1,6 +1,7 @@
 """What other apps show with an approval: a link in its inbox row and on its page, and a section of
 its page. An app that starts runs of its own (the changes' `change` workflow, whose merge a policy
-holds) registers a provider when it is ready; the runs layer never imports it.
+holds) names a provider in its extension's `approval_extras` (`runs.extensions`); the runs layer
+never imports it.
 
 A provider is called with the approval and `full`: False for an inbox row, where it must not read
 the database (the inbox costs the same queries for 5 rows and for 50), True for the approval's own
@@ -12,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from django.utils.module_loading import import_string
+from runs.extensions import providing
 
 if TYPE_CHECKING:  # loaded with the app registry's setup (an app's `ready` registers), before the models
     from runs.models import Approval
@@ -29,30 +30,14 @@ class Extra:
 
 Provider = Callable[["Approval", bool], "Extra | None"]
 
-_providers: dict[str, Provider | str] = {}
-
-
-def register(name: str, provider: Provider | str) -> None:
-    """Add (or replace) the provider `name`: a function, or its dotted path, imported when first asked."""
-    _providers[name] = provider
-
-
 def extras_of(approval: Approval, *, full: bool) -> list[Extra]:
-    """What every registered provider adds to this approval, in the order they were registered."""
+    """What every extension's provider adds to this approval, in the order they were installed."""
     found: list[Extra] = []
-    for name in list(_providers):
-        extra = _provider(name)(approval, full)
+    for _, provider in providing("approval_extras"):
+        extra = provider(approval, full)
         if extra is not None:
             found.append(extra)
     return found
 
 
-def _provider(name: str) -> Provider:
-    provider = _providers[name]
-    if isinstance(provider, str):
-        provider = import_string(provider)
-        _providers[name] = provider
-    return provider
-
-
-__all__ = ["Extra", "Provider", "extras_of", "register"]
+__all__ = ["Extra", "Provider", "extras_of"]

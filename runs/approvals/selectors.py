@@ -6,15 +6,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from connectors.errors import ConfigError
 from connectors.operations import Operation, summarize
-from runs.approvals.permissions import Principal, decidable_approvals, principal_of
+from runs.approvals.permissions import Principal, decidable_approvals, principal_of, visible_runs
 from runs.approvals.rules import SELF_APPROVAL_ALLOWED, SELF_APPROVAL_KEY, self_approval_allowed
 from runs.config.registry import get_config
 from runs.engine.transitions import RUNTIME_ACTOR
-from runs.models import Approval, ApprovalRequester, ApprovalStatus, LedgerKind, LedgerRecord
+from runs.models import (
+    Approval,
+    ApprovalRequester,
+    ApprovalStatus,
+    DecisionMessage,
+    LedgerKind,
+    LedgerRecord,
+    Run,
+    WorkflowEntry,
+)
 from runs.selectors import visible_run
 
 
@@ -122,6 +132,76 @@ def pending_for(*, principal: str | Principal) -> QuerySet[Approval]:
     return inbox(principal=principal)
 
 
+def pending_count(*, principal: str | Principal) -> int:
+    """How many approvals wait for `principal`: the one count the header's badge, the desk's inbox
+    and `/api/approvals` give (the pending rows of `inbox`)."""
+    return pending_for(principal=principal).count()
+
+
+def _pending_of_run() -> QuerySet[Any, Any]:
+    return (Approval.objects.filter(run=OuterRef("pk"), status=ApprovalStatus.PENDING)
+            .order_by().values("run").annotate(n=Count("id")).values("n"))
+
+
+def with_pending_count(runs: QuerySet[Run]) -> QuerySet[Run]:
+    """`runs`, each annotated with `pending_count`: how many of its approvals are pending."""
+    return runs.annotate(pending_count=Coalesce(Subquery(_pending_of_run(), output_field=IntegerField()), Value(0)))
+
+
+def pending_counts(run_ids: list[str]) -> dict[str, int]:
+    """How many approvals are pending, by run id (a run with none is left out)."""
+    rows = (Approval.objects.filter(run_id__in=run_ids, status=ApprovalStatus.PENDING)
+            .values("run_id").annotate(n=Count("id")))
+    return {row["run_id"]: row["n"] for row in rows}
+
+
+def pending_of(run: Run) -> list[Approval]:
+    """The run's pending approvals, in the order it asked."""
+    return list(Approval.objects.filter(run=run, status=ApprovalStatus.PENDING).select_related("run").order_by("seq"))
+
+
+def states_of(run: Run) -> list[dict[str, Any]]:
+    """Every approval of the run as the run publishes it, in the order it asked."""
+    return [approval_state(a) for a in Approval.objects.filter(run=run).order_by("seq")]
+
+
+def visible_approval(*, principal: Principal, approval_pk: Any) -> Approval | None:
+    """The approval (by its row's key) if `principal` may see its run, else None."""
+    runs = visible_runs(principal).values("pk")
+    try:
+        return Approval.objects.select_related("run").filter(run__in=runs).get(pk=int(approval_pk))
+    except (Approval.DoesNotExist, ValueError, TypeError):
+        return None
+
+
+def queued_decisions(approval: Approval) -> list[DecisionMessage]:
+    """The decisions sent for the approval that its run has not applied yet, oldest first."""
+    return list(DecisionMessage.objects.filter(approval=approval, applied=False).order_by("id"))
+
+
+def entry_named(name: str) -> WorkflowEntry | None:
+    """The row start permissions on the workflow are granted on, if it has one yet."""
+    return WorkflowEntry.objects.filter(name=name).first()
+
+
+def starters(workflow: str) -> dict[str, list[str]]:
+    """Who may start the workflow: holders of the global permission, and of the permission on it;
+    and the superusers."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group, Permission
+
+    users_of = get_user_model().objects
+    entry = entry_named(workflow)
+    perm = Permission.objects.filter(codename="start_workflow", content_type__app_label="runs").first()
+    users = set(users_of.filter(user_permissions=perm).values_list("username", flat=True)) if perm else set()
+    groups = set(Group.objects.filter(permissions=perm).values_list("name", flat=True)) if perm else set()
+    if entry is not None:
+        users |= {p.user.get_username() for p in entry.workflowentryuserobjectpermission_set.select_related("user")}
+        groups |= {p.group.name for p in entry.workflowentrygroupobjectpermission_set.select_related("group")}
+    superusers = set(users_of.filter(is_superuser=True).values_list("username", flat=True))
+    return {"users": sorted(users), "groups": sorted(groups), "superusers": sorted(superusers)}
+
+
 def operations() -> Mapping[str, Operation]:
     """The config's operations by id (none when the config cannot be read: a held call is then shown
     without its summary, never not at all)."""
@@ -153,5 +233,4 @@ def inbox_item(approval: Approval, ops: Mapping[str, Operation] | None = None) -
 
 
 def approvals_of(*, run_id: str, viewer: str | Principal | None = None) -> list[dict[str, Any]]:
-    run = visible_run(run_id=run_id, viewer=viewer)
-    return [approval_state(a) for a in Approval.objects.filter(run=run).order_by("seq")]
+    return states_of(visible_run(run_id=run_id, viewer=viewer))

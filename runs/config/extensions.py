@@ -2,9 +2,10 @@
 
 `runs` may not import `changes` (the layers point one way), yet the declared state brings its own
 connector (`sanoma`: people, groups, the data files) and built-in workflows (`drift`, `apply`).
-That layer registers a provider when Django starts:
+That layer's extension (`runs.extensions.AppExtension`, installed in its app's `ready()`) names
+a provider in its `config` field; `register` sets that field alone:
 
-    extensions.register("resources", provide)
+    extensions.register("resources", provide)  # install(AppExtension(name="resources", config=provide))
 
 `resolve_config` ends with `extend(resolved, ...)`: it asks every provider, in the order
 registered, with what the config declares (`Request`), and takes what each answers (`Extension`):
@@ -17,7 +18,6 @@ company's would be). A provider that fails, or an addition that clashes, is a co
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 from connectors.drivers import Driver
 from connectors.errors import ConfigError, Problem, ProblemKind
 from connectors.operations import Connector
+from runs import extensions as installed_extensions
 from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition
 
 
@@ -52,33 +53,30 @@ class Extension:
 
 Provider = Callable[[Request], Extension | None]
 
-_lock = threading.Lock()
-_providers: dict[str, Provider] = {}
-
 
 def register(name: str, provider: Provider) -> None:
-    """Ask `provider` whenever a config is resolved; registering a name again replaces it."""
+    """Ask `provider` whenever a config is resolved: the `config` field of the extension `name`
+    (installed if there is none yet); registering a name again replaces its provider."""
     if not callable(provider):
         raise TypeError(f"extension {name!r}: the provider must be a function of a Request")
-    with _lock:
-        _providers[name] = provider
+    installed_extensions.update(name, config=provider)
 
 
 def unregister(name: str) -> None:
-    with _lock:
-        _providers.pop(name, None)
+    """The extension `name` adds nothing to configs any more (its other fields stay)."""
+    if any(e.name == name for e in installed_extensions.installed()):
+        installed_extensions.update(name, config=None)
 
 
 def registered() -> list[str]:
-    with _lock:
-        return list(_providers)
+    """The names of the extensions that add to configs, in the order asked."""
+    return [name for name, _ in installed_extensions.providing("config")]
 
 
 def extensions(request: Request) -> list[tuple[str, Extension]]:
     """Every provider's answer (those answering None add nothing); a provider that raises is a
     problem named after it, so one broken layer does not hide the config's other problems."""
-    with _lock:
-        providers = list(_providers.items())
+    providers: list[tuple[str, Provider]] = installed_extensions.providing("config")
     found: list[tuple[str, Extension]] = []
     for name, provider in providers:
         try:

@@ -9,8 +9,6 @@ import hashlib
 import importlib
 import inspect
 import json
-import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,21 +16,28 @@ from typing import Any
 
 from connectors.drivers import Driver
 from connectors.errors import ConfigError, Problem, ProblemKind
-from connectors.operations import Connector, Operation, phrase_fields
+from connectors.operations import Connector, Operation
 from runs.collections.definition import DATA_VENDOR, Collection, data_connector
 from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
 from runs.config import extensions
+from runs.config.discovery import discover_collections, discover_workflows, failure_line, import_root, kind_dirs
 from runs.config.outline import config_problems
-from runs.config.uses import complete_uses, undeclared_calls
-from runs.config.workflows import BUILTIN_WORKFLOWS, WorkflowDefinition, check_name
+from runs.config.resolve_checks import (
+    _check_collections,
+    _check_phrases,
+    _check_schedules,
+    _check_workflows,
+    _index_connectors,
+)
+from runs.config.workflows import WorkflowDefinition, check_name
 from runs.policies.cedar import load_cedar_policy
 from runs.policies.python_policies import allow_all
 
 RUNTIME_VERSION = "0.1.0"
+
 # Bumped whenever the per-call step sequence changes: old runs could not replay on the new layout.
 STEP_LAYOUT = 1
-RESERVED_PACKAGES = {"runs", "connectors", "changes", "wakeups", "features", "sanoma_site", "bench"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +69,7 @@ class ResolvedConfig:
     steps: list[Any]
     demo: Mapping[str, str]
     collections: dict[str, Collection] = field(default_factory=dict)
+    wakeups: tuple[Any, ...] = ()  # what sanoma_config.py declares in `wakeups = [...]`, as declared
 
     def workflow(self, name: str) -> WorkflowDefinition | None:
         return self.workflows.get(name)
@@ -74,99 +80,6 @@ class ResolvedConfig:
         if self.root is None:
             return []
         return [d for d in kind_dirs(self.root, "scenarios") if d.is_dir()]
-
-
-def kind_dirs(root: Path, kind: str) -> list[Path]:
-    """The root's folder of a kind, then each app's (`apps/<app>/<kind>`), sorted."""
-    dirs = [root / kind]
-    apps = root / "apps"
-    if apps.is_dir():
-        dirs += [app / kind for app in sorted(apps.iterdir()) if app.is_dir()]
-    return dirs
-
-
-def import_root(root: Path) -> Any:
-    """Import the root as a package named by its folder, its parent put on `sys.path`."""
-    root = root.resolve()
-    package = root.name
-    if not package.isidentifier():
-        raise ConfigError([Problem(f"the config root's folder name {package!r} must be a Python identifier",
-                                   kind=ProblemKind.ROOT)])
-    if package in RESERVED_PACKAGES:
-        raise ConfigError([Problem(f"the config root's folder may not be named {package!r}: sanoma uses that package",
-                                   kind=ProblemKind.ROOT)])
-    parent = str(root.parent)
-    if parent not in sys.path:
-        sys.path.insert(0, parent)
-    try:
-        module = importlib.import_module(package)
-    except Exception as err:
-        line = failure_line(err, root / "__init__.py")
-        raise ConfigError([Problem(f"__init__.py: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE,
-                                   file="__init__.py", line=line)]) from err
-    located = Path(getattr(module, "__file__", None) or list(module.__path__)[0]).resolve()
-    if root not in (located, located.parent):
-        raise ConfigError([Problem(f"the package {package!r} is already imported from {located}, not {root}",
-                                   kind=ProblemKind.ROOT)])
-    return module
-
-
-def failure_line(err: BaseException, file: Path) -> int | None:
-    """The line of `file` where `err` was raised while importing it (a SyntaxError: its own line)."""
-    target = file.resolve()
-
-    def same(name: str | None) -> bool:
-        try:
-            return name is not None and Path(name).resolve() == target
-        except OSError:
-            return False
-
-    if isinstance(err, SyntaxError) and same(err.filename):
-        return err.lineno
-    lines = [frame.lineno for frame in traceback.extract_tb(err.__traceback__) if same(frame.filename)]
-    return lines[-1] if lines else None
-
-
-def discover_workflows(root: Path, package: str, problems: list[str]) -> list[WorkflowDefinition]:
-    """Every workflow defined in `workflows/*.py` and `apps/<app>/workflows/*.py`."""
-    found: list[WorkflowDefinition] = []
-    for folder in kind_dirs(root, "workflows"):
-        if not folder.is_dir():
-            continue
-        dotted = ".".join((package, *folder.relative_to(root).parts))
-        for file in sorted(folder.glob("*.py")):
-            if file.name.startswith(("_", "test_")):
-                continue
-            name = f"{dotted}.{file.stem}"
-            try:
-                module = importlib.import_module(name)
-            except Exception as err:  # a broken file is a problem to list, not a crash
-                relative = str(file.relative_to(root))
-                problems.append(Problem(f"{relative}: {type(err).__name__}: {err}", kind=ProblemKind.WORKFLOW_IMPORT,
-                                        file=relative, line=failure_line(err, file)))
-                continue
-            found += [v for v in vars(module).values() if isinstance(v, WorkflowDefinition)]
-    return found
-
-
-def discover_collections(root: Path, package: str, problems: list[str]) -> list[Collection]:
-    """Every collection defined in an app's `apps/<app>/collections.py`."""
-    found: list[Collection] = []
-    apps = root / "apps"
-    files = sorted(apps.glob("*/collections.py")) if apps.is_dir() else []
-    for file in files:
-        relative = str(file.relative_to(root))
-        try:
-            module = importlib.import_module(".".join((package, *file.relative_to(root).with_suffix("").parts)))
-        except ConfigError as err:
-            problems.extend(err.problems)
-            continue
-        except Exception as err:  # a broken file is a problem to list, not a crash
-            problems.append(Problem(f"{relative}: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE,
-                                    file=relative, line=failure_line(err, file)))
-            continue
-        found += [v for v in vars(module).values() if isinstance(v, Collection)]
-    return found
 
 
 def input_schema(definition: WorkflowDefinition) -> dict[str, Any]:
@@ -187,85 +100,6 @@ def compute_version(app_name: str, workflows: Sequence[WorkflowDefinition]) -> s
         digest.update(json.dumps(sorted(wf.ops)).encode() + b"\0")
         digest.update(json.dumps(input_schema(wf), sort_keys=True).encode() + b"\0")
     return digest.hexdigest()
-
-
-def _index_connectors(connectors: Sequence[Any], problems: list[str]) -> dict[str, Operation]:
-    ops: dict[str, Operation] = {}
-    owner: dict[str, Connector] = {}
-    for connector in connectors:
-        if not isinstance(connector, Connector):
-            problems.append(Problem(f"connectors lists {connector!r}, which is not a connector from define_connector",
-                                    kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
-            continue
-        for op_id, operation in connector.operations.items():
-            if op_id in ops and owner[op_id] is not connector:
-                problems.append(Problem(f"Two connectors declare {op_id}: keep one declaration",
-                                        kind=ProblemKind.OPERATIONS))
-                continue
-            ops[op_id] = operation
-            owner[op_id] = connector
-    return ops
-
-
-def _check_phrases(ops: Mapping[str, Operation], problems: list[str]) -> None:
-    for op_id, operation in ops.items():
-        for kind in ("given", "expect"):
-            template = getattr(operation.phrases, kind)
-            for name in phrase_fields(template or ""):
-                if name not in operation.input.model_fields:
-                    problems.append(Problem(
-                        f"{op_id}'s {kind} phrase {template!r} names {{{name}}}, which is not an input field; "
-                        f"its fields are {', '.join(operation.input.model_fields)}",
-                        kind=ProblemKind.OPERATIONS,
-                    ))
-
-
-def _check_collections(listed: Any, found: Sequence[Collection], root: Path | None,
-                       problems: list[str]) -> dict[str, Collection]:
-    """The collections by name: each a `define_collection` result, one per name, no root
-    collection named like an app that has collections (`ctx.data.<app>` would be both)."""
-    if not isinstance(listed, (list, tuple)):
-        problems.append(Problem("The config's `collections`, when given, is a list of define_collection results",
-                                kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
-        listed = ()
-    named: dict[str, Collection] = {}
-    for collection in [*listed, *found]:
-        if not isinstance(collection, Collection):
-            problems.append(Problem(f"collections lists {collection!r}, which is not a define_collection result",
-                                    kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
-            continue
-        if collection.name in named:
-            if named[collection.name] is not collection:
-                places = " and ".join(_place(c, root) for c in (named[collection.name], collection))
-                problems.append(Problem(f'Two collections are named "{collection.name}" ({places}): '
-                                        "a name can be declared once", kind=ProblemKind.CONFIG_FILE,
-                                        file=_relative(collection.file, root), line=collection.line))
-            continue
-        named[collection.name] = collection
-    apps = {c.app for c in named.values() if c.app}
-    for collection in named.values():
-        if collection.app is None and collection.name in apps:
-            problems.append(Problem(
-                f'Collection "{collection.name}" is named like the app {collection.name}, which has collections '
-                f"(ctx.data.{collection.name} would be both): rename one", kind=ProblemKind.CONFIG_FILE,
-                file=_relative(collection.file, root), line=collection.line))
-    return named
-
-
-def _relative(file: str | None, root: Path | None) -> str | None:
-    if not file:
-        return None
-    if root is not None:
-        try:
-            return str(Path(file).resolve().relative_to(root))
-        except ValueError:
-            pass
-    return file
-
-
-def _place(collection: Collection, root: Path | None) -> str:
-    file = _relative(collection.file, root)
-    return f"{file}:{collection.line}" if file else "?"
 
 
 def _make_drivers(
@@ -325,71 +159,6 @@ def _collection_halves(
         driver = database_driver(collections)
     for op_id in driver.functions:
         drivers[op_id] = driver
-
-
-def _check_workflows(
-    listed: Sequence[Any], found: Sequence[WorkflowDefinition], ops: Mapping[str, Operation],
-    drivers: Mapping[str, Driver], problems: list[str], root: Path | None = None,
-) -> dict[str, WorkflowDefinition]:
-    names: dict[str, WorkflowDefinition] = {}
-    for wf in [*listed, *found]:
-        if not isinstance(wf, WorkflowDefinition):
-            problems.append(Problem(f"workflows lists {wf!r}, which is not a define_workflow definition",
-                                    kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py"))
-            continue
-        if wf.local_name in BUILTIN_WORKFLOWS or wf.name in BUILTIN_WORKFLOWS:
-            problems.append(Problem(
-                f'A workflow is named "{wf.name}", the name of a built-in workflow; name it otherwise',
-                kind=ProblemKind.WORKFLOW_NAMES))
-            continue
-        if wf.name in names:
-            if names[wf.name] is not wf:
-                problems.append(Problem(
-                    f'Two different workflow definitions are named "{wf.name}": a name can be registered once',
-                    kind=ProblemKind.WORKFLOW_NAMES,
-                ))
-            continue
-        names[wf.name] = wf
-        # `uses` derived from the outline, or checked against it: a call the list lacks is refused here.
-        problems.extend(complete_uses(wf, root))
-        # An operation no connector declares: at the workflow's call, with the one it is closest to.
-        problems.extend(Problem(message, kind=ProblemKind.OPERATIONS, file=file, line=line)
-                        for file, line, _, message in undeclared_calls(wf, ops, root))
-        for op_id in wf.ops:
-            declared = ops.get(op_id)
-            if declared is None:
-                continue
-            copy = wf.operations.get(op_id)
-            if copy is not None and not copy.same_contract(declared):
-                problems.append(Problem(
-                    f'Workflow "{wf.name}" declares {op_id} with effect {copy.effect} '
-                    f"(idempotent: {copy.idempotent}); "
-                    f"its connector declares effect {declared.effect} (idempotent: {declared.idempotent})",
-                    kind=ProblemKind.OPERATIONS,
-                ))
-            if op_id not in drivers:
-                problems.append(Problem(f"{op_id} has no driver", kind=ProblemKind.OPERATIONS))
-    return names
-
-
-def _check_schedules(workflows: Mapping[str, WorkflowDefinition], root: Path | None, problems: list[str]) -> None:
-    """A schedule starts its workflow with the input `{}`: the input must accept it."""
-    for wf in workflows.values():
-        if isinstance(wf.trigger, str):
-            continue
-        try:
-            wf.input.model_validate({})
-        except Exception:
-            file = None
-            if wf.file and root is not None:
-                try:
-                    file = str(Path(wf.file).resolve().relative_to(root))
-                except ValueError:
-                    file = None
-            problems.append(Problem(
-                f'Workflow "{wf.name}" runs on a schedule, which starts it with the input {{}}, '
-                "but its input refuses {}: give every input field a default, or drop the schedule",
-                kind=ProblemKind.OTHER, file=file))
 
 
 # Operations the engine itself asks the policy about (ctx.start_run: runs.engine.children.START_RUN):
@@ -517,4 +286,5 @@ def load_config(
         raise ConfigError([*problems, *err.problems]) from None
     if problems:
         raise ConfigError(problems)
+    resolved.wakeups = tuple(getattr(module, "wakeups", ()) or ())
     return resolved

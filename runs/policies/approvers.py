@@ -4,8 +4,8 @@ A held call waits for its approver; an approver nobody is (a typo, someone who l
 ever. So each `@approve` is checked against:
 
 - the people and groups the data files declare (`sanoma.person`, `sanoma.group`): a fresh site,
-  before an apply made them, already knows them. The layer that reads data files installs the
-  reader (`install_declared`): this layer may not import it;
+  before an apply made them, already knows them. The layer that reads data files names the
+  reader in its extension's `declared_approvers` (`runs.extensions`): this layer may not import it;
 - the site's users and groups (Django's auth tables), for people made another way (the admin, SSO).
 
 An approver found in neither is an error. A warning, for one no data file declares: an inactive
@@ -17,8 +17,7 @@ cannot be read (no database yet): they may be users.
 from __future__ import annotations
 
 import difflib
-import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,30 +28,21 @@ from django.contrib.auth.hashers import is_password_usable
 from django.db.models import Count
 
 from connectors.errors import Problem, ProblemKind
+from runs.extensions import providing
 from runs.policies.cedar import CedarPolicy
 from runs.policies.decisions import GROUP_PREFIX
 
-# (root, connectors) -> (usernames, group names) the data files declare.
-DeclaredReader = Callable[[Path | None, Sequence[Any]], tuple[Collection[str], Collection[str]]]
-
-_lock = threading.Lock()
-_reader: DeclaredReader | None = None
 SUGGESTIONS_FROM = 5000  # the site's users read for a "did you mean"
 
 
-def install_declared(reader: DeclaredReader | None) -> None:
-    """The function that reads the people and groups the data files declare (None: none do)."""
-    global _reader
-    with _lock:
-        _reader = reader
-
-
 def declared(root: Path | None, connectors: Sequence[Any]) -> tuple[frozenset[str], frozenset[str]]:
-    with _lock:
-        reader = _reader
-    if reader is None:
-        return frozenset(), frozenset()
-    people, groups = reader(root, connectors)
+    """The people and groups every extension's `declared_approvers` declares."""
+    people: set[str] = set()
+    groups: set[str] = set()
+    for _, reader in providing("declared_approvers"):
+        theirs, their_groups = reader(root, connectors)
+        people |= set(theirs)
+        groups |= set(their_groups)
     return frozenset(people), frozenset(groups)
 
 
@@ -157,4 +147,4 @@ def _mean(close: str | None, prefix: str) -> str:
     return f" (did you mean {prefix}{close}?)" if close else ""
 
 
-__all__ = ["ApproverProblem", "Site", "approver_problems", "declared", "install_declared", "site_names"]
+__all__ = ["ApproverProblem", "Site", "approver_problems", "declared", "site_names"]

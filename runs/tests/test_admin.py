@@ -12,9 +12,11 @@ from pydantic import BaseModel, Field
 from runs.admin import approvals as approvals_admin
 from runs.approvals import services as approvals
 from runs.authoring import define_workflow
+from runs.config.registry import get_config
 from runs.models import Approval, LedgerRecord, Run, WorkflowEntry
 from runs.testing import make_user
 from runs.tests.test_api import ask_flow, money_needs_bob, nap_flow, refund_flow
+from runs.versions import sync_workflow_entries
 
 
 class Colour(enum.StrEnum):
@@ -417,6 +419,7 @@ def test_an_idempotent_start_from_the_form_shows_the_existing_run(engine, people
 
 
 def test_workflow_rows_carry_object_permissions(engine, people):
+    sync_workflow_entries(get_config())  # as a starting worker does
     client = browser(people["root"])
     response = client.get("/admin/runs/workflowentry/")
     assert response.status_code == 200
@@ -426,6 +429,19 @@ def test_workflow_rows_carry_object_permissions(engine, people):
     assert "permissions/" in page  # guardian's "Object permissions" button
     assert client.get(f"/admin/runs/workflowentry/{entry.pk}/permissions/").status_code == 200
     assert client.get("/admin/runs/workflowentry/add/").status_code == 403
+
+
+def test_a_get_of_the_workflow_pages_writes_nothing(engine, people):
+    client = browser(people["root"])
+    assert client.get("/admin/runs/workflowentry/").status_code == 200
+    assert client.get("/admin/runs/workflowentry/grant/nap/").status_code == 302
+    assert client.get("/admin/catalog/workflows/nap/").status_code == 200
+    assert not WorkflowEntry.objects.exists()
+    granted = client.post("/admin/runs/workflowentry/grant/nap/")
+    entry = WorkflowEntry.objects.get(name="nap")
+    assert granted.status_code == 302
+    assert granted["Location"].endswith(f"/admin/runs/workflowentry/{entry.pk}/permissions/")
+    assert client.get("/admin/runs/workflowentry/grant/nap/")["Location"] == granted["Location"]
 
 
 def test_app_versions_are_read_only(engine, people):

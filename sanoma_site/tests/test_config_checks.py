@@ -106,7 +106,7 @@ def test_other_commands_refuse_a_broken_config_too(company, tmp_path):
 
 
 def test_a_config_running_only_on_fakes_is_a_warning_in_development_and_an_error_in_production(company, tmp_path):
-    replace_line(company / "vendors" / "shop.py", "with_setup(shop, ", "with_setup(shop, fake=make_fake)")
+    replace_line(company / "vendors" / "shop" / "__init__.py", "with_setup(shop, ", "with_setup(shop, fake=make_fake)")
 
     status, output = check(company, tmp_path)
     assert status == 0, output  # scenarios run on the fakes

@@ -36,6 +36,10 @@ DEFERRED_ON_PURPOSE = {
     # Django calls ready() once the app registry is loaded: models may be imported only then.
     ("runs/apps.py", "runs.approvals.permissions"),
     ("runs/apps.py", "runs.config.checks"),
+    # The life of a change's extension is installed from ready(); what it names loads the models.
+    ("changes/lifecycle/extension.py", "changes.lifecycle.services"),
+    ("changes/lifecycle/extension.py", "changes.resources.services"),
+    ("changes/lifecycle/extension.py", "changes.lifecycle.admin"),
     # Fakes load on first use, so a driver-only import does not pull in the fake machinery.
     ("connectors/__init__.py", "connectors.fakes"),
     ("connectors/__init__.py", "connectors"),

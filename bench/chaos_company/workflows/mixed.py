@@ -1,6 +1,9 @@
-"""`chaos-mixed`: the chaos harness's workload. Calls at one kind of vendor, then what the input
-asks for, in this order: a sleep, a child run started, an approval (the harness decides it), a
-message (the harness sends it), more calls, the child waited for."""
+"""The chaos harness's workflows, sharing one call.
+
+`chaos-mixed`, its workload: calls at one kind of vendor, then what the input asks for, in this
+order: a sleep, a child run started, an approval (the harness decides it), a message (the harness
+sends it), more calls, the child waited for. `chaos-child`, the child it starts: two calls at the
+parent's kind of vendor."""
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -8,6 +11,10 @@ from pydantic import BaseModel, Field
 from runs.authoring import define_workflow
 
 from ..vendor import CHARGE, POST, RECONCILED_CHARGE
+
+
+class ChildInput(BaseModel):
+    vendor: Literal["honoured", "ignored", "reconciled"]
 
 
 class MixedInput(BaseModel):
@@ -48,3 +55,11 @@ def run(ctx, input: MixedInput):
 mixed = define_workflow(name="chaos-mixed", title="Chaos: a mixed run", input=MixedInput,
                         uses=[POST, CHARGE, RECONCILED_CHARGE, "sleep", "start_run", "approval", "wait_message",
                               "wait_run"], run=run)
+
+
+def run_child(ctx, input: ChildInput):
+    return {"entries": [call(ctx, input.vendor, 0), call(ctx, input.vendor, 1)]}
+
+
+chaos_child = define_workflow(name="chaos-child", title="Chaos: a child run", input=ChildInput,
+                              uses=[POST, CHARGE, RECONCILED_CHARGE], run=run_child)

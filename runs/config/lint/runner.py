@@ -32,17 +32,10 @@ from connectors.operations import Connector
 from runs.collections.definition import data_connector
 from runs.config import extensions
 from runs.config.datafiles import data_files, read_datafiles
+from runs.config.discovery import discover_collections, discover_workflows, failure_line, import_root, kind_dirs
 from runs.config.lint.problems import LintProblem
 from runs.config.lint.workflows import Allowed, lint_workflow
-from runs.config.resolution import (
-    ENGINE_OPS,
-    SanomaConfig,
-    discover_collections,
-    discover_workflows,
-    failure_line,
-    import_root,
-    kind_dirs,
-)
+from runs.config.resolution import ENGINE_OPS, SanomaConfig
 from runs.config.uses import missing_uses, undeclared_calls
 from runs.config.workflows import WorkflowDefinition
 from runs.policies.approvers import approver_problems

@@ -17,8 +17,8 @@ from behave_django.management.commands.behave import Command as BehaveCommand
 from django.conf import settings
 from django.core.management.base import CommandError
 
+from runs.config.discovery import kind_dirs
 from runs.config.paths import root_path
-from runs.config.resolution import kind_dirs
 
 _LINE = re.compile(r"^(.*\.feature):(\d+)$")
 

@@ -1,138 +1,17 @@
-"""`manage.py worker`: a django-q2 cluster that advances runs, the deadline sweep beside it, the
-schedules' fires and, with `--stop-when-idle` and one declared wakeup, the stop rule.
-
-On PostgreSQL the sweep waits until the next deadline (a timer, re-armed by a NOTIFY when a run
-suspends with an earlier one) instead of polling, and the cluster's broker takes a task as soon as
-its enqueue's NOTIFY arrives (wakeups/broker.py); on SQLite the sweep polls every
-SANOMA_SWEEP_SECONDS and the broker every Q_CLUSTER["poll"] seconds.
-
-It refuses to start while a variable the environment of a connector on its real driver declares is
-missing or invalid, naming every one. The check is the credentials store's, reached through the
-engine's hook (`runs.engine.secrets.startup_problems`): this layer may not import `changes`. So is
-`keep_fresh`, which makes the cluster's processes pick up a set, changed or cleared credential.
-"""
+"""`manage.py worker`: runs the worker (wakeups/worker.py) until a signal, `--for-seconds`, a
+restart a deploy asks for (exit status RESTART_EXIT, for the supervisor to start it again) or, with
+`--stop-when-idle`, the stop rule."""
 from __future__ import annotations
 
-import logging
-import os
-import signal
-import threading
 import time
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
-from django_q.cluster import Cluster
 
 from connectors.errors import ConfigError
-from runs import presence
 from runs.config.registry import get_config
-from runs.engine import clock, secrets
-from runs.models import PresenceRole
-from runs.versions import loaded_policy, startup_report, sync_workflow_entries
-from runs.worker_lifecycle import RESTART_EXIT, restart_requested, worker_started
-from wakeups.broker import ListeningORM
-from wakeups.declare import declared_wakeups
-from wakeups.idle import StopRule, next_sleeper
-from wakeups.listen import DEADLINE, Listener, listens
-from wakeups.schedules import Firer
-from wakeups.sweep import sweep
-
-log = logging.getLogger("sanoma.worker")
-
-# With a timer, the longest the sweep waits: expired leases and lost tasks are looked for this often.
-LONGEST_WAIT = 2.0
-IDLE_STOP_EXIT = 0
-
-
-def _pause(seconds: float, *, until: list[int]) -> None:
-    """Sleep `seconds`, in slices of at most 0.1 s, ending early once `until` is not empty."""
-    ends = time.monotonic() + seconds
-    while not until and (left := ends - time.monotonic()) > 0:
-        time.sleep(min(left, 0.1))
-
-
-def stop_cluster(cluster: Cluster, *, grace: float) -> str | None:
-    """Stop the cluster, letting the segments in flight end, within `grace` seconds; None when it
-    stopped as asked, else what happened instead.
-
-    `Cluster.stop()` alone can hang for good: a signal sent to the whole process group (systemd's
-    default, Ctrl-C in a shell) also ends the cluster's sentinel, and when it ends while waiting on
-    the cluster's stop event, setting that event waits for it forever. So the stop runs in a thread,
-    and this one watches: a sentinel gone means the cluster is gone; past `grace`, what is left of
-    it is killed (the runs in flight are taken over once their leases expire, as after a crash).
-    """
-    done = threading.Event()
-
-    def stop() -> None:
-        try:
-            cluster.stop()
-        except Exception:
-            log.exception("stopping the cluster failed")
-        finally:
-            done.set()
-
-    sentinel = cluster.sentinel
-    family = _descendants(sentinel.pid) if sentinel is not None and sentinel.pid else []
-    threading.Thread(target=stop, name="cluster-stop", daemon=True).start()
-    ends = time.monotonic() + grace
-    while not done.wait(0.1):
-        if sentinel is None or not sentinel.is_alive():
-            if done.wait(1.0):  # it stopped as asked, and the stop is returning
-                return None
-            _kill([pid for pid in family if _alive(pid)])
-            return "the cluster's processes had already stopped (the signal reached them too)"
-        if time.monotonic() >= ends:
-            family = [*_descendants(sentinel.pid), *family] if sentinel.pid else family
-            sentinel.kill()
-            _kill([pid for pid in dict.fromkeys(family) if _alive(pid)])
-            sentinel.join(5)
-            return (f"the cluster did not stop within {grace:g} s (SANOMA_WORKER_STOP_SECONDS): its processes were "
-                    "killed; the runs they held are taken over once their leases expire")
-    return None
-
-
-def _descendants(pid: int) -> list[int]:
-    """The processes below `pid` (children first), read from /proc; empty where there is none."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return []
-    for entry in entries:
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        parent = int(text[text.rindex(")") + 2 :].split()[1])
-        children.setdefault(parent, []).append(int(entry))
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        below = children.get(todo.pop(), [])
-        found += below
-        todo += below
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            text = stat.read()
-    except OSError:
-        return False
-    return text[text.rindex(")") + 2 :].split()[0] != "Z"
-
-
-def _kill(pids: list[int]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+from runs.worker_lifecycle import RESTART_EXIT
+from wakeups.worker import Worker, WorkerCannotStart
 
 
 class Command(BaseCommand):
@@ -152,117 +31,17 @@ class Command(BaseCommand):
             config = get_config()
         except ConfigError as err:
             raise CommandError(str(err)) from None
-        # The environment of every connector that runs on its real driver (one on its fake needs none).
-        on_drivers = [c for c in config.connectors
-                      if not (settings.SANOMA_FAKES == "instance" and c.vendor in config.fakes)]
-        problems = secrets.startup_problems(on_drivers)
-        if problems:
-            raise CommandError("The worker cannot start: " + ", ".join(problems) + "; set each in the worker's "
-                               "environment, or store it with `manage.py credentials set NAME`")
-        sync_workflow_entries(config)
-        for failure in worker_started(config):  # e.g. change runs stamped onto this version after a deploy
-            self.stderr.write(self.style.WARNING(f"at start: {failure}"))
-        for warning in startup_report(config, promote=options["promote"]):
-            self.stderr.write(self.style.WARNING(warning))
-        self.stdout.write(f"worker for {config.version}: {len(config.workflows)} workflow(s); "
-                          f"{loaded_policy(config.policy)}")
-        rule: StopRule | None = None
-        if options["stop_when_idle"]:
-            wakeups = declared_wakeups(config)
-            rule = StopRule(config=config, wakeups=wakeups,
-                            horizon=timedelta(seconds=settings.SANOMA_IDLE_HORIZON_SECONDS))
-            if not rule.enabled:
-                self.stderr.write(self.style.WARNING(
-                    f"--stop-when-idle: {len(wakeups)} wakeups declared (one is needed): "
-                    "this worker never stops itself"))
-        stop: list[int] = []  # the signals received; a handler only appends (no lock it could deadlock on)
-        secrets.keep_fresh()  # the cluster's processes pick up a set, changed or cleared credential
-        # Up, as far as commands waiting for a run can tell (runs.presence): said before the ready line.
-        presence.beat(role=PresenceRole.WORKER, version=config.version)
-        connections.close_all()  # the cluster forks: children must not share this process's sockets
-        # The ORM broker, woken by the NOTIFY every enqueue sends (PostgreSQL) instead of polling.
-        # Cluster() installs its own SIGTERM/SIGINT handlers: ours replace them.
-        cluster = Cluster(broker=ListeningORM(list_key=str(settings.Q_CLUSTER["name"])))
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, lambda signum, _frame: stop.append(signum))
-        cluster.start()
-        restart: dict[str, Any] | None = None
-        listener: Listener | None = None
-        if listens():
-            read_fd, write_fd = os.pipe()
-            os.set_blocking(read_fd, False)
-            os.set_blocking(write_fd, False)
-            signal.set_wakeup_fd(write_fd)
-            listener = Listener([DEADLINE], wake_fd=read_fd)
-        how = "waiting for the next deadline" if listener else f"sweeping every {settings.SANOMA_SWEEP_SECONDS}s"
-        self.stdout.write(f"worker started: {settings.Q_CLUSTER['workers']} processes, {how}")
-        self.stdout.flush()
-        firer = Firer(config)
-        ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
-        next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
-        stopped_idle = None
-        next_beat = time.monotonic() + presence.WORKER_BEAT  # and again every WORKER_BEAT seconds
+        worker = Worker(config=config, say=self._say, warn=lambda text: self.stderr.write(self.style.WARNING(text)),
+                        promote=options["promote"], for_seconds=options["for_seconds"],
+                        stop_when_idle=options["stop_when_idle"], started_at=started_at)
         try:
-            while not stop and (ends is None or time.monotonic() < ends):
-                try:
-                    if time.monotonic() >= next_beat:
-                        presence.beat(role=PresenceRole.WORKER, version=config.version)
-                        next_beat = time.monotonic() + presence.WORKER_BEAT
-                    restart = restart_requested(since=started_at)
-                    if restart is not None:  # a deploy put new code in the live root: start again on it
-                        break
-                    sweep(version=config.version, cluster=str(settings.Q_CLUSTER["name"]))
-                    firer.fire()
-                    if rule is not None and rule.enabled and time.monotonic() >= next_check:
-                        outcome = rule.check(closed=lambda: bool(stop))
-                        next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
-                        if outcome.stop:
-                            stopped_idle = outcome
-                            break
-                    if listener is None:
-                        _pause(settings.SANOMA_SWEEP_SECONDS, until=stop)
-                    else:
-                        listener.wait(self._wait(config.version, firer, next_check if rule else None))
-                except Exception:  # a database hiccup must not stop the worker
-                    log.exception("the sweep failed; trying again")
-                    connections.close_all()
-                    _pause(settings.SANOMA_SWEEP_SECONDS, until=stop)
-                    if listener is not None:
-                        try:
-                            listener.close()
-                            listener = Listener([DEADLINE], wake_fd=listener.wake_fd)
-                        except Exception:
-                            log.exception("listening again failed")
-        finally:
-            try:
-                presence.leave()
-            except Exception:  # the row ages out instead
-                log.warning("removing this worker's presence row failed", exc_info=True)
-            if stopped_idle is not None and rule is not None:
-                self.stdout.write(f"worker stopping: idle, next deadline "
-                                  f"{stopped_idle.at.isoformat() if stopped_idle.at else 'none'}")
-                rule.stopped(stopped_idle.at, cluster.stop)
-            else:
-                self.stdout.write("worker stopping" + (f" to start again: {restart['why']}" if restart else ""))
-                self.stdout.flush()
-                trouble = stop_cluster(cluster, grace=settings.SANOMA_WORKER_STOP_SECONDS)
-                if trouble:
-                    self.stderr.write(self.style.WARNING(f"worker stopping: {trouble}"))
-            if listener is not None:
-                listener.close()
-        if restart is not None:
+            worker.start()
+        except WorkerCannotStart as err:
+            raise CommandError(str(err)) from None
+        if worker.run() is not None:
             self.stdout.flush()
             raise SystemExit(RESTART_EXIT)
 
-    @staticmethod
-    def _wait(version: str, firer: Firer, next_check: float | None) -> float:
-        """Seconds until the earliest of: the next sleeper's deadline, the next fire, the next idle
-        check, and LONGEST_WAIT."""
-        now = clock.now()
-        waits = [LONGEST_WAIT]
-        for deadline in (next_sleeper(version), firer.next_due):
-            if deadline is not None:
-                waits.append((deadline - now).total_seconds() + 0.001)
-        if next_check is not None:
-            waits.append(next_check - time.monotonic())
-        return max(0.0, min(waits))
+    def _say(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()

@@ -1,0 +1,59 @@
+"""(h) the engine's step with the ledger's hash chain and without it."""
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from engine_bench.in_process import advance_all, start_runs
+
+_PLAIN_INDEX = itertools.count(10**6)  # chain_index of records written with the chain off: never repeated
+
+
+@contextmanager
+def chain_off() -> Iterator[None]:
+    """The ledger as before its hash chain: no link trigger, no digest in Python. Each record still
+    gets a distinct chain_index (a counter), so the (run_id, chain_index) unique index that replaced
+    the run_id index is maintained in both modes."""
+    from django.db import connection
+
+    from runs import ledger_chain
+    from runs.engine import transitions
+
+    def plain(record: Any, using: str) -> None:
+        record.chain_index, record.prev_hash, record.hash = next(_PLAIN_INDEX), "", ""
+
+    originals = ledger_chain.prepare, transitions.ledger_prepare
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE runs_ledgerrecord DISABLE TRIGGER runs_ledgerrecord_chain")
+    ledger_chain.prepare = transitions.ledger_prepare = plain
+    try:
+        yield
+    finally:
+        ledger_chain.prepare, transitions.ledger_prepare = originals
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE runs_ledgerrecord ENABLE TRIGGER runs_ledgerrecord_chain")
+
+
+def hash_chain_cost(config: Any, runs: int, steps: int, rounds: int) -> dict[str, float]:
+    """(h) the engine's step with the hash chain and without it, rounds alternating (seconds per step,
+    medians): per_step over 10-call runs, and marginal (minus 0-call runs)."""
+    from contextlib import nullcontext
+
+    from runs import ledger
+
+    found: dict[str, list[float]] = {"with": [], "without": [], "with_marginal": [], "without_marginal": []}
+    for r in range(rounds):
+        for mode in ("with", "without") if r % 2 == 0 else ("without", "with"):
+            with chain_off() if mode == "without" else nullcontext():
+                full = advance_all(config, start_runs(config, f"h{r}-{mode}-full", runs, steps))
+                empty = advance_all(config, start_runs(config, f"h{r}-{mode}-empty", runs, 0))
+            found[mode].append(full / (runs * steps))
+            found[mode + "_marginal"].append((full - empty) / (runs * steps))
+    result = {name: statistics.median(values) for name, values in found.items()}
+    checked = ledger.verify("h0-with-full-0")  # a run written with the chain: its chain holds
+    if checked.breaks or not checked.records:
+        raise SystemExit(f"(h) the chain does not verify: {checked}")
+    return result
