@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code
 from runs.config.resolution import ResolvedConfig
-from runs.engine.context import ReachedStep, RunContext, Suspend
+from runs.engine.context import RunContext
+from runs.engine.segment import Segment
+from runs.engine.stops import ReachedStep, Suspend
 from runs.models import Approval, Run
 
 
@@ -38,11 +40,10 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
         payload = definition.input.model_validate(source.input)
     except Exception as err:
         raise _refused(f"Run {source.id}'s input no longer matches {definition.name}'s schema: {err}") from None
-    ctx = RunContext(
-        run=source, definition=definition, config=config, worker_id="fork-check", steps=reused,
-        approvals=list(Approval.objects.filter(run=source, seq__lt=from_step)), messages=[],
-        segment_seconds=3600.0, replay_until=from_step,
-    )
+    segment = Segment(run=source, config=config, worker_id="fork-check", steps=reused, segment_seconds=3600.0,
+                      replay_until=from_step)
+    ctx = RunContext(segment, definition=definition,
+                     approvals=list(Approval.objects.filter(run=source, seq__lt=from_step)))
     try:
         definition.run(ctx, payload)
     except ReachedStep:
@@ -58,6 +59,6 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
         raise _refused(f"The current code of {definition.name} fails before step {from_step} over run "
                        f"{source.id}'s recorded steps: {err}") from None
     finally:
-        ctx._close()
+        segment.close()
     raise _refused(f"The current code of {definition.name} ends before step {from_step} over run {source.id}'s "
                    "recorded steps: there is nothing to go on with")
