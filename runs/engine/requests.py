@@ -13,6 +13,7 @@ from pydantic_core import to_jsonable_python
 from connectors.errors import InvalidInput, describe_issues, issues_of
 from connectors.operations import Operation, Retry
 from connectors.operations import check_timeout as check_op_timeout
+from runs.approvals.approver import GROUP_PREFIX, Approver
 from runs.engine import clock
 from runs.validation import check_topic
 
@@ -92,8 +93,8 @@ def check_approval_request(
         raise InvalidInput("ctx.approval needs a title", data=data)
     if (isinstance(approver, dict) and set(approver) == {"group"} and isinstance(approver["group"], str)
             and approver["group"]):
-        approver = f"group:{approver['group']}"
-    if not isinstance(approver, str) or not approver.strip() or approver == "group:":
+        approver = str(Approver.group_named(approver["group"]))
+    if not isinstance(approver, str) or not approver.strip() or approver == GROUP_PREFIX:
         raise InvalidInput(f'ctx.approval "{title}" needs an approver: a username or "group:<name>"', data=data)
     if isinstance(covers, (str, bytes)) or not isinstance(covers, (list, tuple)):
         raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations', data=data)

@@ -35,12 +35,12 @@ import cedarpy
 
 from connectors.errors import ConfigError, ErrorCode, Problem, ProblemKind, SanomaError
 from connectors.operations import EFFECTS
+from runs.approvals.approver import GROUP_PREFIX
 
 from .decisions import (
     ALLOW,
     APPROVE,
     DENY,
-    GROUP_PREFIX,
     Decision,
     PolicyCall,
     approval_for,
