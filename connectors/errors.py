@@ -254,7 +254,7 @@ def error_from_dict(record: dict[str, Any]) -> SanomaError:
     return err
 
 
-def input_issue(path: Sequence[int | str], message: str, code: str) -> dict[str, Any]:
+def input_issue(path: Sequence[Any], message: str, code: str = "invalid") -> dict[str, Any]:
     """One thing wrong with an input, as the `issues` of an error's data carry it: where (`path`,
     the keys and indexes down to it; empty for the whole input), what, and a short code."""
     return {"path": list(path), "message": message, "code": code}

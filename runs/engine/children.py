@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_to_dict
+from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_to_dict, input_issue
 from connectors.operations import Operation
 from runs.engine import clock
 from runs.engine.segment import Checkpoint, Segment
@@ -60,7 +60,7 @@ def child_run_id(parent_id: str, seq: int, given: Any) -> str:
         raise InvalidInput(
             f"ctx.start_run: the child's id {parent_id[:40]}....{seq} would be longer than {MAX_RUN_ID_LENGTH} "
             "characters; pass run_id=",
-            data={"issues": [{"path": ["run_id"], "message": "too long", "code": "too_long"}]})
+            data={"issues": [input_issue(["run_id"], "too long", "too_long")]})
     return run_id
 
 

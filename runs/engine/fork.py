@@ -7,7 +7,7 @@ as it takes step N) and answers which steps it reuses, or why the fork cannot be
 """
 from __future__ import annotations
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code
+from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code, input_issue
 from runs.config.resolution import ResolvedConfig
 from runs.engine.context import RunContext
 from runs.engine.segment import Segment
@@ -17,7 +17,7 @@ from runs.models import Approval, Run
 
 def _refused(message: str, **data: object) -> SanomaError:
     return SanomaError(message, code=ErrorCode.INVALID_INPUT, data={"issues": [
-        {"path": ["from_step"], "message": message, "code": "cannot_fork"}], **data})
+        input_issue(["from_step"], message, "cannot_fork")], **data})
 
 
 def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[int]:
@@ -25,7 +25,7 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
     `replay_diverged` named in its data when the code changed) if it cannot be made."""
     if isinstance(from_step, bool) or not isinstance(from_step, int):
         raise InvalidInput("from_step must be a step number (a whole number)",
-                           data={"issues": [{"path": ["from_step"], "message": "not a number", "code": "type"}]})
+                           data={"issues": [input_issue(["from_step"], "not a number", "type")]})
     definition = config.workflows.get(source.workflow)
     if definition is None:
         raise _refused(f"Workflow {source.workflow} is not in the current code ({config.version}): "
