@@ -61,15 +61,10 @@ class Checkpoint:
     tags: dict[str, str] | None = None
     retries: bool = False
 
-    @property
     def one_record(self) -> bool:
         """A step and one record of a kind its step guards, nothing else: the one-statement write."""
         return (self.step is not None and self.approval is None and self.read is None and self.child is None
                 and self.tags is None and len(self.records) == 1 and self.records[0].kind in FAST_KINDS)
-
-    @property
-    def seq(self) -> int | str:
-        return self.step.seq if self.step is not None else self.records[0].seq if self.records else "-"
 
 
 class Segment:
@@ -236,7 +231,8 @@ class Segment:
                 self.steps[found.seq] = found
             return True
 
-        what = f"run {self.run.id}: writing step {checkpoint.seq}"
+        seq = step.seq if step is not None else records[0].seq if records else "-"
+        what = f"run {self.run.id}: writing step {seq}"
         reconnect.ride_out(write, deadline=lambda: self.write_deadline(call_seconds), landed=landed, what=what)
         if mark_approvals:
             self.run.has_approvals = True
@@ -246,7 +242,7 @@ class Segment:
     def _write(self, checkpoint: Checkpoint, *, mark_approvals: bool, mark_retries: bool) -> None:
         """One try of `commit`'s write."""
         step, records = checkpoint.step, checkpoint.records
-        if step is not None and checkpoint.one_record and not mark_retries and fastpath.available():
+        if step is not None and not mark_retries and checkpoint.one_record() and fastpath.available():
             if self._write_fast(step, records[0]):
                 return
         try:
