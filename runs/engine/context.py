@@ -48,11 +48,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def builtin(name: str, *, declared: bool = True, open: bool = True,
+def builtin(name: str, *, declared: bool = True, needs_open: bool = True,
             ) -> Callable[[Callable[Concatenate[RunContext, P], R]], Callable[Concatenate[RunContext, P], R]]:
     """What every built-in checks before it does anything: it is called from code the workflow's
     outline shows; the workflow declares it (unless every workflow has it: `declared=False`);
-    the advance still takes calls (unless it writes nothing itself: `open=False`)."""
+    the advance still takes calls (unless it writes nothing itself: `needs_open=False`)."""
 
     def wrap(method: Callable[Concatenate[RunContext, P], R]) -> Callable[Concatenate[RunContext, P], R]:
         @functools.wraps(method)
@@ -60,7 +60,7 @@ def builtin(name: str, *, declared: bool = True, open: bool = True,
             self._check_in_outline(name, sys._getframe(1))
             if declared and name not in self._definition.builtins:
                 raise self._not_available((name,))
-            if open:
+            if needs_open:
                 self._segment.check_open()
             return method(self, *args, **kwargs)
 
@@ -206,7 +206,7 @@ class RunContext:
         assert step.output is not None  # a child's end read always has its output
         return as_model(f"the output of child run {run_id}", step.output["output"], model)
 
-    @builtin("all", open=False)
+    @builtin("all", needs_open=False)
     def all(self, members: Any) -> list[Any]:
         """Run zero-argument functions one after another; their records carry the group."""
         if self._in_all:
