@@ -5,6 +5,7 @@ copy (a `SanomaError` carrying the recorded code and name), not an instance of t
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -253,18 +254,19 @@ def error_from_dict(record: dict[str, Any]) -> SanomaError:
     return err
 
 
+def input_issue(path: Sequence[Any], message: str, code: str = "invalid") -> dict[str, Any]:
+    """One thing wrong with an input, as the `issues` of an error's data carry it: where (`path`,
+    the keys and indexes down to it; empty for the whole input), what, and a short code."""
+    return {"path": list(path), "message": message, "code": code}
+
+
 def issues_of(validation_error: Any) -> list[dict[str, Any]]:
     """Pydantic validation errors as `{path, message, code}` issues (no symbols)."""
-    issues = []
-    for item in validation_error.errors(include_url=False):
-        issues.append(
-            {
-                "path": [p if isinstance(p, (int, str)) else str(p) for p in item.get("loc", ())],
-                "message": item.get("msg", ""),
-                "code": item.get("type", "invalid"),
-            }
-        )
-    return issues
+    return [
+        input_issue([p if isinstance(p, (int, str)) else str(p) for p in item.get("loc", ())],
+                    item.get("msg", ""), item.get("type", "invalid"))
+        for item in validation_error.errors(include_url=False)
+    ]
 
 
 def describe_issues(issues: list[dict[str, Any]], *, whole: str = "(input)") -> str:

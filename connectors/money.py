@@ -28,6 +28,8 @@ from typing import Any
 from pydantic import AfterValidator, BaseModel, Field
 from pydantic_core import PydanticCustomError
 
+from connectors.errors import input_issue
+
 CURRENCY_CODE = re.compile(r"^[A-Z]{3}$")
 MAX_SAFE_INTEGER = 2**53 - 1  # what every JSON client holds exactly
 ABOVE_CEILING = "above_ceiling"  # the issue's code
@@ -92,7 +94,7 @@ class MoneyRule:
         money = self.money_of(input_json)
         if self.ceiling is None or money is None or money.cents <= self.ceiling:
             return []
-        return [{"path": [self.amount], "message": self.above(op_id, money), "code": ABOVE_CEILING}]
+        return [input_issue([self.amount], self.above(op_id, money), ABOVE_CEILING)]
 
     def above(self, op_id: str, money: Money) -> str:
         assert self.ceiling is not None

@@ -27,7 +27,8 @@ What mypy checks with `ctx: Ctx`:
   child's output parsed by the model; a payload the model refuses fails the run with
   `invalid_input`); without `model` they return the JSON as sent.
 
-Nothing here runs: the engine's `RunContext` is what a workflow gets. Plain Python, no Django.
+Nothing here runs: the engine's `RunContext` (`runs.engine.context`) is what a workflow gets.
+Plain Python, no Django.
 """
 from __future__ import annotations
 

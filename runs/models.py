@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models, router, transaction
 
 from runs import ledger_chain
+from runs.approvals.approver import Approver
 
 
 class RunStatus(models.TextChoices):
@@ -175,7 +176,7 @@ class Approval(models.Model):
 
     @property
     def approver_group(self) -> str | None:
-        return self.approver[len("group:"):] if self.approver.startswith("group:") else None
+        return Approver.parse(self.approver).group
 
 
 class DecisionMessage(models.Model):

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from connectors.errors import ErrorCode, InvalidInput, SanomaError, input_issue
 from runs import ledger, services
 from runs.approvals.permissions import Principal, check_can_operate, check_can_rerun, permission_denied, principal_of
 from runs.config.registry import get_config
@@ -293,11 +293,11 @@ def _check_expected(where: RunFilter, principal: Principal, expect: int) -> list
     runs = list(matching_runs(viewer=principal, where=where)[: MAX_BULK + 1])
     if len(runs) > MAX_BULK:
         raise InvalidInput(f"The filter matches more than {MAX_BULK} runs; narrow it",
-                           data={"issues": [{"path": ["filter"], "message": "too many runs", "code": "too_many"}]})
+                           data={"issues": [input_issue(["filter"], "too many runs", "too_many")]})
     if isinstance(expect, bool) or not isinstance(expect, int) or len(runs) != expect:
         raise InvalidInput(f"The filter matches {len(runs)} run(s) now, not the {expect} confirmed: look again",
                            data={"matched": len(runs), "issues": [
-                               {"path": ["expect"], "message": "count changed", "code": "count_changed"}]})
+                               input_issue(["expect"], "count changed", "count_changed")]})
     return runs
 
 
@@ -309,7 +309,7 @@ def rerun_matching(*, where: RunFilter, expect: int, by: str | Principal,
     check_can_rerun(principal)
     if where.status not in (None, RunStatus.FAILED):
         raise InvalidInput("Only failed runs are rerun: filter by status failed, or leave status out",
-                           data={"issues": [{"path": ["status"], "message": "not failed", "code": "invalid"}]})
+                           data={"issues": [input_issue(["status"], "not failed", "invalid")]})
     where = RunFilter(**{**where.__dict__, "status": RunStatus.FAILED})
     runs = _check_expected(where, principal, expect)
     done, refused = [], []
@@ -367,12 +367,12 @@ def resolve_in_doubt(*, run_id: str, happened: Any, output: Any = None, by: str 
             raise SanomaError(f"{intent.body['op']} is not in the current code", code=ErrorCode.CONFIG_INVALID)
         if not isinstance(happened, bool):
             raise InvalidInput("Say whether the call happened: true or false", data={"issues": [
-                {"path": ["happened"], "message": "must be true or false", "code": "type"}]})
+                input_issue(["happened"], "must be true or false", "type")]})
         if happened:
             output = validate_input(op.output, output, name=f"{op.id}'s output").model_dump(mode="json")
         elif output is not None:
             raise InvalidInput("A call that did not happen has no output: leave it out", data={"issues": [
-                {"path": ["output"], "message": "must be absent", "code": "invalid"}]})
+                input_issue(["output"], "must be absent", "invalid")]})
         attempt = intent.body.get("attempt", 1)
         body = {"op": op.id, "attempt": attempt, "happened": happened, "output": output, "by": principal.id}
         if isinstance(note, str) and note.strip():

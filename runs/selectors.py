@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from connectors.errors import InvalidInput, SanomaError, error_from_dict
+from connectors.errors import InvalidInput, SanomaError, error_from_dict, input_issue
 from runs import ledger
 from runs.approvals.permissions import (
     Principal,
@@ -141,7 +141,7 @@ def runs_waiting_for(runs: QuerySet[Run], kind: str) -> QuerySet[Run]:
 
 
 def _bad(field: str, message: str) -> InvalidInput:
-    return InvalidInput(message, data={"issues": [{"path": [field], "message": message, "code": "invalid"}]})
+    return InvalidInput(message, data={"issues": [input_issue([field], message, "invalid")]})
 
 
 def _moment(field: str, value: Any) -> datetime | None:
@@ -183,10 +183,10 @@ def list_runs(
         where = RunFilter.parse(status=status, workflow=workflow, started_by=started_by)
     if not isinstance(limit, int) or not 1 <= limit <= 500:
         raise InvalidInput("limit must be a whole number from 1 to 500",
-                           data={"issues": [{"path": ["limit"], "message": "out of range", "code": "invalid"}]})
+                           data={"issues": [input_issue(["limit"], "out of range", "invalid")]})
     if not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset must be a whole number from 0",
-                           data={"issues": [{"path": ["offset"], "message": "out of range", "code": "invalid"}]})
+                           data={"issues": [input_issue(["offset"], "out of range", "invalid")]})
     runs = matching_runs(viewer=viewer, where=where)
     return RunPage(runs=list(runs[offset : offset + limit]), total=runs.count(), offset=offset, limit=limit)
 

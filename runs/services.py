@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from connectors.errors import ErrorCode, InvalidInput, SanomaError, input_issue
 from runs import ledger
 from runs.approvals.permissions import (
     Principal,
@@ -33,7 +33,7 @@ def _workflow_or_error(config: ResolvedConfig, name: Any) -> WorkflowDefinition:
     if definition is None:
         raise InvalidInput(
             f"No workflow {name!r}; the workflows are {', '.join(sorted(config.workflows)) or 'none'}",
-            data={"issues": [{"path": ["workflow"], "message": f"no workflow {name!r}", "code": "not_found"}]},
+            data={"issues": [input_issue(["workflow"], f"no workflow {name!r}", "not_found")]},
         )
     return definition
 
@@ -75,7 +75,7 @@ def check_start(*, config: ResolvedConfig, workflow: Any, input: Any, started_by
     if not isinstance(started_by, (str, Principal)) or not str(getattr(started_by, "id", started_by)).strip():
         raise InvalidInput(
             "A run needs startedBy: the username of who starts it",
-            data={"issues": [{"path": ["startedBy"], "message": "must be a non-blank username", "code": "required"}]},
+            data={"issues": [input_issue(["startedBy"], "must be a non-blank username", "required")]},
         )
     definition = _workflow_or_error(config, workflow)
     validate_input(definition.input, {} if input is None else input, name=definition.name)
@@ -176,10 +176,10 @@ def check_reason(reason: Any) -> str:
     """Why a run is cancelled: non-blank text of at most MAX_REASON characters; answered stripped."""
     if not isinstance(reason, str) or len(reason) > MAX_REASON or "\x00" in reason:
         raise InvalidInput(f"A reason is text of at most {MAX_REASON} characters",
-                           data={"issues": [{"path": ["reason"], "message": "not a reason", "code": "invalid"}]})
+                           data={"issues": [input_issue(["reason"], "not a reason", "invalid")]})
     if not reason.strip():
         raise InvalidInput("Say why the run is cancelled: the reason is kept in its ledger",
-                           data={"issues": [{"path": ["reason"], "message": "required: say why", "code": "required"}]})
+                           data={"issues": [input_issue(["reason"], "required: say why", "required")]})
     return reason.strip()
 
 

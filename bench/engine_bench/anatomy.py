@@ -19,7 +19,7 @@ def _insert_select(model: Any, obj: Any, source: str) -> tuple[str, list[Any]]:
 
 def step_anatomy(config: Any, steps: int) -> dict[str, float]:
     """The step's transaction alone, four ways, on one leased run (seconds per step):
-    engine  = what RunContext._commit does: atomic { lease UPDATE; Step save; LedgerRecord save }
+    engine  = what Segment.commit does: atomic { lease UPDATE; Step save; LedgerRecord save }
     no_lease= the same without the lease UPDATE
     raw     = the engine's three statements as hand-written SQL inside atomic (no ORM compiling)
     cte     = one statement in autocommit: the lease UPDATE and both INSERTs as data-modifying CTEs

@@ -31,6 +31,7 @@ from features.library.expressions import (
 from features.library.inputs import Maker
 from features.library.stepsets import StepSet, as_step_set
 from features.library.values import TAKES_OBJECT, Fields, doc_object, plain_value, step_object, table_rows, validate
+from runs.approvals.approver import Approver
 from runs.collections.definition import DATA_VENDOR
 from runs.collections.fake import data_fake
 
@@ -158,10 +159,11 @@ class StepLibrary:
     @staticmethod
     def _person(who: str) -> str:
         who = unquote(who)
-        if who.startswith("group:"):
+        group = Approver.parse(who).group
+        if group is not None:
             raise ScenarioProblem(
                 f"{who} is a group; a scenario acts as a person: name a member "
-                f'(and say `Given <person> is in group "{who[6:]}"`)'
+                f'(and say `Given <person> is in group "{group}"`)'
             )
         return who
 

@@ -11,6 +11,8 @@ import inspect
 import textwrap
 from typing import Any
 
+from runs.approvals.approver import Approver
+
 
 def _workflow_titles(definition: Any) -> list[str]:
     try:
@@ -37,7 +39,7 @@ def _policy_titles(definition: Any, policy: Any) -> list[str]:
         if getattr(rule, "title", None):
             titles.append(rule.title)
             continue
-        shown = f"group {approver[6:]}" if approver.startswith("group:") else approver
+        shown = Approver.parse(approver).shown
         titles.extend(f"{op} needs {shown}" for op in definition.ops)
     return titles
 

@@ -19,6 +19,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from guardian.shortcuts import assign_perm
 
 from connectors.errors import ErrorCode, SanomaError
+from runs.approvals.approver import Approver
 from runs.models import (
     Approval,
     ApprovalGroupObjectPermission,
@@ -228,8 +229,9 @@ def grant_approver(approval: Approval) -> None:
 
 
 def approver_holder(approver: str) -> Any:
-    if approver.startswith("group:"):
-        group, _ = Group.objects.get_or_create(name=approver[len("group:"):])
+    named = Approver.parse(approver).group
+    if named is not None:
+        group, _ = Group.objects.get_or_create(name=named)
         return group
     User = get_user_model()
     user = User.objects.filter(username=approver).first()

@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 
 from connectors.errors import SanomaError
+from runs.approvals.approver import Approver
 from runs.models import Approval, ApprovalRequester, ApprovalStatus
 
 
@@ -64,7 +65,7 @@ def may_decide(
     or a member of its group, unless `self_approval` allows it."""
     if starter is not None and by == starter and not self_approval:
         return f"{by} started this run and cannot approve it"
-    if approver.startswith("group:"):
-        group = approver[len("group:"):]
+    group = Approver.parse(approver).group
+    if group is not None:
         return None if group in groups else f"{by} is not in group {group}"
     return None if by == approver else f"{by} is not the approver; {approver} is"

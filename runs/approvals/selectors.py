@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce
 
 from connectors.errors import ConfigError
 from connectors.operations import Operation, summarize
+from runs.approvals.approver import Approver
 from runs.approvals.permissions import Principal, decidable_approvals, principal_of, visible_runs
 from runs.approvals.rules import SELF_APPROVAL_ALLOWED, SELF_APPROVAL_KEY, self_approval_allowed
 from runs.config.registry import get_config
@@ -87,8 +88,9 @@ def nobody_decides(approver: str, *, starter: str, self_approval: bool = False,
 
     self_ok = self_approval or getattr(settings, "SANOMA_ALLOW_SELF_APPROVAL", False)
     users = get_user_model().objects
-    if approver.startswith("group:"):
-        members = list(users.filter(groups__name=approver[len("group:"):], is_active=True)
+    group = Approver.parse(approver).group
+    if group is not None:
+        members = list(users.filter(groups__name=group, is_active=True)
                        .order_by("username").values_list("username", flat=True))
         if not members:
             return "which has no active member"

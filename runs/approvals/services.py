@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from connectors.errors import ErrorCode, InvalidInput, SanomaError, input_issue
 from runs import ledger
 from runs.approvals.permissions import Principal, can_decide, principal_of
 from runs.approvals.rules import may_decide, self_approval_allowed
@@ -71,7 +71,7 @@ def check_decide(*, run_id: str, approval_id: str | None, decision: Any, by: Pri
     """Everything `decide` refuses, before anything is sent; first, a run `by` may not see."""
     run = _run_for_decision(run_id, by, seen=seen)
     if decision not in Decision.values:
-        issue = {"path": ["decision"], "message": "must be approve or reject", "code": "invalid"}
+        issue = input_issue(["decision"], "must be approve or reject", "invalid")
         raise InvalidInput(f"decision must be approve or reject; got {decision!r}", data={"issues": [issue]})
     approval = _target(run, approval_id)
     if approval.status != ApprovalStatus.PENDING:
@@ -120,11 +120,11 @@ def decide(
     run = visible_run(run_id=run_id, viewer=principal)  # first: a run `by` may not see is run_not_found
     if note is not None and not isinstance(note, str):
         raise InvalidInput(
-            "note must be text", data={"issues": [{"path": ["note"], "message": "must be text", "code": "invalid"}]}
+            "note must be text", data={"issues": [input_issue(["note"], "must be text", "invalid")]}
         )
     if message_id is not None and (not isinstance(message_id, str) or not message_id.strip()):
         raise InvalidInput("message id must be a non-blank string",
-                           data={"issues": [{"path": ["id"], "message": "must be non-blank", "code": "invalid"}]})
+                           data={"issues": [input_issue(["id"], "must be non-blank", "invalid")]})
     approval = check_decide(run_id=run_id, approval_id=approval_id, decision=decision, by=principal, seen=run)
     sent = send_decision(approval=approval, decision=decision, by=principal, note=note or "", message_id=message_id)
     return wait_for_decision(approval=approval, message_id=sent, timeout=timeout)

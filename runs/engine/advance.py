@@ -22,8 +22,10 @@ from runs import ledger
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, faults, pauses, reconnect, transitions
-from runs.engine.context import Cancelled, LeaseLost, RunContext, Suspend
+from runs.engine.context import RunContext
 from runs.engine.faults import FaultPoint
+from runs.engine.segment import Segment
+from runs.engine.stops import Cancelled, LeaseLost, Suspend
 from runs.models import Approval, DecisionMessage, LedgerKind, LedgerRecord, Run, RunStatus
 
 log = logging.getLogger("sanoma.engine")
@@ -105,20 +107,18 @@ def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_a
         missing = SanomaError(f"Workflow {run.workflow} is not in {config.version}", code=ErrorCode.WORKFLOW_NOT_FOUND,
                               data={"workflow": run.workflow, "version": config.version})
         return _fail(run, worker_id, config, missing, seq=1, deadline=deadline)
+    segment = Segment(run=run, config=config, worker_id=worker_id, steps={s.seq: s for s in run.steps.all()},
+                      segment_seconds=settings.SANOMA_SEGMENT_SECONDS)
     ctx = RunContext(
-        run=run,
+        segment,
         definition=definition,
-        config=config,
-        worker_id=worker_id,
-        steps={s.seq: s for s in run.steps.all()},
         approvals=list(Approval.objects.filter(run=run)) if run.has_approvals else [],
         messages=(list(DecisionMessage.objects.filter(approval__run=run, applied=False).order_by("id"))
                   if run.has_approvals else []),
-        segment_seconds=settings.SANOMA_SEGMENT_SECONDS,
         attempts=(list(LedgerRecord.objects.filter(run_id=run.pk, kind__in=CALL_HISTORY_KINDS))
                   if run.has_retries else []),
     )
-    deadline = ctx._write_deadline
+    deadline = segment.write_deadline
     try:
         try:
             payload = definition.input.model_validate(run.input)
@@ -128,24 +128,24 @@ def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_a
                                data={"issues": issues}) from None
         output = definition.run(ctx, payload)
     except Suspend as suspension:
-        ctx._close()
-        return _suspend(run, worker_id, ctx._signal_gen, suspension, deadline=deadline)
+        segment.close()
+        return _suspend(run, worker_id, segment.signal_gen, suspension, deadline=deadline)
     except (LeaseLost, Cancelled) as stop:
-        ctx._close()
+        segment.close()
         log.info("run %s: advance stopped (%s)", run_id, type(stop).__name__, extra={"run_id": run_id})
         return Advanced.LOST
     except Exception as err:
-        ctx._close()
+        segment.close()
         if reconnect.connection_lost(err) and reconnect.can_reconnect():
             # A read lost the database connection (the engine's writes ride that out themselves):
             # not the workflow's failure. The run goes back to the queue; its next advance replays.
             log.warning("run %s: the database connection was lost (%s); handing the run back", run_id,
                         str(err).strip().split("\n")[0], extra={"run_id": run_id})
             reconnect.discard()
-            return _suspend(run, worker_id, ctx._signal_gen, Suspend("segment", requeue=True), deadline=deadline)
-        return _fail(run, worker_id, config, err, seq=ctx._next_seq, deadline=deadline)
-    ctx._close()
-    return _finish(run, worker_id, config, output, seq=ctx._next_seq, deadline=deadline)
+            return _suspend(run, worker_id, segment.signal_gen, Suspend("segment", requeue=True), deadline=deadline)
+        return _fail(run, worker_id, config, err, seq=segment.next_seq, deadline=deadline)
+    segment.close()
+    return _finish(run, worker_id, config, output, seq=segment.next_seq, deadline=deadline)
 
 
 def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: RunStatus, kind: LedgerKind,

@@ -7,15 +7,17 @@ as it takes step N) and answers which steps it reuses, or why the fork cannot be
 """
 from __future__ import annotations
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code
+from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code, input_issue
 from runs.config.resolution import ResolvedConfig
-from runs.engine.context import ReachedStep, RunContext, Suspend
+from runs.engine.context import RunContext
+from runs.engine.segment import Segment
+from runs.engine.stops import ReachedStep, Suspend
 from runs.models import Approval, Run
 
 
 def _refused(message: str, **data: object) -> SanomaError:
     return SanomaError(message, code=ErrorCode.INVALID_INPUT, data={"issues": [
-        {"path": ["from_step"], "message": message, "code": "cannot_fork"}], **data})
+        input_issue(["from_step"], message, "cannot_fork")], **data})
 
 
 def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[int]:
@@ -23,7 +25,7 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
     `replay_diverged` named in its data when the code changed) if it cannot be made."""
     if isinstance(from_step, bool) or not isinstance(from_step, int):
         raise InvalidInput("from_step must be a step number (a whole number)",
-                           data={"issues": [{"path": ["from_step"], "message": "not a number", "code": "type"}]})
+                           data={"issues": [input_issue(["from_step"], "not a number", "type")]})
     definition = config.workflows.get(source.workflow)
     if definition is None:
         raise _refused(f"Workflow {source.workflow} is not in the current code ({config.version}): "
@@ -38,11 +40,10 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
         payload = definition.input.model_validate(source.input)
     except Exception as err:
         raise _refused(f"Run {source.id}'s input no longer matches {definition.name}'s schema: {err}") from None
-    ctx = RunContext(
-        run=source, definition=definition, config=config, worker_id="fork-check", steps=reused,
-        approvals=list(Approval.objects.filter(run=source, seq__lt=from_step)), messages=[],
-        segment_seconds=3600.0, replay_until=from_step,
-    )
+    segment = Segment(run=source, config=config, worker_id="fork-check", steps=reused, segment_seconds=3600.0,
+                      replay_until=from_step)
+    ctx = RunContext(segment, definition=definition,
+                     approvals=list(Approval.objects.filter(run=source, seq__lt=from_step)))
     try:
         definition.run(ctx, payload)
     except ReachedStep:
@@ -58,6 +59,6 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
         raise _refused(f"The current code of {definition.name} fails before step {from_step} over run "
                        f"{source.id}'s recorded steps: {err}") from None
     finally:
-        ctx._close()
+        segment.close()
     raise _refused(f"The current code of {definition.name} ends before step {from_step} over run {source.id}'s "
                    "recorded steps: there is nothing to go on with")

@@ -10,9 +10,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from connectors.errors import InvalidInput, describe_issues, issues_of
+from connectors.errors import InvalidInput, describe_issues, input_issue, issues_of
 from connectors.operations import Operation, Retry
 from connectors.operations import check_timeout as check_op_timeout
+from runs.approvals.approver import GROUP_PREFIX, Approver
 from runs.engine import clock
 from runs.validation import check_topic
 
@@ -92,8 +93,8 @@ def check_approval_request(
         raise InvalidInput("ctx.approval needs a title", data=data)
     if (isinstance(approver, dict) and set(approver) == {"group"} and isinstance(approver["group"], str)
             and approver["group"]):
-        approver = f"group:{approver['group']}"
-    if not isinstance(approver, str) or not approver.strip() or approver == "group:":
+        approver = str(Approver.group_named(approver["group"]))
+    if not isinstance(approver, str) or not approver.strip() or approver == GROUP_PREFIX:
         raise InvalidInput(f'ctx.approval "{title}" needs an approver: a username or "group:<name>"', data=data)
     if isinstance(covers, (str, bytes)) or not isinstance(covers, (list, tuple)):
         raise InvalidInput(f'ctx.approval "{title}": covers must be a list of operations', data=data)
@@ -134,15 +135,14 @@ def check_call_options(op: Operation, timeout: Any, retry: Any) -> CallOptions:
     try:
         seconds = check_op_timeout(timeout, what=f"ctx.{op.id}")
     except ValueError as err:
-        raise InvalidInput(str(err), data={"issues": [{"path": ["timeout"], "message": str(err), "code": "invalid"}]}
+        raise InvalidInput(str(err), data={"issues": [input_issue(["timeout"], str(err), "invalid")]}
                            ) from None
     if retry is not None and not isinstance(retry, Retry):
         raise InvalidInput(f"ctx.{op.id}: retry must be a Retry(...); got {type(retry).__name__}",
-                           data={"issues": [{"path": ["retry"], "message": "not a Retry", "code": "type"}]})
+                           data={"issues": [input_issue(["retry"], "not a Retry", "type")]})
     if retry is not None and not op.idempotent and retry.attempts > 1:
         raise InvalidInput(f"ctx.{op.id}: {op.id} is not idempotent, so it is tried once; a retry could repeat "
-                           "its effect", data={"issues": [{"path": ["retry"], "message": "not idempotent",
-                                                           "code": "invalid"}]})
+                           "its effect", data={"issues": [input_issue(["retry"], "not idempotent", "invalid")]})
     return CallOptions(timeout=seconds, retry=retry)
 
 
@@ -174,7 +174,7 @@ def check_result_model(call: str, model: Any) -> None:
     """`model=` of a wait: a pydantic model class, or None."""
     if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise InvalidInput(f"{call}: model must be a pydantic model class; got {model!r}",
-                           data={"issues": [{"path": ["model"], "message": "not a model class", "code": "type"}]})
+                           data={"issues": [input_issue(["model"], "not a model class", "type")]})
 
 
 def as_model(what: str, value: Any, model: type[BaseModel] | None) -> Any:
@@ -194,7 +194,7 @@ def check_wait_run(run_id: Any, timeout: Any) -> tuple[str, int | None]:
     """The child's run id, and the timeout in milliseconds (None: wait as long as it takes)."""
     if not isinstance(run_id, str) or not run_id:
         raise InvalidInput(f"ctx.wait_run takes the id ctx.start_run returned; got {type(run_id).__name__}",
-                           data={"issues": [{"path": ["run_id"], "message": "must be a run id", "code": "type"}]})
+                           data={"issues": [input_issue(["run_id"], "must be a run id", "type")]})
     return run_id, check_timeout(f"ctx.wait_run({run_id!r})", timeout)
 
 
@@ -213,13 +213,13 @@ def check_tags(keys: dict[str, Any]) -> dict[str, str]:
     for key, value in keys.items():
         if not TAG_KEY.match(key):
             raise InvalidInput(f"ctx.tag: the key {key!r} must be lowercase letters, digits and underscores",
-                               data={"issues": [{"path": [key], "message": "bad key", "code": "invalid"}]})
+                               data={"issues": [input_issue([key], "bad key", "invalid")]})
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise InvalidInput(f"ctx.tag: {key} must be text or a whole number, not {type(value).__name__}",
-                               data={"issues": [{"path": [key], "message": "not text", "code": "type"}]})
+                               data={"issues": [input_issue([key], "not text", "type")]})
         text = str(value)
         if not text.strip() or len(text) > MAX_TAG_VALUE or "\x00" in text:
             raise InvalidInput(f"ctx.tag: {key} must be 1-{MAX_TAG_VALUE} characters of text",
-                               data={"issues": [{"path": [key], "message": "bad value", "code": "invalid"}]})
+                               data={"issues": [input_issue([key], "bad value", "invalid")]})
         tags[key] = text
     return tags

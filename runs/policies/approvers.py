@@ -28,9 +28,9 @@ from django.contrib.auth.hashers import is_password_usable
 from django.db.models import Count
 
 from connectors.errors import Problem, ProblemKind
+from runs.approvals.approver import GROUP_PREFIX, Approver
 from runs.extensions import providing
 from runs.policies.cedar import CedarPolicy
-from runs.policies.decisions import GROUP_PREFIX
 
 SUGGESTIONS_FROM = 5000  # the site's users read for a "did you mean"
 
@@ -93,8 +93,9 @@ def approver_problems(policy: CedarPolicy, *, root: Path | None, connectors: Seq
     if not named:
         return []
     people, groups = declared(root, connectors)
-    asked_people = {a for _, a in named if not a.startswith(GROUP_PREFIX)}
-    asked_groups = {a[len(GROUP_PREFIX):] for _, a in named if a.startswith(GROUP_PREFIX)}
+    asked = [Approver.parse(a) for _, a in named]
+    asked_people = {a.name for a in asked if not a.is_group}
+    asked_groups = {a.name for a in asked if a.is_group}
     site = site_names(asked_people, asked_groups)
     shown = policy.directory.name if policy.directory is not None else "policies"
     found: list[ApproverProblem] = []
@@ -111,8 +112,9 @@ def approver_problems(policy: CedarPolicy, *, root: Path | None, connectors: Seq
 def _judge(approver: str, people: frozenset[str], groups: frozenset[str], site: Site | str) -> tuple[str, bool]:
     """What is wrong with the approver ("" when nothing), and whether it is an error."""
     unread = f" (the site's users were not read: {site})" if isinstance(site, str) else ""
-    if approver.startswith(GROUP_PREFIX):
-        name = approver[len(GROUP_PREFIX):]
+    group = Approver.parse(approver).group
+    if group is not None:
+        name = group
         if name in groups or (not isinstance(site, str) and name in site.groups):
             return "", False
         close = _close(name, sorted(groups))

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from runs.approvals.approver import Approver
+
 
 class DecisionKind(StrEnum):
     """What a policy answers for a call."""
@@ -23,7 +25,6 @@ DENY = DecisionKind.DENY
 APPROVE = DecisionKind.APPROVE
 KINDS = tuple(DecisionKind)
 
-GROUP_PREFIX = "group:"
 
 
 @dataclass(frozen=True)
@@ -124,30 +125,13 @@ class Policy(Protocol):
 def normalise_approver(approver: Any) -> str | None:
     """A person id string, `"group:<name>"`, or `{"group": name}` as the approver string; None when
     it names nobody."""
-    if isinstance(approver, Mapping):
-        if set(approver) != {"group"}:
-            return None
-        name = approver.get("group")
-        if not isinstance(name, str) or not name.strip():
-            return None
-        return GROUP_PREFIX + name.strip()
-    if isinstance(approver, str):
-        text = approver.strip()
-        if not text:
-            return None
-        if text.startswith(GROUP_PREFIX) and not text[len(GROUP_PREFIX) :].strip():
-            return None
-        if text.startswith(GROUP_PREFIX):
-            return GROUP_PREFIX + text[len(GROUP_PREFIX) :].strip()
-        return text
-    return None
+    found = Approver.normalise(approver)
+    return None if found is None else str(found)
 
 
 def describe_approver(approver: str) -> str:
     """How a title names the approver: "alice", or "group finance" for a group."""
-    if approver.startswith(GROUP_PREFIX):
-        return "group " + approver[len(GROUP_PREFIX) :]
-    return approver
+    return Approver.parse(approver).shown
 
 
 def _field(approval: Any, name: str) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import Q
 from pydantic import ValidationError
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, describe_issues, issues_of
+from connectors.errors import ErrorCode, InvalidInput, SanomaError, describe_issues, input_issue, issues_of
 from runs.approvals.permissions import principal_of
 from runs.models import Approval, LedgerKind, LedgerRecord, Run
 from runs.policies.calls import build_policy_call
@@ -24,7 +24,7 @@ def explain_call(*, config: Any, op_id: str, actor: str, input: Any, workflow: s
     op = config.ops.get(op_id)
     if op is None:
         raise InvalidInput(f"No operation {op_id}; the operations are {', '.join(sorted(config.ops))}",
-                           data={"issues": [{"path": ["op"], "message": "unknown operation", "code": "not_found"}]})
+                           data={"issues": [input_issue(["op"], "unknown operation", "not_found")]})
     try:
         parsed = op.input.model_validate(input or {})
     except ValidationError as err:
@@ -47,7 +47,7 @@ def explain_recorded(*, config: Any, run_id: str, seq: int) -> dict[str, Any]:
     held = Approval.objects.filter(run=run, op_seq=seq).order_by("seq").first()
     if record is None and held is None:
         raise InvalidInput(f"Run {run_id} has no call numbered {seq}",
-                           data={"issues": [{"path": ["seq"], "message": "no such call", "code": "not_found"}]})
+                           data={"issues": [input_issue(["seq"], "no such call", "not_found")]})
     if record is not None:
         op_id, input_json = record.body["op"], record.body["input"]
     else:

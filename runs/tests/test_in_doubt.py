@@ -21,7 +21,7 @@ from connectors.errors import SanomaError
 from connectors.fakes import define_fake
 from runs import recovery, selectors
 from runs.authoring import define_workflow
-from runs.engine import clock, context, faults, transitions
+from runs.engine import clock, doubts, faults, transitions
 from runs.engine.faults import FaultPoint
 from runs.models import Run, RunStatus
 from runs.testing import make_user
@@ -150,7 +150,7 @@ def test_a_reconcile_read_settles_the_doubt_by_asking_the_vendor(engine, ops):
     [intent] = engine.records(run, "op.intent")
     assert -100 <= intent["deadline"] - intent["at"] - 60_000 <= 0  # the site's default timeout, 60 s
     assert (run.status, run.waiting_for) == (RunStatus.WAITING, "in_doubt")
-    assert run.wake_at is not None and clock.to_ms(run.wake_at) == intent["deadline"] + context.CLOCK_MARGIN_MS
+    assert run.wake_at is not None and clock.to_ms(run.wake_at) == intent["deadline"] + doubts.CLOCK_MARGIN_MS
     assert [c["op"] for c in fake.calls] == ["bank2.payment.create"]
     clock.advance(run.wake_at - clock.now())
     engine.drain()

@@ -7,10 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runs.policies.decisions import (
-    GROUP_PREFIX,
-    normalise_approver,
-)
+from runs.approvals.approver import GROUP_PREFIX
+from runs.policies.decisions import normalise_approver
 
 _APPROVE_KEYS = ("approve", "title", "covers", "self_approval")
 

@@ -1,0 +1,307 @@
+"""The call pipeline: every call a workflow makes of an operation, and every child run it starts.
+
+A call is one step. Replayed, it answers what was recorded. New, it is checked against the
+pauses, decided by the policy (a hold waits for its approval, see `runs.engine.holds`), and then
+either refused (its step records the denial or the rejection) or carried out: an operation's
+driver is called, with retries and in-doubt handling; a child run is started
+(`runs.engine.children`). Each of those is an `Effect`; the steps around it are the same.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from connectors.drivers import CallContext
+from connectors.errors import (
+    DriverError,
+    ErrorCode,
+    SanomaError,
+    describe_issues,
+    error_from_dict,
+    error_to_dict,
+    issues_of,
+)
+from connectors.operations import Operation
+from runs import ledger
+from runs.approvals.rules import rejection_error
+from runs.engine import calling, clock, doubts, faults, pauses, reconnect, secrets
+from runs.engine.faults import FaultPoint
+from runs.engine.holds import Holds
+from runs.engine.requests import NO_OPTIONS, CallOptions, parse_op_input
+from runs.engine.segment import Checkpoint, Segment
+from runs.engine.stops import Cancelled, LeaseLost, Suspend
+from runs.models import Approval, LedgerKind, LedgerRecord, StepKind
+from runs.policies.decisions import Decision, DecisionKind
+
+log = logging.getLogger("sanoma.engine")
+
+LEDGER_RETRY_DELAYS = (0.05, 0.2, 0.8)
+
+
+class Effect(Protocol):
+    """What one kind of call does around the pipeline's shared steps."""
+
+    pausable: bool  # a pause of its operation (or connector) holds it
+    about: dict[str, Any]  # what a denial's data names beside the operation and the reason
+
+    def replay(self, output: Any) -> Any:
+        """What a recorded call returns, from its recorded output."""
+
+    def prepare(self, seq: int) -> tuple[dict[str, Any], str | None]:
+        """The input the policy sees (as JSON) and the call's target."""
+
+    def refuse(self, seq: int, decision: Decision, error: SanomaError, approval: Approval | None) -> None:
+        """Record the call refused (denied by the policy, or its approval rejected or withdrawn)."""
+
+    def carry_out(self, seq: int, decision: Decision) -> Any:
+        """Do what the call does, record it, and return what the workflow gets."""
+
+
+def policy_denied(op: Operation, reason: str, **about: Any) -> SanomaError:
+    return SanomaError(
+        reason if reason.startswith(op.id) else f"{op.id} was denied by policy: {reason}",
+        code=ErrorCode.POLICY_DENIED,
+        data={"op": op.id, "reason": reason, **about},
+        name="PolicyDeniedError",
+    )
+
+
+class Calls:
+    """The calls of one advance: the pipeline, over its segment and its holds."""
+
+    def __init__(self, segment: Segment, holds: Holds, history: Sequence[LedgerRecord] = ()) -> None:
+        self.segment = segment
+        self.holds = holds
+        self.history = doubts.CallHistory(history)
+
+    def call(self, op: Operation, payload: Any, options: CallOptions = NO_OPTIONS) -> Any:
+        """Call an operation (`ctx.<vendor>.<resource>.<op>(payload)`): its output model."""
+        self.segment.check_open()
+        return self.through(op, _OperationCall(self, op, parse_op_input(op, payload), options))
+
+    def through(self, op: Operation, effect: Effect) -> Any:
+        """One call as a step: replayed, held, refused, or carried out by `effect`."""
+        segment = self.segment
+        seq = segment.take_seq()
+        step = segment.replayed(seq, StepKind.CALL, op.id)
+        if step is not None:
+            segment.next_seq = step.next_seq
+            if step.error is not None:
+                raise error_from_dict(step.error)
+            return effect.replay(step.output)
+        segment.check_time()
+        if effect.pausable:
+            held = pauses.holding_call(op)
+            if held is not None:  # the run waits for the unpause instead of failing
+                raise Suspend(pauses.waiting_for(held))
+        input_json, target = effect.prepare(seq)
+        decision, approval = self.holds.decide(op, seq, input_json, target)
+        error: SanomaError | None = None
+        if approval is not None:
+            error = rejection_error(approval)
+        elif decision.kind == DecisionKind.DENY:
+            error = policy_denied(op, decision.reason or "denied", **effect.about)
+        if error is not None:
+            effect.refuse(seq, decision, error, approval)
+            raise error
+        return effect.carry_out(seq, decision)
+
+    # ---- an operation's driver --------------------------------------------------------------
+
+    def call_driver(self, op: Operation, seq: int, parsed: BaseModel, input_json: dict, decision: Decision,
+                    options: CallOptions) -> Any:
+        """Attempt the call until it succeeds, fails for good, or waits durably for its next try.
+
+        Each failed attempt is recorded (`op.attempt_failed`: the error and when the next try is);
+        an idempotent operation is tried again while its retry policy allows and the error is
+        retryable. A wait up to a few seconds is slept here; a longer one suspends the run until
+        the next try's time, and the attempt count survives in those records."""
+        segment, run = self.segment, self.segment.run
+        driver = segment.config.drivers.get(op.id)
+        policy = calling.retry_policy(op, options.retry)
+        tries = policy.attempts if op.idempotent else 1
+        timeout = options.timeout or op.timeout or calling.default_timeout()
+        attempt, next_at = self.history.attempts.get(seq, (0, None))
+        if next_at is not None and clock.now_ms() < next_at:
+            raise Suspend("retry", wake_at=clock.from_ms(next_at))
+        in_doubt = op.idempotency_key == "ignored" and not op.idempotent
+        if in_doubt and seq in self.history.doubts:
+            settled = doubts.resolution(segment, self.history, op, seq, parsed, timeout)
+            if settled["happened"]:
+                output = op.output.model_validate(settled["output"])
+                self.settle(op, seq, input_json, decision, output=output, attempt=self.history.doubts[seq][0],
+                            extra={"resolved_by": settled["by"]})
+                return output
+            attempt = max(attempt, self.history.doubts[seq][0])  # it did not happen: call again
+        started = time.monotonic()
+        while True:
+            attempt += 1
+            allowed = timeout
+            if in_doubt:
+                # Recorded before the call: a worker that dies before recording the reply leaves
+                # this behind, and the run is then in doubt instead of calling again. The intent
+                # records the attempt's deadline: past it the attempt is abandoned, and a reconcile
+                # read of a worker taking the run over waits for it (see `runs.engine.doubts`).
+                deadline_ms = clock.now_ms() + int(timeout * 1000)
+                intent = segment.record(LedgerKind.OP_INTENT, seq, {"op": op.id, "attempt": attempt,
+                                                                   "deadline": deadline_ms}, key=f"{seq}:{attempt}")
+                segment.commit(Checkpoint(records=[intent], retries=True))
+                allowed = (deadline_ms - clock.now_ms()) / 1000  # less what writing the intent took
+                if allowed <= 0:
+                    # Writing the intent outlasted the call's time (a database blip ridden out): the
+                    # call is not sent; the next advance settles this attempt as one in doubt.
+                    raise Suspend("segment", requeue=True)
+            context = CallContext(
+                idempotency_key=f"{run.id}:{seq}", run_id=run.id, op_id=op.id, attempt=attempt,
+                by=run.started_by, secrets=secrets.for_connector(op.vendor), timeout=allowed,
+                deadline=time.time() + allowed,
+            )
+            try:
+                if driver is None:
+                    raise SanomaError(f"{op.id} has no driver", code=ErrorCode.NO_DRIVER, data={"op": op.id})
+                with segment.heartbeat():
+                    reply = calling.invoke(driver, op, parsed, context, allowed)
+                try:
+                    output = op.output.model_validate(reply)
+                except ValidationError as err:
+                    raise DriverError(
+                        f"The reply of {op.id} does not match its output schema: {describe_issues(issues_of(err))}",
+                        retryable=False,
+                    ) from None
+            except Exception as err:
+                if op.idempotent and attempt < tries and getattr(err, "retryable", None) is True:
+                    wait = policy.delay(attempt, retry_after=getattr(err, "retry_after", None),
+                                        spread=random.random())
+                    self._attempt_failed(op, seq, attempt, err, wait)
+                    if wait > calling.DURABLE_RETRY_SECONDS:
+                        raise Suspend("retry", wake_at=clock.from_ms(self.history.attempts[seq][1] or 0)) from None
+                    clock.sleep(wait)
+                    continue
+                duration = int((time.monotonic() - started) * 1000)
+                self.settle(op, seq, input_json, decision, error=err, attempt=attempt, duration_ms=duration)
+                raise
+            faults.point(FaultPoint.AFTER_DRIVER_CALL)
+            duration = int((time.monotonic() - started) * 1000)
+            self.settle(op, seq, input_json, decision, output=output, attempt=attempt, duration_ms=duration)
+            return output
+
+    def _attempt_failed(self, op: Operation, seq: int, attempt: int, err: BaseException, wait: float) -> None:
+        """Record a failed attempt and when the next one is (with the run's flag that it has such records)."""
+        next_at = clock.now_ms() + int(wait * 1000)
+        body = {"op": op.id, "attempt": attempt, "error": error_to_dict(err), "next_at": next_at,
+                "wait_ms": int(wait * 1000)}
+        record = self.segment.record(LedgerKind.OP_ATTEMPT_FAILED, seq, body, key=f"{seq}:{attempt}")
+        self.segment.commit(Checkpoint(records=[record], retries=True))
+        self.history.attempts[seq] = (attempt, next_at)
+
+    # ---- the call's checkpoint --------------------------------------------------------------
+
+    def settle(
+        self,
+        op: Operation,
+        seq: int,
+        input_json: dict,
+        decision: Decision,
+        *,
+        output: BaseModel | None = None,
+        error: BaseException | None = None,
+        attempt: int | None = None,
+        duration_ms: int = 0,
+        approval: Approval | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Write the call's checkpoint and its `op.called` record together."""
+        decided = decision.to_dict()
+        body: dict[str, Any] = {
+            "op": op.id,
+            "effect": op.effect,
+            "input": ledger.mask_opaque(input_json, op.opaque),
+            "decision": decided,
+            "duration_ms": duration_ms,
+        }
+        output_json = output.model_dump(mode="json") if output is not None else None
+        error_json = error_to_dict(error) if error is not None else None
+        if output_json is not None:
+            body["output"] = ledger.mask_opaque(output_json, op.opaque)
+        if error_json is not None:
+            body["error"] = error_json
+        if attempt is not None:
+            body["attempt"] = attempt
+        if approval is not None:
+            body["approval"] = approval.approval_id
+        body.update(extra or {})
+        step = self.segment.step(seq, StepKind.CALL, op.id, output=output_json, error=error_json, decision=decided,
+                                 attempt=attempt or 1)
+        checkpoint = Checkpoint(step, [self.segment.record(LedgerKind.OP_CALLED, seq, body)])
+        if output is None:
+            self.segment.commit(checkpoint)
+            return
+        # The vendor acted: retry the write before giving up, then refuse every further call, so a
+        # workflow that catches the failure cannot repeat the effect unrecorded.
+        self._commit_effect(op, checkpoint, call_seconds=duration_ms / 1000)
+
+    def _commit_effect(self, op: Operation, checkpoint: Checkpoint, *, call_seconds: float) -> None:
+        """Write the checkpoint of a call the vendor carried out, trying again before giving up.
+
+        A dropped connection is ridden out by the segment's commit for as long as this worker's
+        lease lasts (counting the renewals of the heartbeat while the vendor answered). An error the
+        database answered is tried again after 50, 200 and 800 ms. Past either, every further call
+        of the run is refused, so a workflow that catches the failure cannot repeat the effect
+        unrecorded."""
+        delays = iter(LEDGER_RETRY_DELAYS)
+        run_id = self.segment.run.id
+        while True:
+            failure: BaseException
+            try:
+                self.segment.commit(checkpoint, call_seconds=call_seconds)
+                return
+            except (LeaseLost, Cancelled):
+                raise
+            except reconnect.Unreachable as gone:
+                failure, delay = gone, None
+            except Exception as err:
+                # A record that cannot be serialised fails the same way every time.
+                failure, delay = err, None if isinstance(err, (TypeError, ValueError)) else next(delays, None)
+            if delay is None:
+                self.segment.poison(op.id)
+                raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {failure}",
+                                  code=ErrorCode.LEDGER_WRITE_FAILED, data={"op": op.id}) from failure
+            log.warning("recording %s of run %s failed (%s); trying again", op.id, run_id,
+                        str(failure).strip().split("\n")[0], extra={"run_id": run_id})
+            clock.sleep(delay)
+
+
+class _OperationCall:
+    """The effect of a call of a vendor's (or the runtime's) operation: its driver is called."""
+
+    pausable = True
+    about: dict[str, Any] = {}
+
+    def __init__(self, calls: Calls, op: Operation, parsed: BaseModel, options: CallOptions) -> None:
+        self.calls, self.op, self.parsed, self.options = calls, op, parsed, options
+        self.input_json: dict[str, Any] = {}
+
+    def replay(self, output: Any) -> Any:
+        return self.op.output.model_validate(output)
+
+    def prepare(self, seq: int) -> tuple[dict[str, Any], str | None]:
+        op = self.op
+        self.input_json = self.parsed.model_dump(mode="json")
+        target = None
+        if op.target is not None:
+            target = op.target(self.parsed)
+            if not isinstance(target, str):
+                raise SanomaError(f"The target of {op.id} must be a string; it gave {type(target).__name__}",
+                                  code=ErrorCode.CONFIG_INVALID, data={"op": op.id})
+        return self.input_json, target
+
+    def refuse(self, seq: int, decision: Decision, error: SanomaError, approval: Approval | None) -> None:
+        self.calls.settle(self.op, seq, self.input_json, decision, error=error, approval=approval)
+
+    def carry_out(self, seq: int, decision: Decision) -> Any:
+        return self.calls.call_driver(self.op, seq, self.parsed, self.input_json, decision, self.options)

@@ -1,0 +1,206 @@
+"""Holds and approvals: asking the policy about a call, and the approvals that wait for a person.
+
+A policy answers each call with a `Decision`: allow, deny, or hold it for an approver. A hold asks
+an approval at the next step and suspends the run until the approval is decided; on the advance
+after the decision, the call is asked about again (an approver who already let this very call
+through is not asked twice). `ctx.approval` asks one directly. Decision messages sent to a pending
+approval are applied here, in arrival order, each under the lease.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from connectors.errors import ErrorCode, SanomaError, error_code
+from connectors.operations import Operation
+from runs import ledger
+from runs.approvals.approver import Approver
+from runs.approvals.rules import may_decide, rejection_error, self_approval_allowed, self_approval_details
+from runs.config.workflows import Approved
+from runs.engine import clock, faults, reconnect
+from runs.engine.faults import FaultPoint
+from runs.engine.segment import Checkpoint, Segment
+from runs.engine.stops import Suspend
+from runs.models import (
+    Approval,
+    ApprovalRequester,
+    ApprovalStatus,
+    Decision,
+    DecisionMessage,
+    LedgerKind,
+    LedgerRecord,
+    MessageOutcome,
+)
+from runs.policies.calls import build_policy_call
+from runs.policies.decisions import Decision as PolicyDecision
+from runs.policies.decisions import DecisionKind
+
+
+class Holds:
+    """The approvals of one advance's run, and the policy's decisions on its calls."""
+
+    def __init__(self, segment: Segment, approvals: Iterable[Approval], messages: Iterable[DecisionMessage]) -> None:
+        self.segment = segment
+        self.approvals = {a.seq: a for a in approvals}
+        self._messages: dict[int, list[DecisionMessage]] = {}
+        for message in messages:
+            self._messages.setdefault(message.approval_id, []).append(message)
+
+    # ---- the policy ---------------------------------------------------------------------------
+
+    def decide(self, op: Operation, seq: int, input_json: dict, target: str | None,
+               ) -> tuple[PolicyDecision, Approval | None]:
+        """Ask the policy about the call at `seq`; a hold creates (or finds) an approval and waits
+        for it in turn. The decision, and the approval that refused the call (None otherwise)."""
+        held = sorted((a for a in self.approvals.values() if a.op_seq == seq), key=lambda a: a.seq)
+        for index in range(len(held) + 1):
+            decision = self.policy_decision(op, input_json, target)
+            if decision.kind != DecisionKind.APPROVE:
+                return decision, None
+            if any(a.status == ApprovalStatus.APPROVED and a.approver == decision.approver for a in held[:index]):
+                return decision, None  # that approver already let this very call through
+            if index == len(held):
+                approver = decision.approver or ""
+                shown = Approver.parse(approver).shown
+                self.request(
+                    seq=self.segment.take_seq(), title=decision.title or f"{op.id} needs {shown}",
+                    approver=approver, requested_by=ApprovalRequester.POLICY,
+                    covers=list(dict.fromkeys([op.cover(target), *decision.covers])),
+                    op=op.id, op_input=input_json, op_seq=seq,
+                    details=self_approval_details(None, decision.self_approval),
+                )
+                raise Suspend("approval")
+            approval = held[index]
+            self.segment.skip_past(approval.seq)
+            self.settle(approval)
+            if approval.status == ApprovalStatus.PENDING:
+                raise Suspend("approval")
+            if approval.status != ApprovalStatus.APPROVED:
+                return decision, approval
+        raise SanomaError(f"The policy kept holding {op.id} after {len(held)} approvals; check its @approve rules",
+                          code=ErrorCode.POLICY_FAILED, data={"op": op.id})
+
+    def policy_decision(self, op: Operation, input_json: dict, target: str | None) -> PolicyDecision:
+        run = self.segment.run
+        call = build_policy_call(
+            op=op, input_json=input_json, target=target, actor=run.started_by, groups=run.groups or (),
+            run_id=run.id, workflow=run.workflow, approvals=self.approvals.values(),
+        )
+        try:
+            return self.segment.config.policy.decide(call)
+        except SanomaError:
+            raise
+        except Exception as err:
+            raise SanomaError(f"The policy failed deciding {op.id}: {err}",
+                              code=error_code(err) or ErrorCode.POLICY_FAILED, data={"op": op.id}) from err
+
+    # ---- approvals ----------------------------------------------------------------------------
+
+    def request(
+        self, *, seq: int, title: str, approver: str, requested_by: str, covers: list[str],
+        links: Sequence[str] = (), details: Any = None, op: str = "", op_input: Any = None, op_seq: int | None = None,
+    ) -> Approval:
+        """Ask an approval at `seq` (its row and its `approval.requested` record together)."""
+        number = len(self.approvals) + 1
+        approval = Approval(
+            run=self.segment.run, approval_id=f"approval-{number}", seq=seq, title=title, approver=approver,
+            requested_by=requested_by, covers=list(covers), links=list(links), details=details, op=op,
+            op_input=op_input, op_seq=op_seq, requested_at=clock.now(),
+        )
+        body = {"approval": approval.approval_id, "title": title, "approver": approver, "requested_by": requested_by,
+                "covers": list(covers)}
+        if op:
+            body["op"] = op
+        record = self.segment.record(LedgerKind.APPROVAL_REQUESTED, seq, body, key=approval.approval_id)
+        self.segment.commit(Checkpoint(records=[record], approval=approval))
+        self.approvals[seq] = approval
+        return approval
+
+    def wait_for(self, approval: Approval) -> Approved:
+        """The approval's decision: `Approved`, the rejection or withdrawal raised, or the run waits."""
+        self.segment.skip_past(approval.seq)
+        self.settle(approval)
+        if approval.status == ApprovalStatus.PENDING:
+            raise Suspend("approval")
+        if approval.status == ApprovalStatus.APPROVED:
+            return Approved(approved_by=approval.decided_by, at=approval.decided_at, note=approval.note,
+                            approval_id=approval.approval_id)
+        raise rejection_error(approval)
+
+    def settle(self, approval: Approval) -> None:
+        """Apply the decision messages sent to a pending approval, in arrival order."""
+        run = self.segment.run
+        for message in self._messages.pop(approval.id, []):
+            if message.applied:
+                continue
+            if approval.status != ApprovalStatus.PENDING:
+                self._apply(approval, message, outcome=MessageOutcome.IGNORED)
+                continue
+            why: str | None
+            if message.decision not in Decision.values:
+                why = f"{message.decision!r} is not a decision: send approve or reject"
+            else:
+                why = may_decide(approval.approver, message.by, message.groups, starter=run.started_by,
+                                 self_approval=self_approval_allowed(approval))
+            if why is not None:
+                approval.refused = [*approval.refused, {"by": message.by, "id": message.message_id,
+                                                        "at": clock.now_ms(), "reason": why}]
+                key = f"{approval.approval_id}:refused:{len(approval.refused)}"
+                record = self.segment.record(LedgerKind.APPROVAL_REFUSED, approval.seq,
+                                             {"approval": approval.approval_id, "by": message.by, "reason": why},
+                                             key=key, actor=message.by)
+                self._apply(approval, message, outcome=MessageOutcome.REFUSED, records=[record])
+                continue
+            approved = message.decision == Decision.APPROVE
+            approval.status = ApprovalStatus.APPROVED if approved else ApprovalStatus.REJECTED
+            approval.decided_by = message.by
+            approval.decided_at = clock.now()
+            approval.note = message.note
+            approval.decided_with = message.message_id
+            body = {"approval": approval.approval_id, "decision": message.decision, "by": message.by}
+            if message.note:
+                body["note"] = message.note
+            record = self.segment.record(LedgerKind.APPROVAL_DECIDED, approval.seq, body, key=approval.approval_id,
+                                         actor=message.by)
+            self._apply(approval, message, outcome=MessageOutcome.DECIDED, records=[record])
+
+    def _apply(self, approval: Approval, message: DecisionMessage, *, outcome: MessageOutcome,
+               records: Sequence[LedgerRecord] = ()) -> None:
+        message.applied = True
+        segment = self.segment
+
+        def write() -> bool:
+            message.outcome = outcome
+            with segment.guarded():
+                written = records
+                if outcome == MessageOutcome.DECIDED:
+                    changed = Approval.objects.filter(pk=approval.pk, status=ApprovalStatus.PENDING).update(
+                        status=approval.status, decided_by=approval.decided_by, decided_at=approval.decided_at,
+                        note=approval.note, decided_with=approval.decided_with,
+                    )
+                    if not changed:  # withdrawn meanwhile: the withdrawal stands
+                        approval.refresh_from_db(fields=["status", "decided_by", "decided_at", "note", "decided_with"])
+                        message.outcome = MessageOutcome.IGNORED
+                        written = ()
+                elif outcome == MessageOutcome.REFUSED:
+                    Approval.objects.filter(pk=approval.pk).update(refused=approval.refused)
+                DecisionMessage.objects.filter(pk=message.pk).update(applied=True, outcome=message.outcome)
+                for record in written:
+                    reconnect.unsaved(record)  # a try rolled back with the connection may have saved it
+                    ledger.append(record)
+            return True
+
+        def landed() -> bool | None:
+            applied = DecisionMessage.objects.filter(pk=message.pk, applied=True).values_list("outcome", flat=True)
+            for seen in applied:
+                with segment.guarded():
+                    pass
+                message.outcome = seen
+                if seen == MessageOutcome.IGNORED:
+                    approval.refresh_from_db(fields=["status", "decided_by", "decided_at", "note", "decided_with"])
+                return True
+            return None
+
+        faults.point(FaultPoint.BEFORE_DECISION)
+        reconnect.ride_out(write, deadline=segment.write_deadline, landed=landed,
+                           what=f"run {segment.run.id}: applying decision message {message.message_id}")

@@ -1,0 +1,301 @@
+"""One advance of a run, as the engine sees it: a `Segment`.
+
+It numbers the steps as the workflow's body reaches them (`take_seq`), answers whether a step is
+recorded (`replayed`), and writes each durable step as one `Checkpoint` in one transaction under
+the run's lease (`commit`), renewing the lease as it goes and keeping it while a slow vendor call
+runs (`heartbeat`). `advance` holds the segment; the workflow only ever sees the `ctx` over it.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from connectors.errors import ErrorCode, SanomaError
+from runs import ledger
+from runs.approvals.permissions import grant_approver
+from runs.config.resolution import ResolvedConfig
+from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
+from runs.engine.faults import FaultPoint
+from runs.engine.stops import Cancelled, LeaseLost, ReachedStep, Suspend
+from runs.engine.transitions import LeaseCheck
+from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunTag, Step
+
+log = logging.getLogger("sanoma.engine")
+
+# Records whose step's unique (run, seq) already guards them: written without a savepoint.
+FAST_KINDS = (LedgerKind.OP_CALLED, LedgerKind.SLEEP_STARTED)
+# The test-only fault point right before each kind of write (see `runs.engine.faults`).
+WRITE_POINTS = {
+    LedgerKind.OP_INTENT: FaultPoint.BEFORE_INTENT,
+    LedgerKind.OP_RESOLVED: FaultPoint.BEFORE_RESOLVED,
+    LedgerKind.MESSAGE_RECEIVED: FaultPoint.BEFORE_MESSAGE_READ,
+    LedgerKind.APPROVAL_REQUESTED: FaultPoint.BEFORE_APPROVAL,
+    LedgerKind.CHILD_STARTED: FaultPoint.BEFORE_CHILD,
+    LedgerKind.OP_CALLED: FaultPoint.BEFORE_CALL,
+}
+
+
+@dataclass
+class Checkpoint:
+    """One durable step: what commits together, under the lease, or not at all.
+
+    `step` is the checkpoint row (None for a record that belongs to no step of its own: an intent,
+    a failed attempt, an approval asked); `records` its ledger records. With it may go the
+    approval asked (`approval`), the message read (`read`, marked read at the step), the child run
+    started (`child`, its row and its first record), the run's tags (`tags`), and the run's flag
+    that it has retry records (`retries`)."""
+
+    step: Step | None = None
+    records: Sequence[LedgerRecord] = ()
+    approval: Approval | None = None
+    read: RunMessage | None = None
+    child: Run | None = None
+    tags: dict[str, str] | None = None
+    retries: bool = False
+
+    def one_record(self) -> bool:
+        """A step and one record of a kind its step guards, nothing else: the one-statement write."""
+        return (self.step is not None and self.approval is None and self.read is None and self.child is None
+                and self.tags is None and len(self.records) == 1 and self.records[0].kind in FAST_KINDS)
+
+
+class Segment:
+    """One advance of one run: its step counter, its recorded steps, its lease, its writes."""
+
+    def __init__(self, *, run: Run, config: ResolvedConfig, worker_id: str, steps: dict[int, Step],
+                 segment_seconds: float, replay_until: int | None = None) -> None:
+        self.run = run
+        self.config = config
+        self.worker_id = worker_id
+        self.steps = steps
+        self.next_seq = 1
+        # A dry replay (checking a fork) stops as the body reaches this step: nothing is written.
+        self.replay_until = replay_until
+        # The fan-out `ctx.all` is in (its records carry it), or None.
+        self.group: dict[str, Any] | None = None
+        # The run's signal generation when claimed: a signal during the advance hands it back.
+        self.signal_gen = run.signal_gen
+        self._ended = False
+        self._poisoned: str | None = None
+        self._ends = time.monotonic() + segment_seconds
+        self._lease = timedelta(seconds=settings.SANOMA_LEASE_SECONDS)
+        # The claim just set the lease; step writes only check it until a third of it has passed.
+        self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
+
+    # ---- steps --------------------------------------------------------------------------------
+
+    def take_seq(self) -> int:
+        """The next step's number (a dry replay stops here once it reaches its step)."""
+        seq = self.next_seq
+        if self.replay_until is not None and seq >= self.replay_until:
+            raise ReachedStep(seq)
+        self.next_seq += 1
+        return seq
+
+    def skip_past(self, seq: int) -> None:
+        """Go on after `seq` (a step taken out of order: an approval a policy asked)."""
+        self.next_seq = max(self.next_seq, seq + 1)
+
+    def replayed(self, seq: int, kind: str, name: str) -> Step | None:
+        """The recorded step `seq`, if any; one of another kind or name means the code changed."""
+        step = self.steps.get(seq)
+        if step is not None and (step.kind != kind or step.name != name):
+            raise SanomaError(
+                f"Run {self.run.id} no longer replays: step {seq} was {step.kind} {step.name}, now {kind} {name}. "
+                "A workflow must make the same calls in the same order on every replay",
+                code=ErrorCode.REPLAY_DIVERGED,
+                data={"seq": seq, "was": f"{step.kind} {step.name}", "now": f"{kind} {name}"},
+            )
+        return step
+
+    def step(self, seq: int, kind: str, name: str, **fields: Any) -> Step:
+        """A new step of this run, numbered `seq` (not yet written)."""
+        return Step(run=self.run, seq=seq, kind=kind, name=name, next_seq=self.next_seq, **fields)
+
+    def record(self, kind: LedgerKind, seq: int, body: dict[str, Any], *, key: str | None = None,
+               actor: str | None = None) -> LedgerRecord:
+        """A ledger record of this run at `seq` (not yet written)."""
+        return ledger.build(self.run, kind=kind, seq=seq, body=body, key=key, group=self.group,
+                            app=self.config.app_name, actor=actor)
+
+    # ---- what may still happen ----------------------------------------------------------------
+
+    def check_open(self) -> None:
+        """Refuse a call after the advance ended, or after a call's effect went unrecorded."""
+        if self._ended:
+            raise SanomaError(f"Run {self.run.id} has ended: no more calls", code=ErrorCode.RUN_ENDED)
+        if self._poisoned:
+            raise SanomaError(
+                f"Run {self.run.id} takes no more calls: {self._poisoned} succeeded, "
+                "but the ledger could not record it",
+                code=ErrorCode.RUN_ENDED,
+            )
+
+    def poison(self, op_id: str) -> None:
+        """`op_id` took effect but could not be recorded: every further call of this advance is refused."""
+        self._poisoned = op_id
+
+    def check_time(self) -> None:
+        """A segment that ran long hands the run back before its next new step."""
+        if time.monotonic() > self._ends:
+            raise Suspend("segment", requeue=True)
+
+    def close(self) -> None:
+        """The advance is over: any later call through its ctx (kept by a workflow) is refused."""
+        self._ended = True
+
+    # ---- the lease ----------------------------------------------------------------------------
+
+    @contextmanager
+    def guarded(self) -> Iterator[None]:
+        """A transaction that renews the lease and fails if another worker took the run."""
+        cancelled = False
+        with transaction.atomic():
+            now = clock.now()
+            if not transitions.renew_lease(run_id=self.run.pk, worker_id=self.worker_id, now=now,
+                                           lease_until=now + self._lease):
+                # The cancel/lease handshake: see `runs.engine.transitions`.
+                if transitions.lease_check(run_id=self.run.pk, worker_id=self.worker_id) is not LeaseCheck.CANCELLED:
+                    raise LeaseLost(self.run.id)
+                cancelled = True  # what already happened is still recorded; nothing more is done
+            yield
+        self._lease_renewed()
+        if cancelled:
+            raise Cancelled(self.run.id)
+
+    @contextmanager
+    def heartbeat(self) -> Iterator[None]:
+        """Keep the lease while a slow vendor call runs, so no other worker takes the run over."""
+        token = heartbeat.begin(self.run.pk, self.worker_id, self._lease)
+        try:
+            yield
+        finally:
+            heartbeat.end(token)
+
+    def write_deadline(self, call_seconds: float = 0.0) -> float:
+        """When (time.monotonic()) a write riding out a dropped connection gives up: before the lease
+        could run out (see `_lease_left`)."""
+        return time.monotonic() + self._lease_left(call_seconds)
+
+    def _lease_left(self, call_seconds: float) -> float:
+        """Seconds this worker may still spend writing before its lease could run out, less a margin
+        so it gives up before another worker may take the run over."""
+        lease = self._lease.total_seconds()
+        renewed = self._renew_after - lease / 3
+        if call_seconds > lease / 3:  # the heartbeat renewed the lease while the vendor answered
+            renewed = max(renewed, time.monotonic() - lease / 3 - heartbeat.TICK_SECONDS)
+        margin = min(2.0, lease / 10)
+        return renewed + lease - margin - time.monotonic()
+
+    def _lease_renewed(self) -> None:
+        self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
+
+    # ---- writes -------------------------------------------------------------------------------
+
+    def commit(self, checkpoint: Checkpoint, *, point: FaultPoint | None = None, call_seconds: float = 0.0) -> None:
+        """Write a checkpoint in one transaction, under the lease.
+
+        A dropped connection is ridden out (`runs.engine.reconnect.ride_out`): the write is tried
+        again on a new connection until the lease would run out, after looking whether it had
+        landed with only its answer lost. Past that, `Unreachable` stops the advance."""
+        step, records = checkpoint.step, checkpoint.records
+        if faults.any_armed():
+            point = point or (WRITE_POINTS.get(LedgerKind(records[0].kind)) if records else None)
+            if point is not None:
+                faults.point(point)
+        mark_approvals = checkpoint.approval is not None and not self.run.has_approvals
+        mark_retries = checkpoint.retries and not self.run.has_retries
+
+        def write() -> bool:
+            # A try rolled back with the connection may have saved them.
+            reconnect.unsaved(*records, step, checkpoint.approval)
+            self._write(checkpoint, mark_approvals=mark_approvals, mark_retries=mark_retries)
+            return True
+
+        def landed() -> bool | None:
+            found = Step.objects.filter(run_id=self.run.pk, seq=step.seq).first() if step is not None else None
+            if found is None and (step is not None or not records
+                                  or not LedgerRecord.objects.filter(record_id=records[0].record_id).exists()):
+                return None
+            with self.guarded():  # a run another worker took over stops here
+                pass
+            if found is not None:
+                self.steps[found.seq] = found
+            return True
+
+        seq = step.seq if step is not None else records[0].seq if records else "-"
+        what = f"run {self.run.id}: writing step {seq}"
+        reconnect.ride_out(write, deadline=lambda: self.write_deadline(call_seconds), landed=landed, what=what)
+        if mark_approvals:
+            self.run.has_approvals = True
+        if mark_retries:
+            self.run.has_retries = True
+
+    def _write(self, checkpoint: Checkpoint, *, mark_approvals: bool, mark_retries: bool) -> None:
+        """One try of `commit`'s write."""
+        step, records = checkpoint.step, checkpoint.records
+        if step is not None and not mark_retries and checkpoint.one_record() and fastpath.available():
+            if self._write_fast(step, records[0]):
+                return
+        try:
+            with self.guarded():
+                faults.point(FaultPoint.STEP_COMMIT)
+                if step is not None:
+                    step.created_at = clock.now()
+                    step.save(force_insert=True)
+                if checkpoint.approval is not None:
+                    checkpoint.approval.save(force_insert=True)
+                    grant_approver(checkpoint.approval)
+                    if mark_approvals:
+                        transitions.mark_has_approvals(run_id=self.run.pk)
+                read = checkpoint.read
+                if read is not None and step is not None:
+                    marked = RunMessage.objects.filter(pk=read.pk, read_seq__isnull=True).update(
+                        read_seq=step.seq, read_at=clock.now())
+                    if not marked:  # only the lease holder reads messages: another worker has the run
+                        raise LeaseLost(f"{self.run.id}: message {read.message_id} was read by another advance")
+                for key, value in (checkpoint.tags or {}).items():
+                    RunTag.objects.update_or_create(run_id=self.run.pk, key=key, defaults={"value": value})
+                if mark_retries:
+                    transitions.mark_has_retries(run_id=self.run.pk)
+                child = checkpoint.child
+                if child is not None:
+                    # The child's row and its first record commit with the step that started it.
+                    transitions.start(run=child)
+                    ledger.build(child, kind=LedgerKind.RUN_STARTED, seq=0,
+                                 body={"input": child.input, "parent": self.run.id},
+                                 app=self.config.app_name).save(force_insert=True)
+                for record in records:
+                    if record.kind in FAST_KINDS:
+                        record.save(force_insert=True)  # its step's unique (run, seq) already guards it
+                    else:
+                        ledger.append(record)
+        except IntegrityError as err:
+            # Another worker recorded this step first: the run is theirs now.
+            raise LeaseLost(f"{self.run.id}: {err}") from err
+        if step is not None:
+            self.steps[step.seq] = step
+
+    def _write_fast(self, step: Step, record: LedgerRecord) -> bool:
+        faults.point(FaultPoint.STEP_COMMIT)
+        now = clock.now()
+        step.created_at = now
+        renew = time.monotonic() >= self._renew_after
+        try:
+            written = fastpath.write_step(step=step, record=record, worker_id=self.worker_id,
+                                          lease_until=now + self._lease, now=now, renew=renew)
+        except IntegrityError as err:
+            raise LeaseLost(f"{self.run.id}: {err}") from err
+        if written:
+            self.steps[step.seq] = step
+            if renew:
+                self._lease_renewed()
+        return written

@@ -1,0 +1,33 @@
+"""What ends an advance early: a wait, a lease another worker took, a cancel, a dry replay's stop.
+
+Each is a `BaseException`, so a workflow's `except Exception` cannot swallow it.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+
+class Suspend(BaseException):
+    """The run waits: the advance ends and no process holds the run."""
+
+    def __init__(self, waiting_for: str, *, wake_at: datetime | None = None, requeue: bool = False) -> None:
+        super().__init__(waiting_for)
+        self.waiting_for = waiting_for
+        self.wake_at = wake_at
+        self.requeue = requeue
+
+
+class LeaseLost(BaseException):
+    """Another worker took the run over: this advance stops without recording anything more."""
+
+
+class Cancelled(BaseException):
+    """The run was cancelled while this advance ran."""
+
+
+class ReachedStep(BaseException):
+    """A replay that stops at a step (`replay_until`) reached it: everything before it replayed."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(seq)
+        self.seq = seq
