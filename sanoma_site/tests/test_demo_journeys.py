@@ -80,7 +80,7 @@ def fill(driver, **values: str) -> None:
 
 def open_from_sidebar(driver, label: str) -> None:
     """The desk's link to a page: in the navigation sidebar, or on the home page's list of apps."""
-    links = driver.find_elements(By.XPATH, f"//nav[@id='nav-sidebar']//a[normalize-space(text())='{label}']") or \
+    links = driver.find_elements(By.XPATH, f"//nav[@id='nav-sidebar']//th/a[normalize-space(text())='{label}']") or \
         driver.find_elements(By.XPATH, f"//div[@id='content-main']//th/a[normalize-space(text())='{label}']")
     assert links, f"no link {label!r} on {driver.current_url}"
     links[0].click()
@@ -182,3 +182,117 @@ def test_a_refund_started_approved_from_the_inbox_and_forked_on_the_demo(
     assert browser.current_url.endswith(f"/admin/runs/run/{fork_id}/change/")
     wait.until(lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
     assert len(demo.shop.state["refunds"]) == refunds  # as the page said: no second refund
+
+
+def test_a_message_sent_from_a_run_page_and_a_refund_cancelled_out_of_the_approvers_inbox_on_the_demo(
+        live_server, demo: Demo, demo_worker, browser, shots):
+    site = live_server.url
+    wait = waiter(browser)
+    refund = demo.runs["refund"]  # the demo's refund of 15.00 on order 1001, held for finance-lead
+    wait_for(lambda: Approval.objects.filter(run_id=refund.id, status="pending").exists())
+
+    # finance-lead has it in the inbox.
+    sign_in(browser, site, "finance-lead", then="/admin/")
+    assert wait.until(EC.presence_of_element_located((By.ID, "inbox-badge"))).text.lower() == "inbox 1"
+
+    # alice starts an await-shipment from the start form and sends the warehouse's message from its page.
+    sign_in(browser, site, "alice", then="/admin/")
+    open_from_sidebar(browser, "Runs")
+    wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "ul.object-tools a[href$='/start/']"))).click()
+    wait.until(EC.element_to_be_clickable((By.LINK_TEXT, "await-shipment"))).click()
+    wait.until(EC.presence_of_element_located((By.ID, "start_form")))
+    fill(browser, order_id="1002")
+    browser.find_element(By.NAME, "_start").click()
+    wait.until(EC.presence_of_element_located((By.ID, "ledger")))
+    shipment_id = run_id_of_page(browser)
+    wait_for(lambda: Run.objects.get(pk=shipment_id).waiting_for == "message")
+    # The page follows the run to its wait; the send form is there once it waits.
+    wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#send-message summary"))).click()
+    assert browser.find_element(By.CSS_SELECTOR, "#send-message input[name=topic]").get_attribute("value") == "shipped"
+    payload = browser.find_element(By.CSS_SELECTOR, "#send-message input[name=payload]")
+    payload.clear()
+    payload.send_keys('{"carrier": "posti", "tracking": "POSTI1002"}')
+    browser.find_element(By.ID, "send-message-button").click()
+    assert f"Sent to {shipment_id} on “shipped”" in said(browser)
+    assert "403 Forbidden" not in browser.page_source
+    wait.until(lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
+    [message] = RunMessage.objects.filter(run_id=shipment_id)
+    assert (message.topic, message.sent_by) == ("shipped", "alice")
+    full_page(browser, shots / "demo-message-sent.png")
+
+    # alice cancels the demo's refund from its page, saying why.
+    open_from_sidebar(browser, "Runs")
+    wait.until(EC.element_to_be_clickable((By.LINK_TEXT, refund.id))).click()
+    wait.until(EC.element_to_be_clickable((By.ID, "cancel-link"))).click()
+    assert "withdrawn" in wait.until(EC.presence_of_element_located((By.ID, "cancel-withdraws"))).text
+    assert "asked of finance-lead" in browser.find_element(By.ID, "content-main").text
+    browser.find_element(By.ID, "id_reason").send_keys("The customer kept the parcel after all")
+    browser.find_element(By.ID, "confirm-cancel").click()
+    assert f"Cancelled {refund.id}" in said(browser)
+    assert text_of(browser, "run-now").endswith("by alice: “The customer kept the parcel after all”.")
+
+    # It has left finance-lead's inbox and badge.
+    sign_in(browser, site, "finance-lead", then="/admin/")
+    open_inbox(browser, wait)
+    assert text_of(browser, "inbox-empty") == "Nothing waits for you to decide."
+    assert text_of(browser, "inbox-badge").lower() == "inbox"
+    assert Approval.objects.get(run_id=refund.id).status == "withdrawn"
+
+
+def test_the_operator_drifts_plans_and_applies_on_the_demo_and_sam_lets_the_staff_roles_through(
+        live_server, demo: Demo, demo_worker, browser, shots):
+    site = live_server.url
+    wait = waiter(browser)
+    sign_in(browser, site, "ops", then="/admin/")
+    wait.until(EC.presence_of_element_located((By.ID, "user-tools")))
+    open_from_sidebar(browser, "Resources")
+    assert "No drift run yet." in text_of(browser, "content-main")
+
+    # Drift: the page follows the run and shows what differs and the plan, without a reload.
+    browser.find_element(By.ID, "run-drift").click()
+    wait.until(EC.presence_of_element_located((By.ID, "run-drift")))
+    mark_page(browser)
+    wait.until(EC.presence_of_element_located((By.ID, "plan")))
+    assert same_page(browser)
+    plan = text_of(browser, "plan")
+    for change in ("update shop.product mug", "create shop.product tote", "create shop.webhook orders_hook",
+                   "create shop.staff_role sam_admin"):
+        assert change in plan, plan
+    assert "shop.staff_role.create: held for group:security" in plan and "denied" not in plan
+    assert browser.find_elements(By.ID, "plan-refused") == []  # the policy lets operators apply
+    apply_button = browser.find_element(By.ID, "apply")
+    assert apply_button.get_attribute("value") == "Apply"
+    full_page(browser, shots / "demo-resources-plan.png")
+
+    # Apply: the run makes what is allowed and waits for sam on each staff role.
+    apply_button.click()
+    wait.until(EC.presence_of_element_located((By.ID, "latest-apply")))
+    mark_page(browser)
+    wait_for(lambda: Approval.objects.filter(run__workflow="apply", status="pending").exists())
+    [applying] = Run.objects.filter(workflow="apply")
+    wait.until(lambda b: "waiting" in b.find_element(By.ID, "latest-apply").text)
+    assert same_page(browser)
+
+    # sam lets the staff roles through from his inbox (each approval as it comes).
+    message = approve_from_inbox(browser, site, "sam", "Create a Staff role: user finance-lead, role finance",
+                                 "Access as declared")
+    roles = ["finance-lead"]
+    while True:
+        assert "approved by sam" in message, message
+        wait_for(lambda: Run.objects.get(pk=applying.pk).status == "finished"
+                 or Approval.objects.filter(run=applying, status="pending").exists())
+        if Run.objects.get(pk=applying.pk).status == "finished":
+            break
+        open_inbox(browser, wait)
+        summary = settled(lambda: inbox_rows(browser)[0].find_element(By.CSS_SELECTOR, "strong.sanoma-summary").text)
+        roles.append(summary.split("user ")[1].split(",")[0])
+        open_approval(browser, wait, summary)
+        message = approve(browser, wait, "Access as declared")
+    assert roles == ["finance-lead"]  # one approval lets the apply's staff roles through together
+    assert {s["username"] for s in demo.shop.state["staff"]} >= {"finance-lead", "sam", "support-lead", "alice"}
+    assert len(demo.shop.state["webhooks"]) == 1  # made with the demo's made-up signing secret
+
+    # ops sees the apply finished on the Resources page.
+    sign_in(browser, site, "ops", then="/admin/")
+    open_from_sidebar(browser, "Resources")
+    assert "finished" in text_of(browser, "latest-apply")
