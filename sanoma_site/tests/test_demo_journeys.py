@@ -19,8 +19,6 @@ when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots.
 """
 from __future__ import annotations
 
-import pytest
-
 from runs.models import Approval, Run, RunMessage
 from runs.tests import browser_support as support
 from runs.tests.browser_support import (
@@ -296,3 +294,34 @@ def test_the_operator_drifts_plans_and_applies_on_the_demo_and_sam_lets_the_staf
     sign_in(browser, site, "ops", then="/admin/")
     open_from_sidebar(browser, "Resources")
     assert "finished" in text_of(browser, "latest-apply")
+
+
+def at_width(driver, width: int) -> None:
+    """The window's inside `width` px wide (the viewport, as a person's window of that size has it)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+
+
+def test_no_list_of_the_desk_scrolls_sideways_at_1200_and_1280_px_with_the_sidebar_open(
+        live_server, demo: Demo, demo_worker, browser, shots):
+    site = live_server.url
+    wait = waiter(browser)
+    refund = demo.runs["refund"]
+    wait_for(lambda: Approval.objects.filter(run_id=refund.id, status="pending").exists())
+    wide = {}
+    for who, page, ready in (("finance-lead", "/admin/runs/approval/", "result_list"),
+                             ("ops", "/admin/runs/run/", "result_list"),
+                             ("ops", f"/admin/runs/run/{refund.id}/change/", "ledger")):
+        sign_in(browser, site, who, then=page)
+        wait.until(EC.presence_of_element_located((By.ID, ready)))
+        for width in (1200, 1280):
+            at_width(browser, width)
+            browser.refresh()
+            wait.until(EC.presence_of_element_located((By.ID, ready)))
+            assert browser.find_element(By.ID, "nav-sidebar").is_displayed()  # the sidebar is open
+            found = page_fits(browser)
+            if found:
+                wide[f"{page} at {width} px"] = found
+            browser.save_screenshot(str(shots / f"fits-{width}-{page.strip('/').replace('/', '-')}.png"))
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert wide == {}, wide
