@@ -325,3 +325,41 @@ def test_no_list_of_the_desk_scrolls_sideways_at_1200_and_1280_px_with_the_sideb
             browser.save_screenshot(str(shots / f"fits-{width}-{page.strip('/').replace('/', '-')}.png"))
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert wide == {}, wide
+
+
+LATER = """
+const real = Date.now.bind(Date);
+Date.now = () => real() + arguments[0] * 1000;
+"""
+"""The page's clock moved on by the seconds given: as if the page had sat open that long."""
+
+
+def relative_times(driver, css: str) -> list[str]:
+    return [" ".join(t.text.replace("\xa0", " ").split()) for t in driver.find_elements(By.CSS_SELECTOR, css)]
+
+
+def test_a_relative_moment_does_not_stay_just_now_while_the_page_sits(
+        live_server, demo: Demo, demo_worker, browser, shots):
+    """A page that no longer reads itself (an ended run's page; a list while a row is ticked) kept
+    its "(just now)" for as long as it was open."""
+    site = live_server.url
+    wait = waiter(browser)
+    reprice = demo.runs["reprice"]  # finished at once: its page is not live
+    wait_for(lambda: Run.objects.get(pk=reprice.id).status == "finished")
+    sign_in(browser, site, "ops", then="/admin/")
+    open_from_sidebar(browser, "Runs")
+    wait.until(EC.element_to_be_clickable((By.LINK_TEXT, reprice.id))).click()
+    now = wait.until(EC.presence_of_element_located((By.ID, "run-now")))
+    assert "(just now)" in now.text
+    browser.execute_script(LATER, 5 * 60 + 10)
+    wait.until(lambda b: "(5 minutes ago)" in " ".join(b.find_element(By.ID, "run-now").text.split()))
+    assert "(just now)" not in text_of(browser, "run-now")
+
+    # The runs list, paused while a row is ticked: its moments still move on.
+    browser.back()
+    wait.until(EC.presence_of_element_located((By.ID, "result_list")))
+    browser.find_element(By.CSS_SELECTOR, f"input.action-select[value='{reprice.id}']").click()
+    assert all(t.endswith("(just now)") for t in relative_times(browser, "#result_list td time"))
+    browser.execute_script(LATER, 2 * 3600 + 60)
+    wait.until(lambda b: all(t.endswith("(2 hours ago)") for t in relative_times(b, "#result_list td time")))
+    assert browser.execute_script("return document.body.dataset.livePaused") == "ticked"
