@@ -5,108 +5,33 @@ when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots (default: the
 """
 from __future__ import annotations
 
-import os
 import threading
-import time
-from pathlib import Path
-
-import pytest
-from django.db import connection
 
 from runs.approvals.services import decide
-from runs.models import Approval, DecisionMessage, Run
-from runs.testing import make_user
-from runs.tests import chromium
+from runs.models import Approval, Run
+from runs.tests import browser_support as support
+from runs.tests.browser_support import (  # noqa: F401 (the names other browser tests import from here)
+    BROWSER_TESTS,
+    CHROMEDRIVER,
+    CHROMIUM,
+    EC,
+    FLAGS,
+    HAVE_SELENIUM,
+    PASSWORD,
+    By,
+    StaleElementReferenceException,
+    WebDriverWait,
+    full_page,
+    log_in,
+    staff_user,
+    text_of,
+    worker_for,
+)
 from runs.tests.test_api import ask_flow, money_needs_bob, nap_flow, refund_flow
 
-try:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    HAVE_SELENIUM = True
-except ImportError:  # pragma: no cover - depends on the machine
-    HAVE_SELENIUM = False
-
-CHROMIUM, CHROMEDRIVER, FLAGS = chromium.CHROMIUM, chromium.CHROMEDRIVER, chromium.FLAGS
-
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
-
-PASSWORD = "correct-horse-battery"
-
-
-@pytest.fixture
-def browser(shared_chromium):
-    """Chromium, as new: the session's one (see runs/tests/chromium.py), its cookies, stored data and
-    pages from earlier tests gone, one window of 1400x1100."""
-    driver = shared_chromium.fresh()
-    try:
-        yield driver
-    finally:
-        shared_chromium.blank()
-
-
-@pytest.fixture
-def shots(tmp_path) -> Path:
-    folder = Path(os.environ.get("SANOMA_SCREENSHOT_DIR") or tmp_path / "screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def full_page(browser, file: Path) -> None:
-    """A screenshot of the whole page, not only the window."""
-    height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1400, min(max(height, 800), 6000))
-    browser.save_screenshot(str(file))
-    browser.set_window_size(1400, 1100)
-
-
-def staff_user(username: str):
-    """A user who may sign in to the admin with PASSWORD."""
-    user = make_user(username)
-    user.is_staff = True
-    user.set_password(PASSWORD)
-    user.save()
-    return user
-
-
-def log_in(browser, site: str, username: str, *, then: str) -> None:
-    browser.get(f"{site}/admin/login/?next={then}")
-    browser.find_element(By.NAME, "username").send_keys(username)
-    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-
-
-def text_of(browser, element_id: str) -> str:
-    """An element's text on a page that swaps its content in place: read again if it was swapped."""
-    for _ in range(5):
-        try:
-            return browser.find_element(By.ID, element_id).text
-        except StaleElementReferenceException:
-            time.sleep(0.1)
-    return browser.find_element(By.ID, element_id).text
-
-
-def worker_for(engine, stop: threading.Event) -> threading.Thread:
-    """A stand-in worker: applies decisions as they are sent, like `manage.py worker` would."""
-
-    def work() -> None:
-        try:
-            while not stop.is_set():
-                if DecisionMessage.objects.filter(applied=False).exists():
-                    engine.drain()
-                time.sleep(0.05)
-        finally:
-            connection.close()
-
-    return threading.Thread(target=work, daemon=True)
+pytestmark = BROWSER_TESTS
+browser = support.browser  # Chromium, as new (the other browser tests take it from here too)
+shots = support.shots
 
 
 def test_an_approver_approves_from_the_inbox_and_the_run_page_shows_it(live_server, engine_for, browser, shots):

@@ -12,7 +12,6 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from django.contrib.auth.models import Permission
 from pydantic import BaseModel, Field
 
@@ -20,27 +19,17 @@ from runs.approvals.services import decide
 from runs.authoring import define_workflow
 from runs.engine import clock
 from runs.models import Approval, Run
-from runs.tests import test_admin_browser as admin_browser
+from runs.tests import browser_support as support
+from runs.tests.browser_support import BROWSER_TESTS, EC, By, WebDriverWait, full_page, log_in, staff_user
 from runs.tests.fixtures import GET, REFUND, SEND
-from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, full_page, log_in, staff_user
 from runs.tests.test_api import money_needs_bob
 
 # The admin's browser tests' fixtures: a headless Chromium, and the folder screenshots are kept in.
-browser = admin_browser.browser
-shots = admin_browser.shots
+browser = support.browser
+shots = support.shots
 
-if HAVE_SELENIUM:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_TESTS
 
 
 class RefundThenTell(BaseModel):

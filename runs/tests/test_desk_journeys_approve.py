@@ -33,25 +33,28 @@ from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine.drain import drain
 from runs.models import Approval, DecisionMessage, Run
 from runs.seed import seed_declared
-from runs.tests import test_admin_browser as admin_browser
-from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, full_page, text_of
+from runs.tests import browser_support as support
+from runs.tests.browser_support import (  # noqa: F401 (the demo's journeys import some from here)
+    BROWSER_TESTS,
+    EC,
+    HAVE_SELENIUM,
+    By,
+    StaleElementReferenceException,
+    WebDriverWait,
+    approve,
+    full_page,
+    inbox_rows,
+    open_approval,
+    open_inbox,
+    settled,
+    sign_in,
+    text_of,
+    wait_for,
+)
 
-browser = admin_browser.browser
-shots = admin_browser.shots
-
-if HAVE_SELENIUM:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
+browser = support.browser
+shots = support.shots
+pytestmark = BROWSER_TESTS
 
 COMPANY = Path(__file__).resolve().parents[2] / "company"
 ABOVE = ("90,000,000,000,000.00 EUR is above the ceiling of 10,000.00 EUR that shop.order.refund declares")
@@ -94,15 +97,6 @@ def worker(company: ResolvedConfig) -> Iterator[None]:
         thread.join(timeout=30)
 
 
-def sign_in(driver, site: str, username: str, *, then: str) -> None:
-    """The admin's login page, filled in as a person does (the demo's passwords are the usernames)."""
-    driver.delete_all_cookies()
-    driver.get(f"{site}/admin/login/?next={then}")
-    driver.find_element(By.NAME, "username").send_keys(username)
-    driver.find_element(By.NAME, "password").send_keys(username)
-    driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-
-
 def start_refund(driver, wait, order_id: str, cents: str) -> None:
     """On the start form of `refund`: type the order and the amount, press Start."""
     wait.until(EC.presence_of_element_located((By.ID, "start_form")))
@@ -111,28 +105,6 @@ def start_refund(driver, wait, order_id: str, cents: str) -> None:
         field.clear()
         field.send_keys(value)
     driver.find_element(By.NAME, "_start").click()
-
-
-def wait_for(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
-def inbox_rows(driver) -> list:
-    return driver.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
-
-
-def settled(read):
-    """What `read()` answers on a page that swaps its content in place every few seconds (the inbox
-    is live): read again when an element read a moment ago was swapped out."""
-    for _ in range(20):
-        try:
-            return read()
-        except StaleElementReferenceException:
-            time.sleep(0.1)
-    return read()
 
 
 def test_an_approver_tells_two_refunds_apart_and_approves_the_one_they_checked(
@@ -160,7 +132,7 @@ def test_an_approver_tells_two_refunds_apart_and_approves_the_one_they_checked(
     sign_in(browser, live_server.url, "finance-lead", then="/admin/")
     badge = wait.until(EC.presence_of_element_located((By.ID, "inbox-badge")))
     assert badge.text.lower() == "inbox 2"
-    badge.click()
+    open_inbox(browser, wait)
     wait.until(EC.presence_of_element_located((By.ID, "result_list")))
     said = settled(lambda: [(
         r.find_element(By.CSS_SELECTOR, "td.field-title_link strong.sanoma-summary").text,
@@ -174,17 +146,13 @@ def test_an_approver_tells_two_refunds_apart_and_approves_the_one_they_checked(
     full_page(browser, shots / "inbox-refunds.png")
 
     # The large one: its page says what it lets through, how much, and who asked.
-    browser.find_element(By.LINK_TEXT, "Refund 1,200.00 EUR on order 1002").click()
-    wait.until(EC.presence_of_element_located((By.ID, "approve-button")))
+    open_approval(browser, wait, "Refund 1,200.00 EUR on order 1002")
     assert browser.find_element(By.ID, "approval-summary").text == "Refund 1,200.00 EUR on order 1002"
     assert browser.find_element(By.ID, "approval-amount").text == "1,200.00 EUR"
     assert browser.find_element(By.ID, "approval-starter").text == "alice"
     assert browser.find_element(By.ID, "approval-workflow").text == "refund"
-    browser.find_element(By.ID, "id_note").send_keys("Order 1002 came back damaged: refund it all")
     full_page(browser, shots / "approval-refund.png")
-    browser.find_element(By.ID, "approve-button").click()
-    message = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist li")))
-    assert "is approved by finance-lead" in message.text
+    assert "is approved by finance-lead" in approve(browser, wait, "Order 1002 came back damaged: refund it all")
 
     # It leaves the inbox; the small one waits still.
     browser.find_element(By.LINK_TEXT, "Approvals inbox").click()

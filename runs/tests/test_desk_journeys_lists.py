@@ -24,28 +24,26 @@ from runs.config.registry import set_config
 from runs.config.resolution import load_config
 from runs.engine import pauses
 from runs.models import Run
-from runs.tests import test_admin_browser as admin_browser
+from runs.tests import browser_support as support
+from runs.tests.browser_support import (
+    BROWSER_TESTS,
+    EC,
+    By,
+    Keys,
+    StaleElementReferenceException,
+    WebDriverWait,
+    log_in,
+    staff_user,
+    worker_for,
+)
 from runs.tests.fixtures import GET
-from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, log_in, staff_user, worker_for
 from runs.versions import register_version
 
-browser = admin_browser.browser
-shots = admin_browser.shots
+browser = support.browser
+shots = support.shots
 
-if HAVE_SELENIUM:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_TESTS
 
 # The desk refreshes a live page every 3 s: what it shows lands within a few of those, or within many
 # on a 2-core machine running both databases' suites (a bound only: the waits end when it lands).

@@ -26,35 +26,26 @@ from runs.authoring import define_workflow
 from runs.engine.transitions import RUNTIME_ACTOR
 from runs.models import Approval, Run, RunMessage, RunStatus
 from runs.seed import seed_person
-from runs.tests import test_admin_browser as admin_browser
-from runs.tests.fixtures import REFUND, SEND
-from runs.tests.test_admin_browser import (
-    CHROMEDRIVER,
-    CHROMIUM,
-    HAVE_SELENIUM,
+from runs.tests import browser_support as support
+from runs.tests.browser_support import (
+    BROWSER_TESTS,
+    EC,
     PASSWORD,
+    By,
+    StaleElementReferenceException,
+    WebDriverWait,
     full_page,
     log_in,
     text_of,
 )
+from runs.tests.fixtures import REFUND, SEND
 from runs.tests.test_api import money_needs_bob
 
-browser = admin_browser.browser
-shots = admin_browser.shots
+browser = support.browser
+shots = support.shots
 
-if HAVE_SELENIUM:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_TESTS
 
 OPERATOR_PERMS = ("runs.view_any_run", "runs.operate_runs", "runs.rerun_runs", "runs.start_workflow")
 

@@ -17,29 +17,17 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
-
 from runs.approvals.services import decide
 from runs.engine import clock
 from runs.seed import seed_person
-from runs.tests import test_admin_browser as admin_browser
-from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, PASSWORD, log_in, text_of
+from runs.tests import browser_support as support
+from runs.tests.browser_support import BROWSER_TESTS, EC, PASSWORD, By, WebDriverWait, log_in, text_of
 from runs.tests.test_run_timeline import check_then_ask
 
-browser = admin_browser.browser
+browser = support.browser
 
-if HAVE_SELENIUM:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_TESTS
 
 
 def person(username: str, *perms: str):

@@ -8,28 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from runs.tests import test_admin_browser as admin_browser
+from runs.tests import browser_support as support
 from runs.tests import test_outline_runs as outline_runs
-from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, full_page, log_in, staff_user
+from runs.tests.browser_support import BROWSER_TESTS, EC, By, WebDriverWait, full_page, log_in, staff_user
 
-browser = admin_browser.browser
-shots = admin_browser.shots
+browser = support.browser
+shots = support.shots
 paths = outline_runs.paths  # the workflow with helpers, early returns, break and continue
 
-if HAVE_SELENIUM:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_TESTS
 
 
 def test_the_catalog_page_draws_a_helpers_calls_inside_the_line_that_calls_it(
