@@ -113,7 +113,7 @@ def outcomes(fake: Fake) -> list[tuple[str, str, str]]:
 # --- acceptance checks 96-98 -------------------------------------------------------------------
 
 
-def test_check_96_same_key_twice_returns_the_first_reply_and_changes_state_once() -> None:
+def test_same_key_twice_returns_the_first_reply_and_changes_state_once() -> None:
     fake = make_fake()
     first = refund_call(fake, "run-1:1")
     second = refund_call(fake, "run-1:1", attempt=2)
@@ -126,7 +126,7 @@ def test_check_96_same_key_twice_returns_the_first_reply_and_changes_state_once(
     assert [c["attempt"] for c in fake.calls] == [1, 2]
 
 
-def test_check_97_rate_limited_try_then_success_with_one_key() -> None:
+def test_rate_limited_try_then_success_with_one_key() -> None:
     fake = make_fake()
     fake.rate_limit(GET)
 
@@ -150,7 +150,7 @@ def test_check_97_rate_limited_try_then_success_with_one_key() -> None:
 
 
 @pytest.mark.parametrize("inject", ["fail_next", "lose_reply", "rate_limit", "hold"])
-def test_check_98_fault_on_an_unknown_operation_is_refused(inject: str) -> None:
+def test_fault_on_an_unknown_operation_is_refused(inject: str) -> None:
     fake = make_fake()
     with pytest.raises(ValueError) as raised:
         getattr(fake, inject)("shop.nope.x")

@@ -167,26 +167,26 @@ def test_behave_fails_on_bad_files(checks):
     assert "Traceback" not in checks.output, checks.output
 
 
-def test_99_no_scenarios(checks):
+def test_no_scenarios(checks):
     assert f"{where(checks, 'no_scenarios.feature', 1)}: has no scenarios" in checks.output, checks.output
 
 
-def test_99_two_whens(checks):
+def test_two_whens(checks):
     assert f"{where(checks, 'two_whens.feature', 4)}: a second When that runs a workflow (the first is on line 3)" \
         in checks.output, checks.output
 
 
-def test_99_unknown_op(checks):
+def test_unknown_op(checks):
     assert f'{where(checks, "unknown_op.feature", 3)}: no operation "desk.ticket.burn"; the config has ' \
         "desk.ticket.close, desk.ticket.open" in checks.output, checks.output
 
 
-def test_99_doc_string_not_json(checks):
+def test_doc_string_not_json(checks):
     assert f'{where(checks, "not_json.feature", 3)}: the doc string after "triage runs with" is not JSON' \
         in checks.output, checks.output
 
 
-def test_99_three_column_table(checks):
+def test_three_column_table(checks):
     assert f"{where(checks, 'three_columns.feature', 4)}: the table after \"triage runs with\" needs exactly two " \
         "columns (name | value); this row has 3" in checks.output, checks.output
 
@@ -196,7 +196,7 @@ def test_scenario_without_when(checks):
         in checks.output, checks.output
 
 
-def test_101_cells_follow_the_field_types(checks):
+def test_cells_follow_the_field_types(checks):
     passed = checks.section("Scenario: a cell for a text field is text", "\n\n")
     assert "passed" in passed and "failed" not in passed and "error" not in passed.lower(), checks.output
     assert f"{where(checks, 'values.feature', 16)}: 'yes' is not a value for urgent of the input of workflow " \
@@ -205,18 +205,18 @@ def test_101_cells_follow_the_field_types(checks):
         "are title, priority, urgent" in checks.output, checks.output
 
 
-def test_102_outline_rows_sharing_a_name_get_their_line(checks):
+def test_outline_rows_sharing_a_name_get_their_line(checks):
     assert "Scenario Outline: open a ticket (line 9)" in checks.output, checks.output
     assert "Scenario Outline: open a ticket (line 10)" in checks.output, checks.output
     assert "Scenario Outline: open ink" in checks.output and "open ink (line" not in checks.output, checks.output
 
 
-def test_103_a_denied_call_was_not_called(checks):
+def test_a_denied_call_was_not_called(checks):
     section = checks.section("Scenario: closing is denied by policy", "\n\n")
     assert "failed" not in section and "error" not in section.lower(), section
 
 
-def test_104_decisions_by_title_reach_their_own_approvals(checks):
+def test_decisions_by_title_reach_their_own_approvals(checks):
     section = checks.section("Scenario: each approval gets its own decision", "\n\n")
     assert "failed" not in section and "error" not in section.lower(), section
     missing = checks.section("Scenario: a missing decision")
@@ -253,7 +253,7 @@ def test_an_ambiguous_step_names_both(checks):
         in checks.output, checks.output
 
 
-def test_100_a_phrase_naming_no_field_fails_the_whole_load(tmp_path):
+def test_a_phrase_naming_no_field_fails_the_whole_load(tmp_path):
     root = make_root(tmp_path, {"fine.feature": """
         Feature: fine
           Scenario: would run

@@ -136,7 +136,7 @@ def people(db):
         ({"approver": "bob", "links": [1]}, "links must be a list of strings"),
     ],
 )
-def test_43_a_bad_approval_request_fails_before_anything_is_recorded(engine_for, kwargs, says):
+def test_a_bad_approval_request_fails_before_anything_is_recorded(engine_for, kwargs, says):
     def body(ctx, input):
         ctx.approval("Ship it", **kwargs)
 
@@ -176,7 +176,7 @@ def test_a_workflow_approval_is_published_with_everything_it_asked(engine_for, p
 # -- 44, 46: who may decide ---------------------------------------------------------------------------
 
 
-def test_44_a_non_approver_is_refused_and_nothing_is_sent(engine_for, people):
+def test_a_non_approver_is_refused_and_nothing_is_sent(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking")
     with pytest.raises(SanomaError) as caught:  # the intern may not even see the run
@@ -196,7 +196,7 @@ def test_44_a_non_approver_is_refused_and_nothing_is_sent(engine_for, people):
     assert state_of(run)["status"] == "pending"
 
 
-def test_46_a_group_approver_takes_its_members_only(engine_for, people):
+def test_a_group_approver_takes_its_members_only(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking", {"approver": "group:marketing"})
     for who in ("bob", "marketing"):  # they may see the run (else it is run_not_found), not decide it
@@ -221,7 +221,7 @@ def test_46_a_group_approver_takes_its_members_only(engine_for, people):
     assert run.result == {"refund": "re_1", "by": "carol", "note": "go"}
 
 
-def test_46_a_group_approver_given_as_a_mapping(engine_for, people):
+def test_a_group_approver_given_as_a_mapping(engine_for, people):
     def body(ctx, input):
         return ctx.approval("Ship", approver={"group": "marketing"}).approved_by
 
@@ -236,7 +236,7 @@ def test_46_a_group_approver_given_as_a_mapping(engine_for, people):
 # -- 45: a refused message sent straight to the run ------------------------------------------------------
 
 
-def test_45_a_message_from_a_non_approver_is_recorded_as_refused_and_the_approval_stays_pending(engine_for, people):
+def test_a_message_from_a_non_approver_is_recorded_as_refused_and_the_approval_stays_pending(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking")
     approval = Approval.objects.get(run=run)
@@ -288,7 +288,7 @@ def test_the_ledger_names_who_decided_refused_or_withdrew_not_the_starter(engine
     assert record["actor"] == "olga" and record["by"] == "olga"
 
 
-def test_45_a_refused_message_makes_decide_answer_not_approver(engine_for, people):
+def test_a_refused_message_makes_decide_answer_not_approver(engine_for, people):
     """A sender `decide` let through (the user exists and holds the permission) whom the run then
     refuses: the run's word stands and `decide` reports it."""
     engine = engine_for(asking)
@@ -306,7 +306,7 @@ def test_45_a_refused_message_makes_decide_answer_not_approver(engine_for, peopl
 # -- 47: a policy hold on a group -------------------------------------------------------------------------
 
 
-def test_47_a_policy_hold_on_a_group_is_titled_with_the_group(engine_for):
+def test_a_policy_hold_on_a_group_is_titled_with_the_group(engine_for):
     engine = engine_for(shop_flow, policy=define_policy(hold_money_for_group, version="v1"))
     make_user("fin", groups=["finance"])
     run = engine.run("shop-flow")
@@ -340,7 +340,7 @@ def test_a_policy_hold_title_from_the_policy(engine_for):
 # -- 48, 49: refusals before sending ----------------------------------------------------------------------
 
 
-def test_48_decided_twice_unknown_id_bad_decision_unknown_run(engine_for, people):
+def test_decided_twice_unknown_id_bad_decision_unknown_run(engine_for, people):
     engine = engine_for(then_sleep)
     run = engine.run("then-sleep")
     approvals.decide(run_id=run.id, decision="approve", by="bob", timeout=0)
@@ -377,7 +377,7 @@ def test_48_decided_twice_unknown_id_bad_decision_unknown_run(engine_for, people
 
 
 @pytest.mark.parametrize("by", ["", "   ", None, 42])
-def test_48_a_decision_without_a_sender_is_invalid_input(engine_for, people, by):
+def test_a_decision_without_a_sender_is_invalid_input(engine_for, people, by):
     engine = engine_for(asking)
     run = engine.run("asking")
     with pytest.raises(SanomaError) as caught:
@@ -404,7 +404,7 @@ def _ended(engine, how: str) -> Run:
 
 
 @pytest.mark.parametrize("how", ["finished", "failed", "cancelled"])
-def test_49_an_ended_run_takes_no_more_decisions(engine_for, people, how):
+def test_an_ended_run_takes_no_more_decisions(engine_for, people, how):
     engine = engine_for(then_sleep)
     run = _ended(engine, how)
     assert run.status == how
@@ -420,7 +420,7 @@ def test_49_an_ended_run_takes_no_more_decisions(engine_for, people, how):
 # -- 50: no worker running --------------------------------------------------------------------------------
 
 
-def test_50_without_a_worker_decide_answers_pending_and_the_decision_applies_later(engine_for, people):
+def test_without_a_worker_decide_answers_pending_and_the_decision_applies_later(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking")
 
@@ -449,7 +449,7 @@ def test_50_without_a_worker_decide_answers_pending_and_the_decision_applies_lat
     assert decided[0]["id"] == f"{run.id}:approval.decided:approval-1"
 
 
-def test_50_a_message_id_sent_twice_after_it_applied_is_not_decided_twice(engine_for, people):
+def test_a_message_id_sent_twice_after_it_applied_is_not_decided_twice(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking")
     approval = Approval.objects.get(run=run)
@@ -467,7 +467,7 @@ def test_50_a_message_id_sent_twice_after_it_applied_is_not_decided_twice(engine
 
 
 @pytest.mark.parametrize("second", ["carol", "dave"], ids=["same-person-two-notes", "two-people"])
-def test_51_of_two_decisions_sent_before_the_run_reads_them_the_first_wins(engine_for, second):
+def test_of_two_decisions_sent_before_the_run_reads_them_the_first_wins(engine_for, second):
     make_user("carol", groups=["marketing"])
     make_user("dave", groups=["marketing"])
     engine = engine_for(asking)
@@ -495,7 +495,7 @@ def test_51_of_two_decisions_sent_before_the_run_reads_them_the_first_wins(engin
 # -- 52: one message id on two approvals ---------------------------------------------------------------------
 
 
-def test_52_one_message_id_reused_on_two_approvals_of_a_run_delivers_both(engine_for, people):
+def test_one_message_id_reused_on_two_approvals_of_a_run_delivers_both(engine_for, people):
     engine = engine_for(twice)
     run = engine.run("twice")
     approvals.decide(run_id=run.id, decision="approve", by="bob", message_id="same", timeout=0)
@@ -513,7 +513,7 @@ def test_52_one_message_id_reused_on_two_approvals_of_a_run_delivers_both(engine
 # -- 53: what decide returns --------------------------------------------------------------------------------
 
 
-def test_53_a_successful_decide_returns_the_runs_published_state(engine_for, worker_while_waiting):
+def test_a_successful_decide_returns_the_runs_published_state(engine_for, worker_while_waiting):
     engine = engine_for(shop_flow, policy=define_policy(hold_money, version="v1"))
     make_user("finance-lead")
     run = engine.run("shop-flow")
@@ -531,7 +531,7 @@ def test_53_a_successful_decide_returns_the_runs_published_state(engine_for, wor
     assert refresh(run).status == "finished", run.error
 
 
-def test_53_a_rejection_returns_rejected_and_fails_the_run(engine_for, worker_while_waiting):
+def test_a_rejection_returns_rejected_and_fails_the_run(engine_for, worker_while_waiting):
     engine = engine_for(shop_flow, policy=define_policy(hold_money, version="v1"))
     make_user("finance-lead")
     run = engine.run("shop-flow")
@@ -566,7 +566,7 @@ def test_a_rejected_workflow_approval_can_be_caught(engine_for, people):
 # -- 54: withdrawal ------------------------------------------------------------------------------------------
 
 
-def test_54_the_starter_withdraws_and_the_run_fails_approval_withdrawn(engine_for, people):
+def test_the_starter_withdraws_and_the_run_fails_approval_withdrawn(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking")
     state = approvals.withdraw(run_id=run.id, by="alice", reason="not needed")
@@ -583,7 +583,7 @@ def test_54_the_starter_withdraws_and_the_run_fails_approval_withdrawn(engine_fo
     assert error_code(caught.value) == "run_ended"
 
 
-def test_54_a_caught_withdrawal_lets_the_run_go_on(engine_for, people):
+def test_a_caught_withdrawal_lets_the_run_go_on(engine_for, people):
     engine = engine_for(catches)
     run = engine.run("catches")
     approvals.withdraw(run_id=run.id, by="alice")
@@ -592,7 +592,7 @@ def test_54_a_caught_withdrawal_lets_the_run_go_on(engine_for, people):
     assert run.result == {"code": "approval_withdrawn"}
 
 
-def test_54_only_the_starter_or_an_operator_may_withdraw(engine_for, people):
+def test_only_the_starter_or_an_operator_may_withdraw(engine_for, people):
     engine = engine_for(asking)
     # An operator acts only on runs they may see: operate_runs goes with view_any_run.
     make_user("ops", perms=["runs.operate_runs", "runs.view_any_run"])
@@ -617,7 +617,7 @@ def test_54_only_the_starter_or_an_operator_may_withdraw(engine_for, people):
     assert error["code"] == "approval_withdrawn"
 
 
-def test_54_withdrawing_a_policy_hold_fails_the_held_call(engine_for):
+def test_withdrawing_a_policy_hold_fails_the_held_call(engine_for):
     engine = engine_for(shop_flow, policy=define_policy(hold_money, version="v1"))
     make_user("finance-lead")
     run = engine.run("shop-flow")
@@ -629,7 +629,7 @@ def test_54_withdrawing_a_policy_hold_fails_the_held_call(engine_for):
     assert refund["approval"] == "approval-1" and refund["error"]["code"] == "approval_withdrawn"
 
 
-def test_54_a_decided_approval_cannot_be_withdrawn(engine_for, people):
+def test_a_decided_approval_cannot_be_withdrawn(engine_for, people):
     engine = engine_for(then_sleep)
     run = engine.run("then-sleep")
     approvals.decide(run_id=run.id, decision="approve", by="bob", timeout=0)
@@ -640,7 +640,7 @@ def test_54_a_decided_approval_cannot_be_withdrawn(engine_for, people):
     assert state_of(run)["status"] == "approved"
 
 
-def test_54_a_withdrawal_stands_over_a_decision_the_run_has_not_read(engine_for, people):
+def test_a_withdrawal_stands_over_a_decision_the_run_has_not_read(engine_for, people):
     """The approver's message was queued (decide answered pending) but no worker read it before the
     starter withdrew: the withdrawal stands and the queued decision is ignored, never half-applied."""
     engine = engine_for(asking)
@@ -656,7 +656,7 @@ def test_54_a_withdrawal_stands_over_a_decision_the_run_has_not_read(engine_for,
 # -- 61: listing waiting runs --------------------------------------------------------------------------------
 
 
-def test_61_a_run_waiting_on_an_approval_is_listed_as_waiting_then_finished(engine_for, people):
+def test_a_run_waiting_on_an_approval_is_listed_as_waiting_then_finished(engine_for, people):
     engine = engine_for(asking, shop_flow)
     run = engine.run("asking")
     done = engine.run("shop-flow")
@@ -679,7 +679,7 @@ def test_61_a_run_waiting_on_an_approval_is_listed_as_waiting_then_finished(engi
 # -- 64: a denied run's result ----------------------------------------------------------------------------------
 
 
-def test_64_the_result_of_a_denied_run_keeps_policy_denied(engine_for):
+def test_the_result_of_a_denied_run_keeps_policy_denied(engine_for):
     engine = engine_for(shop_flow, policy=define_policy(
         lambda call: deny("no refunds today") if call.effect == "money" else allow(), version="v1"))
     run = engine.run("shop-flow")
@@ -690,7 +690,7 @@ def test_64_the_result_of_a_denied_run_keeps_policy_denied(engine_for):
     assert caught.value.data == {"op": "acme.order.refund", "reason": "no refunds today"}
 
 
-def test_64_the_result_of_a_rejected_run_keeps_approval_rejected(engine_for, people):
+def test_the_result_of_a_rejected_run_keeps_approval_rejected(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking")
     approvals.decide(run_id=run.id, decision="reject", by="marketing-lead", note="no", timeout=0)
@@ -704,7 +704,7 @@ def test_64_the_result_of_a_rejected_run_keeps_approval_rejected(engine_for, peo
 # -- 65, 66: the ledger ----------------------------------------------------------------------------------------
 
 
-def test_65_the_ledger_of_a_held_call_runs_in_order_with_unique_ids(engine_for):
+def test_the_ledger_of_a_held_call_runs_in_order_with_unique_ids(engine_for):
     engine = engine_for(shop_flow, policy=define_policy(hold_money, version="v1"))
     make_user("finance-lead")
     run = engine.run("shop-flow")
@@ -736,7 +736,7 @@ class WorkerKilled(BaseException):
     """The worker process dies: nothing after this point of the advance happens."""
 
 
-def test_66_a_second_worker_advancing_mid_approval_duplicates_nothing(engine_for):
+def test_a_second_worker_advancing_mid_approval_duplicates_nothing(engine_for):
     engine = engine_for(shop_flow, policy=define_policy(hold_money, version="v1"))
     make_user("finance-lead")
     run = engine.run("shop-flow")
@@ -750,7 +750,7 @@ def test_66_a_second_worker_advancing_mid_approval_duplicates_nothing(engine_for
     assert [c["op"] for c in engine.fake.calls] == ["acme.order.get"]
 
 
-def test_66_a_worker_killed_after_the_decision_applied_is_recovered_without_duplicates(engine_for):
+def test_a_worker_killed_after_the_decision_applied_is_recovered_without_duplicates(engine_for):
     engine = engine_for(shop_flow, policy=define_policy(hold_money, version="v1"))
     make_user("finance-lead")
     run = engine.run("shop-flow")

@@ -88,7 +88,7 @@ def deny_refunds(call):
     return deny("refunds are frozen") if call.op["id"] == "acme.order.refund" else allow()
 
 
-def test_23_denied_first_member_of_all_stops_the_second_from_reaching_the_vendor(engine_for):
+def test_denied_first_member_of_all_stops_the_second_from_reaching_the_vendor(engine_for):
     def body(ctx, input):
         return ctx.all([
             lambda: ctx.acme.order.refund({"order_id": "1", "amount": 10}),
@@ -107,7 +107,7 @@ def test_23_denied_first_member_of_all_stops_the_second_from_reaching_the_vendor
     assert engine.kinds(run) == ["run.started", "op.called", "run.failed"]
 
 
-def test_23_denied_first_call_stops_the_sequential_second_call(engine_for):
+def test_denied_first_call_stops_the_sequential_second_call(engine_for):
     def body(ctx, input):
         ctx.acme.order.refund({"order_id": "1", "amount": 10})
         ctx.acme.mail.send({"to": "customer", "text": "refunded"})
@@ -120,7 +120,7 @@ def test_23_denied_first_call_stops_the_sequential_second_call(engine_for):
     assert ops_called(engine) == []
 
 
-def test_23_with_cedar_a_forbidden_first_member_stops_the_second(engine_for, tmp_path):
+def test_with_cedar_a_forbidden_first_member_stops_the_second(engine_for, tmp_path):
     policy = cedar(tmp_path, PERMIT_ALL + """
         @id("no-refunds")
         @reason("refunds are frozen")
@@ -162,7 +162,7 @@ def test_a_caught_denial_lets_the_workflow_go_on_to_other_calls(engine_for):
 # -- 33: the policy sees plain data -------------------------------------------------------------
 
 
-def test_33_python_policy_receives_plain_data(engine_for):
+def test_python_policy_receives_plain_data(engine_for):
     seen: list[Any] = []
 
     def policy(call):
@@ -197,7 +197,7 @@ def test_33_python_policy_receives_plain_data(engine_for):
     assert send_call.input == {"to": "customer", "text": ""}  # parsed, defaults filled in
 
 
-def test_33_policy_sees_the_runs_approvals_so_far(engine_for):
+def test_policy_sees_the_runs_approvals_so_far(engine_for):
     seen: list[Any] = []
 
     def policy(call):
@@ -220,7 +220,7 @@ def test_33_policy_sees_the_runs_approvals_so_far(engine_for):
         "approval-1", "approved", "bob", ("acme.post.publish",))
 
 
-def test_33_cedar_sees_principal_groups_effect_target_input_and_workflow(engine_for, tmp_path):
+def test_cedar_sees_principal_groups_effect_target_input_and_workflow(engine_for, tmp_path):
     policy = cedar(tmp_path, """
         @id("staff-read")
         permit(principal in Group::"staff", action in Action::"read", resource in Operation::"acme.order.get");
@@ -250,7 +250,7 @@ def test_33_cedar_sees_principal_groups_effect_target_input_and_workflow(engine_
 # -- 34: target -----------------------------------------------------------------------------------
 
 
-def test_34_policy_sees_the_target_string(engine_for):
+def test_policy_sees_the_target_string(engine_for):
     def policy(call):
         return deny("order 2 is locked") if call.target == "order/2" else allow()
 
@@ -262,7 +262,7 @@ def test_34_policy_sees_the_target_string(engine_for):
     assert run.error["message"] == "acme.order.refund was denied by policy: order 2 is locked"
 
 
-def test_34_cedar_resource_is_the_target(engine_for, tmp_path):
+def test_cedar_resource_is_the_target(engine_for, tmp_path):
     policy = cedar(tmp_path, PERMIT_ALL + """
         @id("order-2-locked")
         @reason("order 2 is under investigation")
@@ -293,7 +293,7 @@ def _odd_connector(target):
     return with_setup(vendor, fake=make_fake)
 
 
-def test_34_a_target_that_is_not_a_string_fails_the_run_naming_the_op(engine_for):
+def test_a_target_that_is_not_a_string_fails_the_run_naming_the_op(engine_for):
     odd = _odd_connector(lambda i: i.n)  # an int, not a string
     touch = odd.op("odd.item.touch")
     policy_calls: list[Any] = []
@@ -318,7 +318,7 @@ def test_34_a_target_that_is_not_a_string_fails_the_run_naming_the_op(engine_for
 # -- 35: deny recorded --------------------------------------------------------------------------------
 
 
-def test_35_python_deny_is_recorded_on_op_called(engine_for):
+def test_python_deny_is_recorded_on_op_called(engine_for):
     policy = define_policy(lambda call: deny("locked", ["why"]), version="v1")
     engine = engine_for(refund_flow(), policy=policy)
     run = engine.run("refund-one")
@@ -339,7 +339,7 @@ def test_35_python_deny_is_recorded_on_op_called(engine_for):
     assert ops_called(engine) == []
 
 
-def test_35_cedar_plain_forbid_denies_with_its_reason_ids_and_version(engine_for, tmp_path):
+def test_cedar_plain_forbid_denies_with_its_reason_ids_and_version(engine_for, tmp_path):
     policy = cedar(tmp_path, PERMIT_ALL + """
         @id("refunds-frozen")
         @reason("refunds are frozen for the audit")
@@ -405,7 +405,7 @@ def test_allowed_calls_record_the_decision_with_version_and_policy_ids(engine_fo
 
 @pytest.mark.parametrize("answer", [approve(None), approve(""), "yes", None, {"kind": "allow"}],
                          ids=["approve-no-approver", "approve-blank", "string", "none", "dict"])
-def test_36_an_invalid_answer_fails_the_run_naming_the_op_and_suggesting(engine_for, answer):
+def test_an_invalid_answer_fails_the_run_naming_the_op_and_suggesting(engine_for, answer):
     engine = engine_for(refund_flow(), policy=define_policy(lambda call: answer, version="v1"))
     run = engine.run("refund-one")
     assert run.status == "failed"
@@ -416,7 +416,7 @@ def test_36_an_invalid_answer_fails_the_run_naming_the_op_and_suggesting(engine_
     assert Approval.objects.filter(run=run).count() == 0
 
 
-def test_37_a_throwing_policy_fails_the_run_keeping_the_code(engine_for):
+def test_a_throwing_policy_fails_the_run_keeping_the_code(engine_for):
     def policy(call):
         raise InvalidInput("the amount is unreadable")
 
@@ -428,7 +428,7 @@ def test_37_a_throwing_policy_fails_the_run_keeping_the_code(engine_for):
     assert ops_called(engine) == []
 
 
-def test_37_a_throwing_policy_keeps_a_driver_code_and_a_plain_error_has_none(engine_for):
+def test_a_throwing_policy_keeps_a_driver_code_and_a_plain_error_has_none(engine_for):
     def lookup_fails(call):
         raise DriverError("the limits service is down", retryable=True)
 
@@ -448,7 +448,7 @@ def test_37_a_throwing_policy_keeps_a_driver_code_and_a_plain_error_has_none(eng
     assert ops_called(engine) == []
 
 
-def test_37_result_rethrows_the_policy_failure_with_its_code(engine_for):
+def test_result_rethrows_the_policy_failure_with_its_code(engine_for):
     def policy(call):
         raise InvalidInput("the amount is unreadable")
 
@@ -514,7 +514,7 @@ PUBLISH_CEDAR = PERMIT_ALL + """
 
 
 @pytest.mark.parametrize("kind", ["python", "cedar"])
-def test_39_each_publish_is_held_separately_covering_only_its_own_op(engine_for, tmp_path, kind):
+def test_each_publish_is_held_separately_covering_only_its_own_op(engine_for, tmp_path, kind):
     policy = define_policy(publish_policy, version="v1") if kind == "python" else cedar(tmp_path, PUBLISH_CEDAR)
     flow = define_workflow(name="post-twice", uses=[BLUESKY, MASTODON, "approval"], run=post_twice)
     engine = engine_for(flow, connectors=[acme, social], policy=policy)
@@ -542,7 +542,7 @@ def test_39_each_publish_is_held_separately_covering_only_its_own_op(engine_for,
     assert [c["op"] for c in fake.calls] == ["social.bluesky.post", "social.mastodon.toot"]
 
 
-def test_39_a_python_policy_holding_every_refund_lets_each_held_call_through_once_approved(engine_for):
+def test_a_python_policy_holding_every_refund_lets_each_held_call_through_once_approved(engine_for):
     """The held call goes to the driver once its approval is approved.
 
     A policy that does not consult `approved_for` (the default cover: hold every refund) holds each
@@ -574,7 +574,7 @@ def test_39_a_python_policy_holding_every_refund_lets_each_held_call_through_onc
 
 
 @pytest.mark.parametrize("kind", ["python", "cedar"])
-def test_40_a_hold_covering_another_op_lets_it_through_later_without_a_new_approval(engine_for, tmp_path, kind):
+def test_a_hold_covering_another_op_lets_it_through_later_without_a_new_approval(engine_for, tmp_path, kind):
     if kind == "python":
         def policy_fn(call):
             if call.effect != "publish" or approved_for(call.run.approvals, call.op["id"], "marketing-lead"):
@@ -615,7 +615,7 @@ def test_40_a_hold_covering_another_op_lets_it_through_later_without_a_new_appro
 
 
 @pytest.mark.parametrize("kind", ["python", "cedar"])
-def test_41_a_workflow_approval_from_intern_does_not_launder_a_hold_for_marketing_lead(engine_for, tmp_path, kind):
+def test_a_workflow_approval_from_intern_does_not_launder_a_hold_for_marketing_lead(engine_for, tmp_path, kind):
     policy = define_policy(publish_policy, version="v1") if kind == "python" else cedar(tmp_path, PUBLISH_CEDAR)
 
     def body(ctx, input):
@@ -639,7 +639,7 @@ def test_41_a_workflow_approval_from_intern_does_not_launder_a_hold_for_marketin
     assert ops_called(engine) == ["acme.post.publish"]
 
 
-def test_41_a_person_named_like_the_group_does_not_lift_a_group_hold(engine_for, tmp_path):
+def test_a_person_named_like_the_group_does_not_lift_a_group_hold(engine_for, tmp_path):
     policy = cedar(tmp_path, PERMIT_ALL + """
         @id("publish-needs-marketing")
         @approve("group:marketing")
@@ -667,7 +667,7 @@ def test_41_a_person_named_like_the_group_does_not_lift_a_group_hold(engine_for,
 # -- 42 ----------------------------------------------------------------------------------------------
 
 
-def test_42_without_a_policy_allow_all_is_used_and_described_as_not_defined(engine_for):
+def test_without_a_policy_allow_all_is_used_and_described_as_not_defined(engine_for):
     engine = engine_for(shop_flow)
     assert engine.config.policy is allow_all
     assert engine.config.policy.describe()["defined"] is False
@@ -678,7 +678,7 @@ def test_42_without_a_policy_allow_all_is_used_and_described_as_not_defined(engi
         assert record["decision"]["policy_version"] == "allow_all"
 
 
-def test_42_a_defined_policy_is_described_as_defined(engine_for, tmp_path):
+def test_a_defined_policy_is_described_as_defined(engine_for, tmp_path):
     engine = engine_for(shop_flow, policy=define_policy(lambda call: allow(), version="v9"))
     described = engine.config.policy.describe()
     assert described["defined"] is True and described["version"] == "v9" and described["kind"] == "python"

@@ -119,7 +119,7 @@ def test_a_sleeping_run_resumes_after_its_deadline_never_before(site: Site) -> N
     assert worker.terminate() == 0, worker.describe()
 
 
-def test_a_worker_leaves_runs_of_another_version_alone_and_names_them(site: Site) -> None:
+def test_a_worker_process_leaves_runs_of_another_version_alone_and_names_them(site: Site) -> None:
     # A run started on version A; only a version-B worker runs.
     stranger = site.start("version-a", "five-posts", {"label": "A"}, "run-on-a")
     worker = site.worker("version-b").start()
@@ -141,7 +141,7 @@ def test_a_worker_leaves_runs_of_another_version_alone_and_names_them(site: Site
     assert worker.terminate() == 0, worker.describe()
 
 
-def test_an_older_worker_warns_unless_promoted(site: Site) -> None:
+def test_an_older_worker_process_warns_unless_promoted(site: Site) -> None:
     # A first, then B (the latest); A again warns; A with --promote becomes the latest.
     def once(version: str, *args: str) -> str:
         worker = site.worker(version, "--for-seconds", "0.1", *args)

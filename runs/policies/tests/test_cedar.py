@@ -143,7 +143,7 @@ def test_version_changes_when_a_file_changes(tmp_path):
 # -- 33 / 34: the request --------------------------------------------------------------------------
 
 
-def test_33_principal_groups_action_effect_context(tmp_path):
+def test_principal_groups_action_effect_context(tmp_path):
     policy = cedar(tmp_path, """
         permit(principal == User::"alice", action == Action::"shop.order.read", resource);
         permit(principal in Group::"finance", action in Action::"money", resource)
@@ -164,7 +164,7 @@ def test_action_in_effect(tmp_path):
     assert kind(policy, op_id="shop.order.note") == "deny"  # write
 
 
-def test_34_target_rules(tmp_path):
+def test_target_rules(tmp_path):
     policy = cedar(tmp_path, """
         permit(principal, action, resource in Operation::"shop.order.refund");
         @reason("order 7 is in dispute")
@@ -225,7 +225,7 @@ def test_nothing_permitted_is_denied(tmp_path):
     assert d.policies == ()
 
 
-def test_35_plain_forbid_wins_over_permit_with_reason(tmp_path):
+def test_plain_forbid_wins_over_permit_with_reason(tmp_path):
     policy = cedar(tmp_path, """
         @id("everyone")
         permit(principal, action, resource);
@@ -274,7 +274,7 @@ def test_allow_names_the_permits_and_lifts(tmp_path):
     assert d.reasons == ("finance handles refunds", "big lifted by approval-3 (alice)")
 
 
-def test_37_a_policy_that_errors_is_skipped_and_reported(tmp_path):
+def test_a_policy_that_errors_is_skipped_and_reported(tmp_path):
     policy = cedar(tmp_path, """
         permit(principal, action, resource);
         @id("needs-amount")
@@ -366,7 +366,7 @@ PUBLISH = PERMIT_ALL + """
 """
 
 
-def test_39_each_publish_held_separately(tmp_path):
+def test_cedar_holds_each_publish_separately(tmp_path):
     run = Run(cedar(tmp_path, PUBLISH))
     run.request_approval("marketing-lead", covers=())  # the workflow's own approval covers nothing
     first = run.call("bluesky.post.create")
@@ -376,7 +376,7 @@ def test_39_each_publish_held_separately(tmp_path):
     assert run.vendor_calls == ["bluesky.post.create", "mastodon.status.create"]
 
 
-def test_40_covers_lets_later_post_through(tmp_path):
+def test_covers_lets_later_post_through(tmp_path):
     run = Run(cedar(tmp_path, PERMIT_ALL + """
         @approve("marketing-lead")
         @covers("bluesky.post.create, mail.message.send")
@@ -390,7 +390,7 @@ def test_40_covers_lets_later_post_through(tmp_path):
     assert run.vendor_calls == ["mastodon.status.create", "bluesky.post.create"]
 
 
-def test_41_intern_approval_does_not_lift(tmp_path):
+def test_intern_approval_does_not_lift(tmp_path):
     run = Run(cedar(tmp_path, PUBLISH))
     run.request_approval("intern", covers=("bluesky.post.create",))
     needed = run.call("bluesky.post.create", approve=False)
@@ -398,7 +398,7 @@ def test_41_intern_approval_does_not_lift(tmp_path):
     assert run.vendor_calls == []
 
 
-def test_42_cedar_is_defined(tmp_path):
+def test_cedar_is_defined(tmp_path):
     policy = cedar(tmp_path, PERMIT_ALL)
     assert isinstance(policy, CedarPolicy)
     assert policy.defined is True and policy.describe()["defined"] is True

@@ -23,7 +23,7 @@ from .support import Run, approved, make_call, op_of
 # -- 33 / 34: what the policy receives --------------------------------------------------------
 
 
-def test_33_policy_receives_plain_data():
+def test_policy_receives_plain_data():
     seen = []
 
     def policy(call):
@@ -51,7 +51,7 @@ def test_33_policy_receives_plain_data():
     json.dumps({"op": got.op, "input": got.input})
 
 
-def test_34_policy_sees_target_string():
+def test_policy_sees_target_string():
     p = define_policy(lambda call: deny("order 7 is frozen") if call.target == "order/7" else allow(), version="v1")
     assert p.decide(make_call(target="order/7")).kind == "deny"
     assert p.decide(make_call(target="order/8")).kind == "allow"
@@ -60,7 +60,7 @@ def test_34_policy_sees_target_string():
 # -- 35: deny ---------------------------------------------------------------------------------
 
 
-def test_35_deny_records_reason_reasons_and_version():
+def test_deny_records_reason_reasons_and_version():
     p = define_policy(lambda call: deny("locked", ["why"]), version="v1")
     decision = p.decide(make_call())
     assert decision.kind == "deny"
@@ -105,7 +105,7 @@ def test_define_policy_needs_a_version(version):
         deny(""),
     ],
 )
-def test_36_invalid_answer_names_op_and_suggests(answer):
+def test_invalid_answer_names_op_and_suggests(answer):
     p = define_policy(lambda call: answer, version="v1")
     with pytest.raises(SanomaError) as caught:
         p.decide(make_call("bluesky.post.create"))
@@ -123,7 +123,7 @@ class Locked(Exception):
     code = "permission_denied"
 
 
-def test_37_throwing_policy_keeps_code():
+def test_throwing_policy_keeps_code():
     def policy(call):
         raise Locked("the shop is closed")
 
@@ -135,7 +135,7 @@ def test_37_throwing_policy_keeps_code():
     assert error_to_dict(err)["code"] == "permission_denied"
 
 
-def test_37_throwing_policy_without_code():
+def test_throwing_policy_without_code():
     def policy(call):
         return call.input["missing"]
 
@@ -191,7 +191,7 @@ def test_approve_with_bad_covers_fails_the_decision():
 OP = "shop.order.refund"
 
 
-def test_38_approved_for_true():
+def test_approved_for_true():
     assert approved_for([approved(1, "lead", OP)], OP, "lead")
 
 
@@ -208,11 +208,11 @@ def test_38_approved_for_true():
         (approved(1, "marketing", OP), {"group": "marketing"}),
     ],
 )
-def test_38_approved_for_false(approval, approver):
+def test_approved_for_false(approval, approver):
     assert not approved_for([approval], OP, approver)
 
 
-def test_38_group_approvals_match_groups():
+def test_group_approvals_match_groups():
     approvals = [approved(1, "group:marketing", OP)]
     assert approved_for(approvals, OP, {"group": "marketing"})
     assert approved_for(approvals, OP, "group:marketing")
@@ -229,7 +229,7 @@ def publish_policy(call):
     return approve("marketing-lead")
 
 
-def test_39_each_publish_held_separately():
+def test_a_python_policy_holds_each_publish_separately():
     run = Run(define_policy(publish_policy, version="v1"))
     # the workflow's own approval covers nothing
     run.request_approval("marketing-lead", covers=())
@@ -240,7 +240,7 @@ def test_39_each_publish_held_separately():
     assert run.vendor_calls == ["bluesky.post.create", "mastodon.status.create"]
 
 
-def test_40_hold_covers_later_post():
+def test_hold_covers_later_post():
     def policy(call):
         if call.effect != "publish" or approved_for(call.run.approvals, call.op["id"], "marketing-lead"):
             return allow()
@@ -256,7 +256,7 @@ def test_40_hold_covers_later_post():
     assert hold["covers"] == ["bluesky.post.create"]
 
 
-def test_41_intern_approval_does_not_launder():
+def test_intern_approval_does_not_launder():
     run = Run(define_policy(publish_policy, version="v1"))
     run.request_approval("intern", covers=("bluesky.post.create",))
     needed = run.call("bluesky.post.create", approve=False)
@@ -270,7 +270,7 @@ def test_41_intern_approval_does_not_launder():
 # -- 42 ----------------------------------------------------------------------------------------
 
 
-def test_42_allow_all_is_not_defined_and_allows():
+def test_allow_all_is_not_defined_and_allows():
     assert allow_all.defined is False
     assert allow_all.describe()["defined"] is False
     assert define_policy(lambda call: allow(), version="v1").defined is True

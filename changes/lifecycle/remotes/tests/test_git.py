@@ -249,7 +249,7 @@ def test_a_branch_that_moved_after_its_checks_is_head_changed_and_nothing_is_mer
     assert repos.rev("main") == main_before
 
 
-def test_merging_twice_answers_the_first_merge(repos):
+def test_merging_a_branch_twice_answers_the_first_merge(repos):
     base_before = repos.change("main", {"README.md": "bigger\n"})
     head = repos.change("prices", {"prices.py": "MUG = 1600\nCUP = 900\n"}, start=f"{base_before}~1")
     first = remote.merge(repos.url, branch="prices", head_sha=head)

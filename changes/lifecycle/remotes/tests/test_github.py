@@ -246,7 +246,7 @@ def test_a_conflict_github_finds_only_at_merge_time_is_merge_conflict(repo, gith
     assert repo.sha("main") == landed[0]
 
 
-def test_merging_twice_answers_the_first_merge(repo, github, remote):
+def test_merging_a_pull_request_twice_answers_the_first_merge(repo, github, remote):
     sha = repo.commit("change/price", {"data/prices.csv": "sku,price\nmug,950\n"})
     first = remote.merge(URL, branch="change/price", head_sha=sha, title="Raise the mug's price")
     second = remote.merge(URL, branch="change/price", head_sha=sha, title="Raise the mug's price")
