@@ -35,24 +35,20 @@ from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import Run
-from runs.tests import test_admin_browser as admin_browser
-from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, PASSWORD, full_page, text_of
+from runs.tests import browser_support as support
+from runs.tests.browser_support import (
+    BROWSER_TESTS,
+    EC,
+    PASSWORD,
+    By,
+    WebDriverWait,
+    full_page,
+    text_of,
+)
 
-browser = admin_browser.browser
-shots = admin_browser.shots
-
-if HAVE_SELENIUM:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
+browser = support.browser
+shots = support.shots
+pytestmark = BROWSER_TESTS
 
 WAIT = 60  # seconds: a live page reads itself again every 3 s, and the checks take ~10 s on a loaded machine
 

@@ -8,6 +8,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from runs.admin.base import run_link
+from runs.approvals.approver import Approver
 from runs.display import moment
 from runs.models import Run, RunStatus
 from runs.selectors import waiting_on
@@ -49,7 +50,8 @@ def sentence(run: Run, approvals: list[dict], *, cancelled: dict[str, Any] | Non
         pending = [a for a in approvals if a["status"] == "pending"]
         if pending:
             first = pending[0]
-            who = first["approver"].replace("group:", "someone in group ")
+            approver = Approver.parse(first["approver"])
+            who = f"someone in group {approver.name}" if approver.is_group else approver.name
             return format_html("Waiting for {} to approve “{}” since {}.", who, first["title"],
                                moment(datetime.fromisoformat(first["requested_at"])))
         return format_html("Waiting for an approval.")

@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover - depends on the machine; every test her
 CHROMIUM, CHROMEDRIVER, FLAGS = chromium.CHROMIUM, chromium.CHROMEDRIVER, chromium.FLAGS
 
 BROWSER_TESTS = [
+    pytest.mark.browser,
     pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
     pytest.mark.skipif(
         not (CHROMIUM and CHROMEDRIVER),

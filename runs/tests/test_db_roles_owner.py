@@ -22,6 +22,7 @@ from runs.tests import db_roles_setup
 from runs.tests.processes import REPO
 
 pytestmark = [
+    pytest.mark.process,
     pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's roles"),
     pytest.mark.django_db,
 ]

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 
 def _decide_in_child(database, run_id, by, note, message_id, barrier, results):

@@ -33,6 +33,7 @@ def _find_bin() -> Path | None:
 
 
 pytestmark = [
+    pytest.mark.process,
     pytest.mark.skipif(connection.vendor != "postgresql",
                        reason="the chaos run is PostgreSQL's: it restarts a PostgreSQL server of its own"),
     pytest.mark.skipif(_find_bin() is None,

@@ -13,8 +13,17 @@ from runs import services
 from runs.config.resolution import ResolvedConfig
 from runs.models import Run
 from runs.tests import test_desk_journeys_approve as journeys
-from runs.tests.test_admin_browser import full_page
-from runs.tests.test_desk_journeys_approve import HAVE_SELENIUM, settled, sign_in, wait_for
+from runs.tests.browser_support import (
+    EC,
+    By,
+    Keys,
+    StaleElementReferenceException,
+    WebDriverWait,
+    full_page,
+    settled,
+    sign_in,
+    wait_for,
+)
 from sanoma_site.demo import stage_in_doubt
 
 # The approver's journeys' fixtures: the company on its fakes with the demo's people, a worker,
@@ -24,13 +33,6 @@ worker = journeys.worker
 browser = journeys.browser
 shots = journeys.shots
 pytestmark = journeys.pytestmark
-
-if HAVE_SELENIUM:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
 
 @pytest.fixture

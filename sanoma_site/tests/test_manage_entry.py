@@ -5,6 +5,9 @@ import sys
 from pathlib import Path
 
 import django
+import pytest
+
+pytestmark = pytest.mark.process
 
 PROJECT = Path(__file__).resolve().parents[2]
 

@@ -26,6 +26,8 @@ from rest_framework.authtoken.models import Token
 from runs.testing import make_user
 from runs.tests.processes import REPO, database_url, worker_env
 
+pytestmark = pytest.mark.process
+
 LIMIT = 2000  # SANOMA_MAX_BODY_BYTES of the servers started here
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 

@@ -35,7 +35,7 @@ from runs.models import LedgerRecord, Run, RunStatus, Step, StepKind
 from runs.testing import make_user
 from wakeups.tests.worker_company.harness import ROOT, Worker, database_url, worker_env
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 RUNS = 50
 CALLS = 5

@@ -31,7 +31,7 @@ from runs.testing import make_user
 from wakeups.tests.worker_company.harness import ROOT, Worker, database_url, worker_env
 from wakeups.tests.worker_company.tally import PAY_TIMEOUT_SECONDS
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 STARTER = "freeze-tester"
 RUN_ID = "frozen-1"

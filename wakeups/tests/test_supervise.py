@@ -28,7 +28,7 @@ from runs.tests.processes import wait_until
 from wakeups.models import WakeupRow
 from wakeups.tests.worker_company.harness import REPO, database_url, group_members
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 PATIENCE = 60.0
 
 

@@ -29,7 +29,7 @@ from runs.testing import make_user
 from runs.tests.processes import worker_env as _env
 from wakeups.tests.worker_company.harness import ROOT, Worker, database_url, group_members, worker_env
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 STARTER = "worker-tester"
 # Bounds on waits: they only turn a hang into a failure (waits for a count use it as the longest

@@ -37,7 +37,7 @@ from runs.config.resolution import ResolvedConfig, load_config
 from runs.models import Run, RunStatus
 from runs.testing import make_user
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 # The config's connectors' variables, then the ones sanoma's change connector declares for the built-in
 # remotes (every config has that connector).

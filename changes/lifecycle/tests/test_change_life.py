@@ -37,10 +37,10 @@ from changes.lifecycle.embedded import prepare_live_root
 from changes.lifecycle.models import ChangeRun
 from runs.config.datafiles import read_datafiles
 from runs.models import ENDED_STATUSES, AppVersion, LedgerRecord, Run, RunStatus
-from runs.seed import seed_from_datafiles as seed_demo_company
+from runs.seed import seed_from_datafiles
 from runs.tests.processes import REPO, database_url, group_members, wait_until, worker_env
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 WITHIN = 240.0  # seconds any one step may take on a loaded 2-core machine before the test fails
 # A step that runs a change's checks may take as long as the site lets the checks take: past that the
@@ -77,7 +77,7 @@ def _live_company(tmp_path: Path) -> Path:
 
 def _seed_people(live: Path) -> None:
     """The demo's people, each as the live company's data files declare them (names and emails too)."""
-    seed_demo_company(read=read_datafiles(live, []))
+    seed_from_datafiles(read_datafiles(live, []))
 
 
 class Site:

@@ -29,25 +29,24 @@ from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import Approval, DecisionMessage, Run
-from runs.tests import test_admin_browser as admin_browser
-from runs.tests.test_admin_browser import CHROMEDRIVER, CHROMIUM, HAVE_SELENIUM, full_page
+from runs.tests import browser_support as support
+from runs.tests.browser_support import (
+    BROWSER_TESTS,
+    EC,
+    By,
+    StaleElementReferenceException,
+    WebDriverWait,
+    approve,
+    full_page,
+    open_approval,
+    open_inbox,
+    sign_in,
+)
+from runs.tests.browser_support import wait_for as wait_until
 
-browser = admin_browser.browser
-shots = admin_browser.shots
-
-if HAVE_SELENIUM:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-
-pytestmark = [
-    pytest.mark.skipif(not HAVE_SELENIUM, reason="selenium is not installed (pip install selenium)"),
-    pytest.mark.skipif(
-        not (CHROMIUM and CHROMEDRIVER),
-        reason="Chromium and ChromeDriver are not installed (apt-get install -y chromium chromium-driver)",
-    ),
-]
+browser = support.browser
+shots = support.shots
+pytestmark = BROWSER_TESTS
 
 
 @pytest.fixture
@@ -94,14 +93,6 @@ def worker(site) -> Iterator[None]:
         thread.join(timeout=120)
 
 
-def sign_in(driver, site: str, username: str, *, then: str) -> None:
-    driver.delete_all_cookies()
-    driver.get(f"{site}/admin/login/?next={then}")
-    driver.find_element(By.NAME, "username").send_keys(username)
-    driver.find_element(By.NAME, "password").send_keys(username)
-    driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-
-
 def open_form(driver, wait, branch: str, title: str) -> None:
     wait.until(EC.presence_of_element_located((By.ID, "open_change_form")))
     for name, value in (("branch", branch), ("title", title)):
@@ -111,11 +102,9 @@ def open_form(driver, wait, branch: str, title: str) -> None:
     driver.find_element(By.NAME, "_open").click()
 
 
-def wait_for(condition, timeout: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
+def wait_for(condition) -> None:
+    """The change's checks run for real: up to three minutes on a loaded machine."""
+    wait_until(condition, timeout=180.0)
 
 
 def test_an_owner_approves_a_merge_seeing_its_checks_plan_and_diff(live_server, site, worker, browser, shots):
@@ -139,15 +128,14 @@ def test_an_owner_approves_a_merge_seeing_its_checks_plan_and_diff(live_server, 
     wait_for(lambda: Approval.objects.filter(run_id=change.run_id, status="pending").exists())
 
     sign_in(browser, live_server.url, "sam", then="/admin/")
-    wait.until(EC.presence_of_element_located((By.ID, "inbox-badge"))).click()
+    open_inbox(browser, wait)
     summary = f"Merge say-hello ({head}) into main"
     row = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#result_list tbody tr")))
     assert summary in row.text and "the change: its checks, plan and diff" in row.text
     full_page(browser, shots / "inbox-merge.png")
-    browser.find_element(By.LINK_TEXT, summary).click()
 
     # What sam lets merge: each check with its result, the plan, the diff against main.
-    wait.until(EC.presence_of_element_located((By.ID, "approve-button")))
+    open_approval(browser, wait, summary)
     checks = [(r.find_element(By.TAG_NAME, "th").text, r.find_elements(By.TAG_NAME, "td")[0].text)
               for r in browser.find_elements(By.CSS_SELECTOR, "#checks tr.sanoma-check")]
     assert checks == [("config", "ok"), ("django", "ok"), ("lint", "ok"), ("scenarios", "ok"), ("declared", "ok")]
@@ -162,10 +150,8 @@ def test_an_owner_approves_a_merge_seeing_its_checks_plan_and_diff(live_server, 
         f"/admin/lifecycle/changerun/{change.run_id}/change/")
     full_page(browser, shots / "approval-merge.png")
 
-    browser.find_element(By.ID, "id_note").send_keys("Checked the diff: merge it")
-    browser.find_element(By.ID, "approve-button").click()
-    message = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist li")))
-    assert "approved by sam" in message.text or "still pending" in message.text
+    message = approve(browser, wait, "Checked the diff: merge it")
+    assert "approved by sam" in message or "still pending" in message
     wait_for(lambda: ChangeRun.objects.get(pk=change.run_id).merged_sha != "")
 
     browser.find_element(By.ID, "change-link").click()

@@ -17,8 +17,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from changes.datafiles.sanoma import ROLES
-from changes.management.commands._console import login
 from changes.resources import access, directory
+from runs.console import console_login
 from runs.management.commands._common import guarded
 
 
@@ -41,7 +41,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         action = options.get("action")
         if action in ("grant", "revoke"):
-            held = access.grant(group=options["group"], names=options["permissions"], by=f"console:{login()}",
+            held = access.grant(group=options["group"], names=options["permissions"], by=f"console:{console_login()}",
                                 revoke=action == "revoke")
             self.stdout.write(f"{options['group']} {'lost' if action == 'revoke' else 'holds'} "
                               f"{', '.join(options['permissions'])}; it now holds: {', '.join(held) or 'nothing'}")

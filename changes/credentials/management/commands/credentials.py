@@ -18,8 +18,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from changes.credentials import services
 from changes.credentials.declared import VariableStatus
 from changes.credentials.selectors import credential_statuses, declared
-from changes.management.commands._console import login
 from connectors.errors import SanomaError
+from runs.console import console_login
 
 
 def _status_line(status: VariableStatus) -> str:
@@ -50,9 +50,9 @@ class Command(BaseCommand):
             if options["action"] == "list":
                 self._list(as_json=options["json"])
             elif options["action"] == "set":
-                self._set(options["name"], by=options["user"] or services.Console(login()))
+                self._set(options["name"], by=options["user"] or services.Console(console_login()))
             else:
-                self._clear(options["name"], by=options["user"] or services.Console(login()))
+                self._clear(options["name"], by=options["user"] or services.Console(console_login()))
         except SanomaError as err:
             code = f" [{err.code}]" if err.code else ""
             raise CommandError(f"{err.message}{code}") from None

@@ -14,8 +14,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from changes.lifecycle import selectors, services
-from changes.management.commands._console import login
 from connectors.errors import SanomaError
+from runs.console import console_login
 
 
 class Command(BaseCommand):
@@ -82,7 +82,7 @@ class Command(BaseCommand):
 
     def _notify(self, options: dict[str, Any]) -> None:
         told = services.notify(topic=options["topic"], branch=options["branch"], sha=options["sha"],
-                               via=f"console:{login()}")
+                               via=f"console:{console_login()}")
         self.stdout.write(f"{options['topic']} sent to {len(told)} change(s){': ' + ', '.join(told) if told else ''}")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import getpass
 
 
-def login() -> str:
+def console_login() -> str:
     """The console's login name (`unknown` in a container without a passwd entry)."""
     try:
         return getpass.getuser()
