@@ -9,7 +9,7 @@ round; the target is 1,000 resources in 100 files in under a second.
 
 Then (unless --read-only) the wall time of a `drift` run and of an `apply` run over the same tree,
 on the shop's in-memory fake and the engine as it is: one worker, this process advancing the run
-(`changes.resources.services.follow(here=True)`, the in-process drain the tests use, no django-q),
+(`changes.services.follow(here=True)`, the in-process drain the tests use, no django-q),
 on a fresh SQLite database in the temp dir (or the database DATABASE_URL names: its tables are
 migrated, not dropped). The first drift finds nearly everything gone, apply creates it all (every
 call checkpointed and in the ledger; the policy allows all), and a second drift must find it all
@@ -75,7 +75,7 @@ def drift_and_apply(root: Path, tmp: Path) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from changes.resources import services
+    from changes import services
     from runs.config.registry import set_config
     from runs.config.resolution import SanomaConfig, resolve_config
     from runs.models import Step

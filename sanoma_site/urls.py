@@ -19,7 +19,7 @@ urlpatterns = [
     re_path(r"^api/scenarios(?:/)?$", ScenarioListView.as_view(), name="api-scenarios"),
     re_path(r"^api/config(?:/)?$", ConfigView.as_view(), name="config"),
     path("api/", include("runs.api.urls")),
-    path("api/", include("changes.api.urls")),
+    path("api/", include("changes.urls")),
     path("api/", include("changes.credentials.urls")),
     path("api/", include("changes.lifecycle.urls")),
     re_path(r"^api/", NotFoundView.as_view()),

@@ -27,7 +27,7 @@ NAME = "changes"
 
 
 def _plan(drift: dict[str, Any], by: str) -> dict[str, Any]:
-    from changes.resources.services import plan  # loads the models: imported when called
+    from changes.services import plan  # loads the models: imported when called
 
     return plan(drift, by=by, config=get_config())
 

@@ -23,10 +23,10 @@ from pydantic import BaseModel, Field, field_validator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from changes import services as resource_services
 from changes.credentials import runtime, selectors, services
 from changes.credentials.models import Credential, CredentialChange
 from changes.credentials.tests.credentials_company.harness import ROOT, TEST_KEY, rows_containing
-from changes.resources import services as resource_services
 from changes.resources.compare import Declared, resolve
 from changes.resources.workflows import READ_OP
 from changes.selectors import declared_resources

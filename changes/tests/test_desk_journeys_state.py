@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from changes import services
 from changes.credentials import runtime
 from changes.credentials.tests.credentials_company.harness import TEST_KEY
 from changes.lifecycle.remotes.git_setup import init_embedded
 from changes.lifecycle.tests.gitco import use, write_root
-from changes.resources import services
 from changes.resources.workflows import RECORD_OP
 from changes.tests.conftest import staff
 from changes.tests.test_desk_state import TWO_DENIED

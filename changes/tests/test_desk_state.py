@@ -17,11 +17,11 @@ from django.test import Client, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from changes import services
 from changes.credentials import runtime, selectors
 from changes.credentials.models import Credential
 from changes.credentials.tests.credentials_company.harness import TEST_KEY
 from changes.lifecycle.services import open_change
-from changes.resources import services
 from changes.tests.conftest import COMPANY, staff
 from changes.tests.test_drift_apply import DenySome
 from company.vendors.shop import shop

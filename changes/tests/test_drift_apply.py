@@ -12,11 +12,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
+from changes import services
 from changes.credentials import runtime
 from changes.credentials.models import Credential
 from changes.credentials.tests.credentials_company.harness import TEST_KEY, rows_containing
 from changes.models import ManagedResource
-from changes.resources import services
 from company.vendors.shop import shop
 from runs.approvals.services import decide
 from runs.config.registry import set_config

@@ -9,7 +9,7 @@ from django.test import Client, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from changes.resources import services
+from changes import services
 from company.vendors.shop import shop
 from runs.approvals.services import decide
 from runs.config.registry import set_config

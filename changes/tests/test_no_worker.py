@@ -17,7 +17,7 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from changes.resources import services
+from changes import services
 from company.vendors.shop import shop
 from connectors.errors import SanomaError
 from runs import presence

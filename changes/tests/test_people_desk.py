@@ -19,8 +19,8 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from changes import services
 from changes.datafiles.sanoma import ROLES
-from changes.resources import services
 from runs.config.datafiles import read_datafiles
 from runs.config.registry import set_config
 from runs.config.resolution import load_config

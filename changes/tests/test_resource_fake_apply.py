@@ -11,7 +11,7 @@ import pytest
 from django.test import override_settings
 from pydantic import BaseModel, Field
 
-from changes.resources import services
+from changes import services
 from runs.authoring import SanomaConfig, define_connector, define_fake, define_resource, with_setup
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, resolve_config

@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from changes.resources.directory import people_and_groups
-from changes.resources.services import verdict
+from changes.services import verdict
 from connectors.errors import SanomaError
 from runs import recovery
 from runs.config.datafiles import read_datafiles

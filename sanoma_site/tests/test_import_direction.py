@@ -38,7 +38,7 @@ DEFERRED_ON_PURPOSE = {
     ("runs/apps.py", "runs.config.checks"),
     # The life of a change's extension is installed from ready(); what it names loads the models.
     ("changes/lifecycle/extension.py", "changes.lifecycle.services"),
-    ("changes/lifecycle/extension.py", "changes.resources.services"),
+    ("changes/lifecycle/extension.py", "changes.services"),
     ("changes/lifecycle/extension.py", "changes.lifecycle.admin"),
     # Fakes load on first use, so a driver-only import does not pull in the fake machinery.
     ("connectors/__init__.py", "connectors.fakes"),

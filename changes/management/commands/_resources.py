@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from changes.resources.outcome import OUTCOMES
-from changes.resources.services import held_text, refused_text, stuck_text
+from changes.services import held_text, refused_text, stuck_text
 
 DEFAULT_USER = "admin"
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from changes import services
 from changes.management.commands._resources import add_common, outcome_line, plan_lines
-from changes.resources import services
 from changes.resources.outcome import counts
 from runs.config.registry import get_config
 from runs.management.commands._common import guarded

@@ -10,8 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from changes import services
 from changes.management.commands._resources import add_common, drift_lines
-from changes.resources import services
 from runs.management.commands._common import guarded
 
 

@@ -1,7 +1,7 @@
-"""The declared state's routes, mounted at /api/."""
+"""The declared state's API routes, mounted at `/api/` beside the runs' routes."""
 from django.urls import re_path
 
-from changes.api.resources import ApplyView, DriftView, PlanView, ResourceListView
+from changes.api import ApplyView, DriftView, PlanView, ResourceListView
 
 urlpatterns = [
     re_path(r"^resources(?:/)?$", ResourceListView.as_view(), name="resources"),

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from changes.resources import services as resource_services
+from changes import services as resource_services
 from changes.selectors import declared_resources
 from connectors.errors import ErrorCode, InvalidInput, SanomaError
 from runs.api.base import SanomaAPIView, errors, me
