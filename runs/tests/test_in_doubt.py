@@ -12,71 +12,21 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
-from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from connectors import define_connector, op, with_setup
+from connectors import define_connector, op
 from connectors.errors import SanomaError
-from connectors.fakes import define_fake
 from runs import recovery, selectors
 from runs.authoring import define_workflow
 from runs.engine import clock, doubts, faults, transitions
 from runs.engine.faults import FaultPoint
 from runs.models import Run, RunStatus
 from runs.testing import make_user
+from runs.tests.bank_vendor import Found, Paid, Pay, bank_setup
 
-
-class Pay(BaseModel):
-    order: str
-    cents: int
-
-
-class Paid(BaseModel):
-    payment_id: str
-
-
-class Found(BaseModel):
-    happened: bool
-    output: Paid | None = None
-
-
-vendor = define_connector("bank", {
-    "payment": {
-        "create": op(effect="money", input=Pay, output=Paid, idempotency_key="ignored"),
-    },
-})
-reconciling = define_connector("bank2", {
-    "payment": {
-        "create": op(effect="money", input=Pay, output=Paid, idempotency_key="ignored", reconcile="find"),
-        "find": op(effect="read", input=Pay, output=Found, idempotent=True),
-    },
-})
-
-
-def _pay(state, i, c):
-    state["payments"].append({"order": i.order, "cents": i.cents})
-    return {"payment_id": f"pay_{len(state['payments'])}"}
-
-
-def _find(state, i, c):
-    for n, payment in enumerate(state["payments"], start=1):
-        if payment["order"] == i.order:
-            return {"happened": True, "output": {"payment_id": f"pay_{n}"}}
-    return {"happened": False}
-
-
-def bank_fake(file=None):
-    return define_fake(vendor, initial=lambda: {"payments": []}, ops={"payment": {"create": _pay}}, file=file)
-
-
-def bank2_fake(file=None):
-    return define_fake(reconciling, initial=lambda: {"payments": []},
-                       ops={"payment": {"create": _pay, "find": _find}}, file=file)
-
-
-bank = with_setup(vendor, fake=bank_fake)
-bank2 = with_setup(reconciling, fake=bank2_fake)
+bank = bank_setup("bank")
+bank2 = bank_setup("bank2", reconcile=True)
 
 pay = define_workflow(name="pay", uses=[bank.op("bank.payment.create")],
                       run=lambda ctx, input: ctx.bank.payment.create({"order": "o1", "cents": 500}).payment_id)

@@ -20,10 +20,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from pydantic import BaseModel
 
-from connectors import define_connector, op, with_setup
-from connectors.fakes import define_fake
 from runs import ledger, services
 from runs.approvals import services as approvals
 from runs.approvals.permissions import principal_of
@@ -32,6 +29,7 @@ from runs.engine import clock, faults, transitions
 from runs.engine.faults import FaultPoint
 from runs.models import Approval, LedgerRecord, Run, RunStatus
 from runs.testing import make_user
+from runs.tests.bank_vendor import bank_setup
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -39,47 +37,8 @@ pytestmark = [
 ]
 
 
-class Pay(BaseModel):
-    order: str
-    cents: int
-
-
-class Paid(BaseModel):
-    payment_id: str
-
-
-class Found(BaseModel):
-    happened: bool
-    output: Paid | None = None
-
-
-shop = define_connector("shop", {
-    "payment": {
-        "create": op(effect="money", input=Pay, output=Paid, idempotency_key="ignored", reconcile="find",
-                     timeout=5),
-        "find": op(effect="read", input=Pay, output=Found, idempotent=True),
-    },
-})
-
-
-def _pay(state, i, c):
-    state["payments"].append({"order": i.order, "key": c.idempotency_key})
-    return {"payment_id": f"pay_{len(state['payments'])}"}
-
-
-def _find(state, i, c):
-    for n, payment in enumerate(state["payments"], start=1):
-        if payment["key"] == c.idempotency_key:
-            return {"happened": True, "output": {"payment_id": f"pay_{n}"}}
-    return {"happened": False}
-
-
-def _shop_fake(file=None):
-    return define_fake(shop, initial=lambda: {"payments": []}, ops={"payment": {"create": _pay, "find": _find}},
-                       file=file)
-
-
-shop_setup = with_setup(shop, fake=_shop_fake)
+# Finds a payment by the key the engine sent: the same call, not only the same order.
+shop_setup = bank_setup("shop", reconcile=True, find_by="key", timeout=5)
 
 child = define_workflow(name="blip-child", uses=["sleep"], run=lambda ctx, input: {"ok": True})
 
