@@ -2,9 +2,14 @@
 holds merges for the owners, and its people."""
 from __future__ import annotations
 
+import os
+import subprocess
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from changes.lifecycle.remotes.git_setup import init_embedded
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
 from runs.testing import make_user
@@ -48,3 +53,42 @@ def use(root: Path, fakes: Path) -> ResolvedConfig:
     config = load_config(root, fakes="instance", fake_dir=fakes)
     set_config(config)
     return config
+
+
+GIT = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+       "GIT_COMMITTER_EMAIL": "dev@example.com"}
+
+
+def git(*args: str, cwd: Path) -> str:
+    """git, as a developer at the clone runs it; its output."""
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT}).stdout.strip()
+
+
+@contextmanager
+def gitco_site(tmp_path: Path) -> Iterator[tuple[Path, Path, ResolvedConfig]]:
+    """The gitco company: its live root, its embedded remote and a clone to push from; the live
+    config while inside."""
+    root = write_root(tmp_path / "site")
+    remote = tmp_path / "gitco.git"
+    init_embedded(root, remote)
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", str(remote), str(clone), cwd=tmp_path)
+    config = use(root, tmp_path / "fakes")
+    try:
+        yield remote, clone, config
+    finally:
+        set_config(None)
+
+
+def push(clone: Path, branch: str, files: dict[str, str], message: str, *, base: str | None = "main") -> str:
+    """Commit `files` on `branch` (made again from `base`; from where the clone stands when None),
+    push it; the new head."""
+    git("checkout", "--quiet", "-B", branch, *([base] if base else []), cwd=clone)
+    for name, text in files.items():
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        (clone / name).write_text(text)
+    git("add", "-A", cwd=clone)
+    git("commit", "--quiet", "-m", message, cwd=clone)
+    git("push", "--quiet", "origin", branch, cwd=clone)
+    return git("rev-parse", "HEAD", cwd=clone)

@@ -3,53 +3,23 @@
 checks fail without waiting ends `checks_failed` naming the file."""
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from changes.lifecycle.models import ChangeRun
-from changes.lifecycle.remotes.git_setup import init_embedded
 from changes.lifecycle.services import notify, open_change
-from changes.lifecycle.tests.gitco import use, write_root
-from runs.config.registry import set_config
+from changes.lifecycle.tests.gitco import git, gitco_site, push
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import Approval, Run, RunStatus
 
-GIT = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
-       "GIT_COMMITTER_EMAIL": "dev@example.com"}
-
-
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT}).stdout.strip()
-
 
 @pytest.fixture
 def site(tmp_path: Path, db) -> Iterator[tuple[Path, Path, ResolvedConfig]]:
-    root = write_root(tmp_path / "site")
-    remote = tmp_path / "gitco.git"
-    init_embedded(root, remote)
-    clone = tmp_path / "clone"
-    git("clone", "--quiet", str(remote), str(clone), cwd=tmp_path)
-    config = use(root, tmp_path / "fakes")
-    try:
-        yield remote, clone, config
-    finally:
-        set_config(None)
-
-
-def push(clone: Path, branch: str, files: dict[str, str], message: str) -> str:
-    git("checkout", "--quiet", "-B", branch, cwd=clone)
-    for name, text in files.items():
-        (clone / name).write_text(text)
-    git("add", "-A", cwd=clone)
-    git("commit", "--quiet", "-m", message, cwd=clone)
-    git("push", "--quiet", "origin", branch, cwd=clone)
-    return git("rev-parse", "HEAD", cwd=clone)
+    with gitco_site(tmp_path) as made:
+        yield made
 
 
 def test_failed_checks_wait_for_a_push_and_check_the_new_head(site) -> None:
@@ -65,7 +35,7 @@ def test_failed_checks_wait_for_a_push_and_check_the_new_head(site) -> None:
     [config_check] = [c for c in change.checks["checks"] if c["name"] == "config"]
     assert not config_check["ok"] and config_check["problems"][0]["file"] == "workflows/hello.py"
 
-    fixed = push(clone, "hello", {"workflows/hello.py": "# nothing to run yet\n"}, "Hello, fixed")
+    fixed = push(clone, "hello", {"workflows/hello.py": "# nothing to run yet\n"}, "Hello, fixed", base=None)
     assert notify(topic="pushed", branch="hello", sha=fixed, via="the test's hook") == [run.id]
     drain(config)
     run.refresh_from_db()

@@ -12,9 +12,7 @@ On the embedded git remote, advanced in this process (the checks run in their ow
 from __future__ import annotations
 
 import io
-import os
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,51 +27,22 @@ from rest_framework.test import APIClient
 
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.remotes.git import GitRemote
-from changes.lifecycle.remotes.git_setup import init_embedded
 from changes.lifecycle.remotes.github import GitHubRemote
 from changes.lifecycle.remotes.tests.github_server import GitHubServer, Repo
 from changes.lifecycle.services import open_change
-from changes.lifecycle.tests.gitco import use, write_root
-from runs.config.registry import set_config
+from changes.lifecycle.tests.gitco import git, gitco_site, push
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import Approval, Run
-
-GIT = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
-       "GIT_COMMITTER_EMAIL": "dev@example.com"}
-
-
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT}).stdout.strip()
 
 
 @pytest.fixture
 def site(tmp_path: Path, db) -> Iterator[tuple[Path, Path, ResolvedConfig]]:
     """The gitco company: its live root, its embedded remote and a clone to push from; alice (staff)
     opens changes, sam (an owner) approves merges."""
-    root = write_root(tmp_path / "site")
-    remote = tmp_path / "gitco.git"
-    init_embedded(root, remote)
-    clone = tmp_path / "clone"
-    git("clone", "--quiet", str(remote), str(clone), cwd=tmp_path)
-    config = use(root, tmp_path / "fakes")
-    get_user_model().objects.filter(username__in=["alice", "sam"]).update(is_staff=True)
-    try:
-        yield remote, clone, config
-    finally:
-        set_config(None)
-
-
-def push(clone: Path, branch: str, files: dict[str, str], message: str, *, base: str = "main") -> str:
-    git("checkout", "--quiet", "-B", branch, base, cwd=clone)
-    for name, text in files.items():
-        (clone / name).parent.mkdir(parents=True, exist_ok=True)
-        (clone / name).write_text(text)
-    git("add", "-A", cwd=clone)
-    git("commit", "--quiet", "-m", message, cwd=clone)
-    git("push", "--quiet", "origin", branch, cwd=clone)
-    return git("rev-parse", "HEAD", cwd=clone)
+    with gitco_site(tmp_path) as made:
+        get_user_model().objects.filter(username__in=["alice", "sam"]).update(is_staff=True)
+        yield made
 
 
 def desk(username: str) -> Client:

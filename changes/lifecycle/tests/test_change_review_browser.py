@@ -22,10 +22,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from changes.lifecycle.models import ChangeRun
-from changes.lifecycle.remotes.git_setup import init_embedded
-from changes.lifecycle.tests.gitco import use, write_root
-from changes.lifecycle.tests.test_change_review import git, push
-from runs.config.registry import set_config
+from changes.lifecycle.tests.gitco import git, gitco_site, push
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import Approval, DecisionMessage, Run
@@ -51,20 +48,13 @@ pytestmark = BROWSER_TESTS
 
 @pytest.fixture
 def site(tmp_path: Path, transactional_db) -> Iterator[tuple[Path, Path, ResolvedConfig]]:
-    root = write_root(tmp_path / "site")
-    remote = tmp_path / "gitco.git"
-    init_embedded(root, remote)
-    clone = tmp_path / "clone"
-    git("clone", "--quiet", str(remote), str(clone), cwd=tmp_path)
-    config = use(root, tmp_path / "fakes")
-    for user in get_user_model().objects.filter(username__in=["alice", "sam"]):
-        user.is_staff = True
-        user.set_password(user.username)
-        user.save()
-    try:
-        yield remote, clone, config
-    finally:
-        set_config(None)
+    """The gitco company (see gitco.gitco_site); alice and sam sign in with their usernames."""
+    with gitco_site(tmp_path) as made:
+        for user in get_user_model().objects.filter(username__in=["alice", "sam"]):
+            user.is_staff = True
+            user.set_password(user.username)
+            user.save()
+        yield made
 
 
 @pytest.fixture
