@@ -224,9 +224,6 @@ class Repository:
         common = Path(self.out("rev-parse", "--git-common-dir"))  # a linked working tree
         return Path(os.path.realpath(common if common.is_absolute() else self.path / common))
 
-    def git_dir(self) -> Path:
-        return Path(self.out("rev-parse", "--absolute-git-dir"))
-
     def hooks_dir(self) -> Path:
         hooks = Path(self.out("rev-parse", "--git-path", "hooks"))
         return hooks if hooks.is_absolute() else self.path / hooks
