@@ -104,7 +104,8 @@ def _literal_codes() -> list[str]:
 
 
 def _enums_by_name() -> dict[str, type[StrEnum]]:
-    return {enum.__name__: enum for enum in (*code_domains(), IssueCode)}
+    enums: list[type[StrEnum]] = [*code_domains(), IssueCode]
+    return {enum.__name__: enum for enum in enums}
 
 
 def test_every_error_the_runtime_raises_has_a_code_from_the_vocabulary():
