@@ -21,10 +21,11 @@ from django.template.response import TemplateResponse
 from django.urls import path
 
 from changes import services
+from changes.errors import StateCode
 from changes.models import DriftVerdict
 from changes.resources.outcome import OUTCOMES, counts, said
 from changes.selectors import declared_resources
-from connectors.errors import ErrorCode, SanomaError
+from connectors.errors import SanomaError
 from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.approvals.permissions import Principal
 from runs.display import moment
@@ -39,7 +40,7 @@ def apply_outcome(run: Run | None, viewer: Principal) -> dict[str, Any] | None:
     shown: dict[str, Any] = {"link": run_link(run.id), "status": run.status, "ended": moment(run.ended_at),
                              "started": moment(run.created_at), "complete": run.status == RunStatus.FINISHED}
     error = run.error or {}
-    if run.status == RunStatus.FAILED and error.get("code") == ErrorCode.APPLY_INCOMPLETE:
+    if run.status == RunStatus.FAILED and error.get("code") == StateCode.APPLY_INCOMPLETE:
         data = error.get("data") or {}
         found = {k: int(data.get(k) or 0) for k in OUTCOMES}
         shown.update(counts=found, planned=data.get("planned", sum(found.values())), said=said(found),

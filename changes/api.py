@@ -10,9 +10,10 @@ from rest_framework.response import Response
 
 from changes import services as resource_services
 from changes.selectors import declared_resources
-from connectors.errors import ErrorCode, InvalidInput, SanomaError
+from connectors.errors import InvalidInput, IssueCode, SanomaError
 from runs.api.base import SanomaAPIView, errors, me
 from runs.api.serializers import ErrorSerializer
+from runs.errors import RunCode
 from runs.models import Run
 from runs.selectors import visible_run
 from runs.validation import check_run_id
@@ -77,7 +78,7 @@ class DriftView(SanomaAPIView):
     def post(self, request: Request) -> Response:
         if request.data not in ({}, None):
             raise InvalidInput("POST /api/resources/drift takes no body (or {})",
-                               data={"issues": [{"path": [], "message": "takes no input", "code": "extra"}]})
+                               data={"issues": [{"path": [], "message": "takes no input", "code": IssueCode.EXTRA}]})
         return _started(resource_services.start("drift", by=me(request)))
 
 
@@ -94,7 +95,7 @@ class ApplyView(SanomaAPIView):
     def post(self, request: Request) -> Response:
         if request.data not in ({}, None):
             raise InvalidInput("POST /api/resources/apply takes no body (or {})",
-                               data={"issues": [{"path": [], "message": "takes no input", "code": "extra"}]})
+                               data={"issues": [{"path": [], "message": "takes no input", "code": IssueCode.EXTRA}]})
         return _started(resource_services.start("apply", by=me(request)))
 
 
@@ -118,12 +119,13 @@ class PlanView(SanomaAPIView):
             run = visible_run(run_id=check_run_id(run_id), viewer=viewer)
             if run.workflow != "drift":
                 raise InvalidInput(f"Run {run.id} is a run of {run.workflow}, not of drift",
-                                   data={"issues": [{"path": ["run"], "message": "not a drift run", "code": "type"}]})
+                                   data={"issues": [{"path": ["run"], "message": "not a drift run",
+                                                     "code": IssueCode.TYPE}]})
         else:
             latest = resource_services.latest_drift(viewer)
             if latest is None:
                 raise SanomaError("No finished drift run: start one (POST /api/resources/drift)",
-                                  code=ErrorCode.RUN_NOT_FOUND, data={})
+                                  code=RunCode.RUN_NOT_FOUND, data={})
             run = latest
         drift = resource_services.report(run)
         return Response({"drift_run": run.id, **resource_services.plan(drift, by=viewer.id)})

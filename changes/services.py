@@ -30,6 +30,7 @@ from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
 from runs.engine.advance import advance
+from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, Run, RunStatus, Step, StepKind
 from runs.policies.services import explain_call
 from runs.waiting import NO_WORKER, Watch, give_up, require_worker
@@ -109,7 +110,7 @@ def report(run: Run) -> dict[str, Any]:
         raise SanomaError(f"Run {run.id} failed: {(run.error or {}).get('message', 'failed')}",
                           code=(run.error or {}).get("code") or ErrorCode.INVALID_INPUT, data={"run_id": run.id})
     if run.status != RunStatus.FINISHED:
-        raise SanomaError(f"Run {run.id} is {run.status}: its report is not there yet", code="run_running",
+        raise SanomaError(f"Run {run.id} is {run.status}: its report is not there yet", code=RunCode.RUN_RUNNING,
                           data={"run_id": run.id, "status": run.status})
     return run.result or {}
 
@@ -277,7 +278,7 @@ def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
         followed = follow(run, here=here, timeout=timeout, config=config, watch=Watch(config.version))
     except KeyboardInterrupt:
         raise SanomaError(f"Interrupted: {give_up(run, by=by, why=f'{purpose} was interrupted')}",
-                          code=ErrorCode.RUN_RUNNING, data={"run_id": run.id}) from None
+                          code=RunCode.RUN_RUNNING, data={"run_id": run.id}) from None
     if not followed.ended:
         if followed.stranded:
             left = give_up(run, by=by, why=f"no worker ran it: {followed.stranded}")
@@ -285,11 +286,11 @@ def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
                               data={"run_id": run.id, "status": run.status})
         if not followed.waiting:
             left = give_up(run, by=by, why=f"{purpose} stopped waiting after {timeout:g} s")
-            raise SanomaError(f"Run {run.id} has not ended within {timeout:g} s; {left}", code="run_running",
+            raise SanomaError(f"Run {run.id} has not ended within {timeout:g} s; {left}", code=RunCode.RUN_RUNNING,
                               data={"run_id": run.id, "status": run.status})
         raise SanomaError(f"Run {run.id} has not ended: it is {run.status}"
                           + (f", waiting for {followed.waiting[0]['approver']}" if followed.waiting else ""),
-                          code="run_running", data={"run_id": run.id, "status": run.status})
+                          code=RunCode.RUN_RUNNING, data={"run_id": run.id, "status": run.status})
     found = report(run)
     keep_verdicts(run, found)
     return run, found

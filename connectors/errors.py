@@ -5,16 +5,19 @@ copy (a `SanomaError` carrying the recorded code and name), not an instance of t
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import KeysView, Mapping, Sequence
 from enum import StrEnum
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 
 class ErrorCode(StrEnum):
-    """Every code the runtime puts on an error. Code branches on these, never on an error's class.
+    """The codes of a call, a driver and a request: what any layer may put on an error.
 
-    A code is a plain string on the wire (API bodies, the ledger), so `ErrorCode.RUN_ENDED ==
-    "run_ended"`; this enum is the one list of them.
+    A code is a plain string on the wire (API bodies, the ledger), so `ErrorCode.INVALID_INPUT ==
+    "invalid_input"`. Each domain keeps its own codes beside the code that raises them (a run's in
+    `runs.errors.RunCode`, a change's remote's in `changes.lifecycle.errors.RemoteCode`, ...) and
+    registers them here (`register_codes`); `all_codes()` is every code the runtime knows.
     """
 
     # a request was refused before anything happened
@@ -26,22 +29,6 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"  # no such API endpoint, collection, or record in a collection
     CONFLICT = "conflict"  # a compare-and-set write found another version: nothing was changed
     CONFIG_INVALID = "config_invalid"  # the company's config cannot be resolved
-    # credentials
-    UNKNOWN_CREDENTIAL = "unknown_credential"  # no connector declares a variable of that name
-    SECRET_MISSING = "secret_missing"  # a secret a data file names has no value
-    SECRETS_KEY_MISSING = "secrets_key_missing"  # storing a value needs SANOMA_SECRETS_KEY
-    # runs
-    RUN_NOT_FOUND = "run_not_found"  # no such run, or the caller may not see it
-    RUN_EXISTS = "run_exists"  # starting with a run id already taken by a run the caller may not see
-    RUN_ENDED = "run_ended"  # the run has ended: no more calls, cancels or decisions
-    RUN_RUNNING = "run_running"  # the run has not ended yet (asking for its result)
-    NO_WORKER = "no_worker"  # a command would wait for a run no worker is up to advance: nothing was started
-    RUN_CANCELLED = "run_cancelled"  # the run was cancelled
-    WORKFLOW_NOT_FOUND = "workflow_not_found"  # no workflow of that name (in this version)
-    REPLAY_DIVERGED = "replay_diverged"  # the workflow no longer makes the calls it made before
-    CALL_NOT_IN_OUTLINE = "call_not_in_outline"  # a ctx call from code the workflow's outline does not show
-    BAD_RETURN_VALUE = "bad_return_value"  # the workflow returned something that is not JSON
-    WAIT_TIMED_OUT = "wait_timed_out"  # ctx.wait_message's deadline passed before a message came
     # calls
     POLICY_DENIED = "policy_denied"  # the policy denied the call
     POLICY_FAILED = "policy_failed"  # the policy raised or answered something that is not a decision
@@ -49,25 +36,88 @@ class ErrorCode(StrEnum):
     DRIVER_TIMEOUT = "driver_timeout"  # the vendor did not answer within the call's timeout
     NO_DRIVER = "no_driver"  # the operation has no driver in this config
     LEDGER_WRITE_FAILED = "ledger_write_failed"  # the vendor acted but the ledger could not record it
-    # approvals
-    APPROVAL_REJECTED = "approval_rejected"
-    APPROVAL_WITHDRAWN = "approval_withdrawn"
-    NOT_APPROVER = "not_approver"  # the decider is not the approval's approver
-    NO_PENDING_APPROVAL = "no_pending_approval"  # nothing (or not that approval) waits for a decision
-    ALREADY_DECIDED = "already_decided"
-    # changes (the repo's remote)
-    BRANCH_NOT_FOUND = "branch_not_found"  # the remote has no such branch (or pull request)
-    MERGE_CONFLICT = "merge_conflict"  # the branch does not merge cleanly: data.files names the files
-    HEAD_CHANGED = "head_changed"  # the branch moved since its checks: nothing was merged
-    NOT_MERGEABLE = "not_mergeable"  # the remote refuses the merge (closed, required reviews or checks)
-    CHECKS_FAILED = "checks_failed"  # a change's checks failed on its head
-    WEBHOOK_NOT_CONFIGURED = "webhook_not_configured"  # a webhook came, and the site has no secret to check it
-    BAD_SIGNATURE = "bad_signature"  # a webhook's signature does not match its body and the site's secret
-    # declared state
-    APPLY_INCOMPLETE = "apply_incomplete"  # an apply ended with changes of its plan not made: data counts them
 
 
-KNOWN_CODES = frozenset(code.value for code in ErrorCode)
+class IssueCode(StrEnum):
+    """The short code of one input issue (`input_issue`): what is wrong at its path.
+
+    Issues read from a validator (pydantic's `type`, DRF's codes) keep the validator's own code.
+    """
+
+    INVALID = "invalid"  # the value is not acceptable (the default)
+    REQUIRED = "required"  # a required key or value is missing
+    UNEXPECTED = "unexpected"  # a key that is not expected
+    EXTRA = "extra"  # a field the record's shape does not have
+    TYPE = "type"  # the value is not of the type the operation or the request expects
+    INVALID_TYPE = "invalid_type"  # the JSON value is not of the expected type
+    INVALID_NUMBER = "invalid_number"  # a number JSON cannot carry (NaN, infinity)
+    UNSAFE_INTEGER = "unsafe_integer"  # an integer beyond what JSON carries exactly
+    INVALID_KEY = "invalid_key"  # an object key that is not a string
+    INVALID_CHARACTER = "invalid_character"  # a string holding a character JSON text may not carry
+    INVALID_RUN_ID = "invalid_run_id"  # not the shape of a run id
+    TOO_LONG = "too_long"  # longer than the limit
+    TOO_DEEP = "too_deep"  # nested deeper than the limit
+    TOO_MANY = "too_many"  # more items than the limit
+    PARSE_ERROR = "parse_error"  # the body is not valid JSON
+    NOT_FOUND = "not_found"  # what the value names does not exist
+    NOT_CHILD = "not_child"  # the run named is not a child of this run
+    SAME_RUN = "same_run"  # comparing a run with itself
+    CANNOT_FORK = "cannot_fork"  # the run cannot be forked from there
+    COUNT_CHANGED = "count_changed"  # the runs matching changed since they were counted
+    PAUSED = "paused"  # the workflow is paused
+    UNKNOWN_KEYWORD = "unknown_keyword"  # an operation call got a keyword it does not take
+    OUT_OF_RANGE = "out_of_range"  # a number outside the allowed range
+    INVALID_CURSOR = "invalid_cursor"  # a page cursor that was not given by the API
+    UNSUPPORTED = "unsupported"  # a value the endpoint does not support
+    CONFLICT = "conflict"  # two values that cannot go together
+    EMPTY = "empty"  # an empty value where one is needed
+    REFUSED = "refused"  # a connector's check refused the value
+    ABOVE_CEILING = "above_ceiling"  # an amount above the operation's money ceiling
+    INVALID_JSON = "invalid_json"  # a form's text is not valid JSON
+    INVALID_BRANCH = "invalid_branch"  # not a branch name the remote takes
+    IS_BASE = "is_base"  # the branch named is the base branch itself
+    ONE_OF = "one_of"  # give exactly one of two keys
+    UNKNOWN_FIELD = "unknown_field"  # a key the request body does not take
+
+
+CodeEnum = TypeVar("CodeEnum", bound=type[StrEnum])
+
+# Every code the runtime knows, each to the member of the domain enum that declares it.
+_REGISTRY: dict[str, StrEnum] = {}
+_DOMAINS: list[type[StrEnum]] = []
+
+
+def register_codes(enum: CodeEnum) -> CodeEnum:
+    """Add a domain's codes to the one registry (each domain's errors module calls it on import).
+
+    A value another domain already declares is refused: a code means one thing.
+    """
+    for member in enum:
+        known = _REGISTRY.get(member.value)
+        if known is not None and type(known) is not enum:
+            raise ValueError(f"error code {member.value!r} is declared by {type(known).__qualname__} and "
+                             f"{enum.__qualname__}")
+    if enum not in _DOMAINS:
+        _DOMAINS.append(enum)
+    for member in enum:
+        _REGISTRY[member.value] = member
+    return enum
+
+
+def all_codes() -> Mapping[str, StrEnum]:
+    """Every registered code, to its enum member (read-only)."""
+    return MappingProxyType(_REGISTRY)
+
+
+def code_domains() -> list[type[StrEnum]]:
+    """The registered enums, in the order they registered."""
+    return list(_DOMAINS)
+
+
+register_codes(ErrorCode)
+
+# The codes the runtime knows: a live view of the registry.
+KNOWN_CODES: KeysView[str] = _REGISTRY.keys()
 
 
 class SanomaError(Exception):
@@ -206,10 +256,10 @@ def retryable_status(status: int) -> bool:
     return status in (408, 429) or 500 <= status <= 599
 
 
-def error_code(err: BaseException | None) -> ErrorCode | None:
-    """The error's code when it is one the runtime knows, else None."""
+def error_code(err: BaseException | None) -> StrEnum | None:
+    """The error's code (the member of its domain's enum) when it is one the runtime knows, else None."""
     code = getattr(err, "code", None)
-    return ErrorCode(code) if isinstance(code, str) and code in KNOWN_CODES else None
+    return _REGISTRY.get(code) if isinstance(code, str) else None
 
 
 def error_to_dict(err: BaseException) -> dict[str, Any]:
@@ -254,7 +304,7 @@ def error_from_dict(record: dict[str, Any]) -> SanomaError:
     return err
 
 
-def input_issue(path: Sequence[Any], message: str, code: str = "invalid") -> dict[str, Any]:
+def input_issue(path: Sequence[Any], message: str, code: str = IssueCode.INVALID) -> dict[str, Any]:
     """One thing wrong with an input, as the `issues` of an error's data carry it: where (`path`,
     the keys and indexes down to it; empty for the whole input), what, and a short code."""
     return {"path": list(path), "message": message, "code": code}
@@ -264,7 +314,7 @@ def issues_of(validation_error: Any) -> list[dict[str, Any]]:
     """Pydantic validation errors as `{path, message, code}` issues (no symbols)."""
     return [
         input_issue([p if isinstance(p, (int, str)) else str(p) for p in item.get("loc", ())],
-                    item.get("msg", ""), item.get("type", "invalid"))
+                    item.get("msg", ""), item.get("type", IssueCode.INVALID))
         for item in validation_error.errors(include_url=False)
     ]
 

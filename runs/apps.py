@@ -2,6 +2,8 @@ from django.apps import AppConfig
 from django.core import checks
 from django.db.models.signals import post_migrate
 
+import runs.errors  # noqa: F401  (registers the app's error codes: the registry is whole once apps are ready)
+
 
 def _forget_permission_ids(**kwargs: object) -> None:
     # Permission rows are recreated by migrate (and by a test database flush): ids read before go stale.

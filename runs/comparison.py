@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
-from connectors.errors import InvalidInput, input_issue
+from connectors.errors import InvalidInput, IssueCode, input_issue
 from runs import ledger
 from runs.approvals.permissions import Principal
 from runs.models import Run
@@ -121,7 +121,7 @@ def compare_runs(*, a_id: Any, b_id: Any, viewer: str | Principal | None) -> Com
     check_run_id(b_id, path=["b"])
     if a_id == b_id:
         raise InvalidInput(f"Choose another run to compare {a_id} with: a run is the same as itself",
-                           data={"issues": [input_issue(["b"], "names the same run as a", "same_run")]})
+                           data={"issues": [input_issue(["b"], "names the same run as a", IssueCode.SAME_RUN)]})
     a = visible_run(run_id=a_id, viewer=viewer)
     b = visible_run(run_id=b_id, viewer=viewer)
     time_a, time_b = run_time(ledger.records_of(a.id)), run_time(ledger.records_of(b.id))

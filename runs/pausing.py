@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, input_issue
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, input_issue
 from runs.approvals.permissions import Principal, permission_denied, principal_of, visible_runs
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
@@ -24,7 +24,7 @@ log = logging.getLogger("sanoma.pauses")
 
 
 def _bad(field: str, message: str) -> InvalidInput:
-    return InvalidInput(message, data={"issues": [input_issue([field], message, "invalid")]})
+    return InvalidInput(message, data={"issues": [input_issue([field], message, IssueCode.INVALID)]})
 
 
 def check_target(*, kind: Any, target: Any, config: ResolvedConfig) -> tuple[PauseKind, str]:
@@ -69,7 +69,7 @@ def pause(*, kind: Any, target: Any, reason: Any, by: str | Principal, config: R
     if active is not None:
         raise SanomaError(f"{kind} {target} is already paused, by {active.paused_by} since "
                           f"{active.paused_at.isoformat()}: {active.reason}", code=ErrorCode.INVALID_INPUT,
-                          data={"issues": [input_issue(["target"], "already paused", "paused")]})
+                          data={"issues": [input_issue(["target"], "already paused", IssueCode.PAUSED)]})
     try:
         with transaction.atomic():
             made = Pause.objects.create(kind=kind, target=target, reason=reason.strip(), paused_by=principal.id,

@@ -7,7 +7,7 @@ from zoneinfo import available_timezones
 
 from django.db import transaction
 
-from connectors.errors import InvalidInput, input_issue
+from connectors.errors import InvalidInput, IssueCode, input_issue
 from runs.models import OperatorPreference
 
 
@@ -21,7 +21,7 @@ def check_time_zone(zone: Any) -> str:
     if zone == "" or (isinstance(zone, str) and zone in time_zones()):
         return zone
     raise InvalidInput(f"{zone!r} is not a time zone: give an IANA name such as Europe/Helsinki, or none for the "
-                       "site's", data={"issues": [input_issue(["time_zone"], "unknown time zone", "invalid")]})
+                       "site's", data={"issues": [input_issue(["time_zone"], "unknown time zone", IssueCode.INVALID)]})
 
 
 def set_time_zone(*, user: Any, zone: Any) -> str:

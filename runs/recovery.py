@@ -18,13 +18,14 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, input_issue
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, input_issue
 from runs import ledger, services
 from runs.approvals.permissions import Principal, check_can_operate, check_can_rerun, permission_denied, principal_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, transitions
 from runs.engine.fork import check_fork as check_replay
+from runs.errors import RunCode
 from runs.models import (
     ENDED_STATUSES,
     Approval,
@@ -68,7 +69,7 @@ def _copy(source: Run, *, config: ResolvedConfig, body: dict[str, Any]) -> Run:
             return run
         except IntegrityError:
             continue
-    raise SanomaError(f"Could not number a new run of {source.id}: try again", code=ErrorCode.RUN_EXISTS,
+    raise SanomaError(f"Could not number a new run of {source.id}: try again", code=RunCode.RUN_EXISTS,
                       data={"run_id": source.id})
 
 
@@ -217,7 +218,7 @@ def check_rerun(*, run_id: str, by: str | Principal, config: ResolvedConfig | No
     source = _source(run_id, principal, RERUNNABLE, "rerun")
     if source.workflow not in config.workflows:
         raise SanomaError(f"Workflow {source.workflow} is not in the current code ({config.version})",
-                          code=ErrorCode.WORKFLOW_NOT_FOUND, data={"workflow": source.workflow})
+                          code=RunCode.WORKFLOW_NOT_FOUND, data={"workflow": source.workflow})
     return _plan("rerun", source, None, config)
 
 
@@ -293,11 +294,11 @@ def _check_expected(where: RunFilter, principal: Principal, expect: int) -> list
     runs = list(matching_runs(viewer=principal, where=where)[: MAX_BULK + 1])
     if len(runs) > MAX_BULK:
         raise InvalidInput(f"The filter matches more than {MAX_BULK} runs; narrow it",
-                           data={"issues": [input_issue(["filter"], "too many runs", "too_many")]})
+                           data={"issues": [input_issue(["filter"], "too many runs", IssueCode.TOO_MANY)]})
     if isinstance(expect, bool) or not isinstance(expect, int) or len(runs) != expect:
         raise InvalidInput(f"The filter matches {len(runs)} run(s) now, not the {expect} confirmed: look again",
                            data={"matched": len(runs), "issues": [
-                               input_issue(["expect"], "count changed", "count_changed")]})
+                               input_issue(["expect"], "count changed", IssueCode.COUNT_CHANGED)]})
     return runs
 
 
@@ -309,7 +310,7 @@ def rerun_matching(*, where: RunFilter, expect: int, by: str | Principal,
     check_can_rerun(principal)
     if where.status not in (None, RunStatus.FAILED):
         raise InvalidInput("Only failed runs are rerun: filter by status failed, or leave status out",
-                           data={"issues": [input_issue(["status"], "not failed", "invalid")]})
+                           data={"issues": [input_issue(["status"], "not failed", IssueCode.INVALID)]})
     where = RunFilter(**{**where.__dict__, "status": RunStatus.FAILED})
     runs = _check_expected(where, principal, expect)
     done, refused = [], []
@@ -367,12 +368,12 @@ def resolve_in_doubt(*, run_id: str, happened: Any, output: Any = None, by: str 
             raise SanomaError(f"{intent.body['op']} is not in the current code", code=ErrorCode.CONFIG_INVALID)
         if not isinstance(happened, bool):
             raise InvalidInput("Say whether the call happened: true or false", data={"issues": [
-                input_issue(["happened"], "must be true or false", "type")]})
+                input_issue(["happened"], "must be true or false", IssueCode.TYPE)]})
         if happened:
             output = validate_input(op.output, output, name=f"{op.id}'s output").model_dump(mode="json")
         elif output is not None:
             raise InvalidInput("A call that did not happen has no output: leave it out", data={"issues": [
-                input_issue(["output"], "must be absent", "invalid")]})
+                input_issue(["output"], "must be absent", IssueCode.INVALID)]})
         attempt = intent.body.get("attempt", 1)
         body = {"op": op.id, "attempt": attempt, "happened": happened, "output": output, "by": principal.id}
         if isinstance(note, str) and note.strip():

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from connectors.errors import InvalidInput, SanomaError, error_from_dict, input_issue
+from connectors.errors import InvalidInput, IssueCode, SanomaError, error_from_dict, input_issue
 from runs import ledger
 from runs.approvals.permissions import (
     Principal,
@@ -19,6 +19,7 @@ from runs.approvals.permissions import (
     visible_runs,
 )
 from runs.engine.pauses import PAUSED
+from runs.errors import RunCode
 from runs.models import (
     ENDED_STATUSES,
     ApprovalStatus,
@@ -141,7 +142,7 @@ def runs_waiting_for(runs: QuerySet[Run], kind: str) -> QuerySet[Run]:
 
 
 def _bad(field: str, message: str) -> InvalidInput:
-    return InvalidInput(message, data={"issues": [input_issue([field], message, "invalid")]})
+    return InvalidInput(message, data={"issues": [input_issue([field], message, IssueCode.INVALID)]})
 
 
 def _moment(field: str, value: Any) -> datetime | None:
@@ -183,10 +184,10 @@ def list_runs(
         where = RunFilter.parse(status=status, workflow=workflow, started_by=started_by)
     if not isinstance(limit, int) or not 1 <= limit <= 500:
         raise InvalidInput("limit must be a whole number from 1 to 500",
-                           data={"issues": [input_issue(["limit"], "out of range", "invalid")]})
+                           data={"issues": [input_issue(["limit"], "out of range", IssueCode.INVALID)]})
     if not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset must be a whole number from 0",
-                           data={"issues": [input_issue(["offset"], "out of range", "invalid")]})
+                           data={"issues": [input_issue(["offset"], "out of range", IssueCode.INVALID)]})
     runs = matching_runs(viewer=viewer, where=where)
     return RunPage(runs=list(runs[offset : offset + limit]), total=runs.count(), offset=offset, limit=limit)
 
@@ -211,10 +212,10 @@ def result(*, run_id: str, timeout: float = 30.0, viewer: str | Principal | None
         if run.status == RunStatus.FAILED:
             raise error_from_dict(run.error or {"message": "failed"})
         if run.status == RunStatus.CANCELLED:
-            raise SanomaError(f"Run {run_id} was cancelled", code="run_cancelled", data={"run_id": run_id})
+            raise SanomaError(f"Run {run_id} was cancelled", code=RunCode.RUN_CANCELLED, data={"run_id": run_id})
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise SanomaError(f"Run {run_id} is still {run.status}", code="run_running",
+            raise SanomaError(f"Run {run_id} is still {run.status}", code=RunCode.RUN_RUNNING,
                               data={"run_id": run_id, "status": run.status})
         time.sleep(min(next(polls, 1.0), remaining))
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, input_issue
+from connectors.errors import InvalidInput, IssueCode, SanomaError, input_issue
 from runs import ledger
 from runs.approvals.permissions import (
     Principal,
@@ -23,6 +23,7 @@ from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import WorkflowDefinition
 from runs.engine import clock, transitions
+from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, LedgerKind, LedgerRecord, Run, RunMessage, RunStatus
 from runs.selectors import visible_run
 from runs.validation import check_message_id, check_payload, check_run_id, check_topic, validate_input
@@ -33,7 +34,7 @@ def _workflow_or_error(config: ResolvedConfig, name: Any) -> WorkflowDefinition:
     if definition is None:
         raise InvalidInput(
             f"No workflow {name!r}; the workflows are {', '.join(sorted(config.workflows)) or 'none'}",
-            data={"issues": [input_issue(["workflow"], f"no workflow {name!r}", "not_found")]},
+            data={"issues": [input_issue(["workflow"], f"no workflow {name!r}", IssueCode.NOT_FOUND)]},
         )
     return definition
 
@@ -57,7 +58,7 @@ def _already_exists(run: Run, differs: list[str]) -> InvalidInput:
 
 
 def _run_exists(run_id: str) -> SanomaError:
-    return SanomaError(f"Run {run_id} already exists; use another run id", code=ErrorCode.RUN_EXISTS,
+    return SanomaError(f"Run {run_id} already exists; use another run id", code=RunCode.RUN_EXISTS,
                        data={"run_id": run_id})
 
 
@@ -75,7 +76,7 @@ def check_start(*, config: ResolvedConfig, workflow: Any, input: Any, started_by
     if not isinstance(started_by, (str, Principal)) or not str(getattr(started_by, "id", started_by)).strip():
         raise InvalidInput(
             "A run needs startedBy: the username of who starts it",
-            data={"issues": [input_issue(["startedBy"], "must be a non-blank username", "required")]},
+            data={"issues": [input_issue(["startedBy"], "must be a non-blank username", IssueCode.REQUIRED)]},
         )
     definition = _workflow_or_error(config, workflow)
     validate_input(definition.input, {} if input is None else input, name=definition.name)
@@ -152,7 +153,7 @@ def cancel(*, run_id: str, by: str | Principal, reason: str) -> Run:
         run = visible_run(run_id=run_id, viewer=principal, for_update=True)
         check_can_operate(principal, run)
         if run.status in ENDED_STATUSES:
-            raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code=ErrorCode.RUN_ENDED,
+            raise SanomaError(f"Run {run_id} has {run.status}; it cannot be cancelled", code=RunCode.RUN_ENDED,
                               data={"status": run.status})
         why = check_reason(reason)
         _do_cancel(run, by=principal.id, body={"by": principal.id, "reason": why}, config=config)
@@ -176,10 +177,10 @@ def check_reason(reason: Any) -> str:
     """Why a run is cancelled: non-blank text of at most MAX_REASON characters; answered stripped."""
     if not isinstance(reason, str) or len(reason) > MAX_REASON or "\x00" in reason:
         raise InvalidInput(f"A reason is text of at most {MAX_REASON} characters",
-                           data={"issues": [input_issue(["reason"], "not a reason", "invalid")]})
+                           data={"issues": [input_issue(["reason"], "not a reason", IssueCode.INVALID)]})
     if not reason.strip():
         raise InvalidInput("Say why the run is cancelled: the reason is kept in its ledger",
-                           data={"issues": [input_issue(["reason"], "required: say why", "required")]})
+                           data={"issues": [input_issue(["reason"], "required: say why", IssueCode.REQUIRED)]})
     return reason.strip()
 
 
@@ -218,7 +219,7 @@ def send_message(*, run_id: str, topic: str, payload: Any, message_id: str | Non
             if first is not None:
                 return first
         if run.status in ENDED_STATUSES:
-            raise SanomaError(f"Run {run_id} has {run.status}; it takes no more messages", code=ErrorCode.RUN_ENDED,
+            raise SanomaError(f"Run {run_id} has {run.status}; it takes no more messages", code=RunCode.RUN_ENDED,
                               data={"status": run.status, "run_id": run_id})
         message = RunMessage(run=run, topic=topic, payload=payload, message_id=message_id or uuid.uuid4().hex,
                              sent_by=principal.id, sent_at=clock.now())

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from connectors.errors import InvalidInput, describe_issues, input_issue, issues_of
+from connectors.errors import InvalidInput, IssueCode, describe_issues, input_issue, issues_of
 
 MAX_RUN_ID_LENGTH = 200
 RUN_ID_RULE = "a run id is 1-200 characters: letters (a-z, A-Z), digits (0-9), '-', '_', '.', ':', '@' and '~'"
@@ -48,7 +48,7 @@ def check_run_id(value: Any, *, path: Sequence[Any] = ("runId",)) -> str:
         return value
     shown = _shown(value)
     raise InvalidInput(f"Run id {shown} is not valid: {RUN_ID_RULE}",
-                       data={"issues": [input_issue(path, RUN_ID_RULE, "invalid_run_id")]})
+                       data={"issues": [input_issue(path, RUN_ID_RULE, IssueCode.INVALID_RUN_ID)]})
 
 
 def _shown(value: Any) -> str:
@@ -76,32 +76,32 @@ def json_issues(value: Any, *, path: Sequence[Any] = ()) -> list[dict[str, Any]]
             continue
         elif isinstance(item, float):
             if not math.isfinite(item):
-                issues.append(input_issue(where, f"{item} is not a JSON number", "invalid_number"))
+                issues.append(input_issue(where, f"{item} is not a JSON number", IssueCode.INVALID_NUMBER))
         elif isinstance(item, dict | list | tuple):
             if depth + 1 > MAX_DEPTH:
-                issues.append(input_issue(where, f"nested deeper than {MAX_DEPTH} levels", "too_deep"))
+                issues.append(input_issue(where, f"nested deeper than {MAX_DEPTH} levels", IssueCode.TOO_DEEP))
                 return issues
             if isinstance(item, dict):
                 for key, child in item.items():
                     if not isinstance(key, str):
-                        issues.append(input_issue(where, f"key {_shown(key)} is not text", "invalid_key"))
+                        issues.append(input_issue(where, f"key {_shown(key)} is not text", IssueCode.INVALID_KEY))
                         continue
                     if _BAD_CHARACTER.search(key):
                         issues.append(input_issue([*where, _safe_key(key)], _character_problem(key),
-                                                  "invalid_character"))
+                                                  IssueCode.INVALID_CHARACTER))
                         continue
                     stack.append((child, [*where, key], depth + 1))
             else:
                 for index, child in enumerate(item):
                     stack.append((child, [*where, index], depth + 1))
         else:
-            issues.append(input_issue(where, f"a {type(item).__name__} is not a JSON value", "invalid_type"))
+            issues.append(input_issue(where, f"a {type(item).__name__} is not a JSON value", IssueCode.INVALID_TYPE))
     return issues
 
 
 def _check_text(text: str, where: Path, issues: list[dict[str, Any]]) -> None:
     if _BAD_CHARACTER.search(text):
-        issues.append(input_issue(where, _character_problem(text), "invalid_character"))
+        issues.append(input_issue(where, _character_problem(text), IssueCode.INVALID_CHARACTER))
 
 
 def _character_problem(text: str) -> str:
@@ -140,16 +140,16 @@ def parse_json(text: str | bytes, *, what: str = "The body") -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError as err:
             raise InvalidInput(f"{what} is not UTF-8: byte {err.start} cannot be decoded",
-                               data={"issues": [input_issue([], "not UTF-8", "parse_error")]}) from None
+                               data={"issues": [input_issue([], "not UTF-8", IssueCode.PARSE_ERROR)]}) from None
     try:
         value = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise InvalidInput(f"{what} is nested deeper than {MAX_DEPTH} levels",
                            data={"issues": [input_issue([], f"nested deeper than {MAX_DEPTH} levels",
-                                                        "too_deep")]}) from None
+                                                        IssueCode.TOO_DEEP)]}) from None
     except ValueError as err:
         raise InvalidInput(f"{what} is not valid JSON: {err}",
-                           data={"issues": [input_issue([], str(err), "parse_error")]}) from None
+                           data={"issues": [input_issue([], str(err), IssueCode.PARSE_ERROR)]}) from None
     return check_json(value, what=what)
 
 
@@ -169,7 +169,7 @@ def validate_input(model: type[BaseModel], input: Any, *, name: str) -> BaseMode
         document = json.dumps(input, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as err:
         raise InvalidInput(f"The input is not JSON: {err}",
-                           data={"issues": [input_issue([], str(err), "invalid_type")]}) from None
+                           data={"issues": [input_issue([], str(err), IssueCode.INVALID_TYPE)]}) from None
     issues: list[dict[str, Any]] = []
     parsed: BaseModel | None = None
     try:
@@ -183,7 +183,7 @@ def validate_input(model: type[BaseModel], input: Any, *, name: str) -> BaseMode
             if schema is None or not _bounded(schema, where, number):
                 issues.append(input_issue(
                     where, f"{number} is outside +-(2^53 - 1), beyond what JSON clients hold exactly",
-                    "unsafe_integer"))
+                    IssueCode.UNSAFE_INTEGER))
     if issues or parsed is None:
         raise InvalidInput(f"The input does not match {name}'s schema: {describe_issues(issues)}",
                            data={"issues": issues})
@@ -268,11 +268,11 @@ def check_topic(value: Any, *, path: Sequence[Any] = ("topic",)) -> str:
     """A message topic: non-blank text of at most 200 characters, with no NUL or lone surrogate."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("A message topic must be non-blank text",
-                           data={"issues": [input_issue(path, "must be non-blank text", "required")]})
+                           data={"issues": [input_issue(path, "must be non-blank text", IssueCode.REQUIRED)]})
     if len(value) > MAX_TOPIC_LENGTH:
         raise InvalidInput(f"A message topic is at most {MAX_TOPIC_LENGTH} characters; got {len(value)}",
                            data={"issues": [input_issue(path, f"longer than {MAX_TOPIC_LENGTH} characters",
-                                                        "too_long")]})
+                                                        IssueCode.TOO_LONG)]})
     check_json(value, path=path, what="The topic")
     return value
 
@@ -281,7 +281,7 @@ def check_payload(value: Any, *, path: Sequence[Any] = ("payload",)) -> dict[str
     """A message payload: a JSON object, held to the strict JSON rules."""
     if not isinstance(value, dict):
         raise InvalidInput("A message payload must be a JSON object",
-                           data={"issues": [input_issue(path, "must be a JSON object", "invalid_type")]})
+                           data={"issues": [input_issue(path, "must be a JSON object", IssueCode.INVALID_TYPE)]})
     check_json(value, path=path, what="The payload")
     return value
 

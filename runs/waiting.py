@@ -18,15 +18,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from connectors.errors import ErrorCode, SanomaError
+from connectors.errors import SanomaError
 from runs import presence
 from runs import services as run_services
 from runs.approvals.permissions import Principal
 from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
+from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, Run, RunStatus
 
-NO_WORKER = ErrorCode.NO_WORKER
+NO_WORKER = RunCode.NO_WORKER
 CHECK_EVERY = 1.0  # seconds between presence checks while following
 POLL_SECONDS = 0.2
 

@@ -19,17 +19,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from changes.credentials import selectors, services
-from changes.credentials.crypto import SECRETS_KEY_MISSING
 from changes.credentials.declared import VariableStatus
-from connectors.errors import SanomaError
+from changes.credentials.errors import CredentialCode
+from connectors.errors import IssueCode, SanomaError
 from runs.api.base import ApiError, SanomaAPIView, errors, invalid_input, me
 from runs.api.pagination import Page
 from runs.api.serializers import ErrorSerializer, StrictCharField, StrictSerializer
 
 # What the credentials' refusals mean over HTTP, beside the API's own codes (runs.api.base).
 STATUS_OF_CODE: dict[str, int] = {
-    selectors.UNKNOWN_CREDENTIAL: status.HTTP_404_NOT_FOUND,
-    SECRETS_KEY_MISSING: status.HTTP_503_SERVICE_UNAVAILABLE,
+    CredentialCode.UNKNOWN_CREDENTIAL: status.HTTP_404_NOT_FOUND,
+    CredentialCode.SECRETS_KEY_MISSING: status.HTTP_503_SERVICE_UNAVAILABLE,
 }
 
 
@@ -120,11 +120,12 @@ class CredentialDetailView(SanomaAPIView):
         extra = sorted(set(body) - {"value"})
         if extra:
             raise invalid_input(f"Unexpected field {extra[0]}: send {{\"value\": \"...\"}}", path=[extra[0]],
-                                issue="unexpected field", issue_code="unexpected")
+                                issue="unexpected field", issue_code=IssueCode.UNEXPECTED)
         value = body.get("value")
         if not isinstance(value, str):
             raise invalid_input("value must be text: send {\"value\": \"...\"}", path=["value"],
-                                issue="required text", issue_code="required" if value is None else "invalid_type")
+                                issue="required text",
+                                issue_code=IssueCode.REQUIRED if value is None else IssueCode.INVALID_TYPE)
         try:
             changed = services.set_credential(name=name, value=value, by=me(request))
         except SanomaError as err:

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+import changes.credentials.errors  # noqa: F401  (registers the app's error codes: the registry is whole once apps are ready)
 from changes.credentials import runtime
 from runs.extensions import AppExtension, install
 

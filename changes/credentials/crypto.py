@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
-from connectors.errors import ErrorCode, SanomaError
+from changes.credentials.errors import CredentialCode
+from connectors.errors import SanomaError
 
 log = logging.getLogger("sanoma.credentials")
 
 DEVELOPMENT_KEY_ID = "development"
-SECRETS_KEY_MISSING = ErrorCode.SECRETS_KEY_MISSING
+SECRETS_KEY_MISSING = CredentialCode.SECRETS_KEY_MISSING
 GENERATE = "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
 
 _warned = threading.Event()

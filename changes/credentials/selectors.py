@@ -9,16 +9,17 @@ from dataclasses import replace
 from typing import Any
 
 from changes.credentials.declared import Variable, VariableStatus, declared_names, evaluate, has_value
+from changes.credentials.errors import CredentialCode
 from changes.credentials.models import CredentialChange
 from changes.credentials.runtime import cached_values, read_stored
 from changes.selectors import declared_resources
-from connectors.errors import ErrorCode, SanomaError
+from connectors.errors import SanomaError
 from connectors.operations import Connector
 from runs.approvals.permissions import Principal, is_operator, permission_denied, principal_of
 from runs.config.registry import get_config
 
-UNKNOWN_CREDENTIAL = ErrorCode.UNKNOWN_CREDENTIAL
-SECRET_MISSING = ErrorCode.SECRET_MISSING
+UNKNOWN_CREDENTIAL = CredentialCode.UNKNOWN_CREDENTIAL
+SECRET_MISSING = CredentialCode.SECRET_MISSING
 MANAGE = "credentials.manage_credentials"
 VIEW = "credentials.view_credential"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

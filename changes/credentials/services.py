@@ -18,7 +18,7 @@ from changes.credentials.crypto import encrypt
 from changes.credentials.declared import VariableStatus, check_value
 from changes.credentials.models import Credential, CredentialChange, CredentialChangeAction
 from changes.credentials.selectors import MANAGE, can_manage, connectors, credential_statuses, declared
-from connectors.errors import InvalidInput
+from connectors.errors import InvalidInput, IssueCode
 from runs.approvals.permissions import Principal, permission_denied, principal_of
 from runs.engine import clock
 
@@ -76,7 +76,7 @@ def set_credential(*, name: str, value: str, by: Any) -> Changed:
         raise InvalidInput(f"The value of {name} must be text", data={"name": name})
     if value.strip() == "":
         raise InvalidInput(f"The value of {name} is empty: clear it to unset it", data={"name": name, "issues": [
-            {"path": ["value"], "message": "empty: clear it to unset it", "code": "empty"}]})
+            {"path": ["value"], "message": "empty: clear it to unset it", "code": IssueCode.EMPTY}]})
     stored = runtime.read_stored()
     environ = dict(os.environ)
     for variable in variables:
@@ -85,7 +85,7 @@ def set_credential(*, name: str, value: str, by: Any) -> Changed:
         if problem is not None:
             raise InvalidInput(f"{name} was not stored: {variable.connector}'s check refuses the value: {problem}",
                                data={"name": name, "issues": [{"path": ["value"], "message": problem,
-                                                               "code": "refused"}]})
+                                                               "code": IssueCode.REFUSED}]})
     ciphertext, key_id = encrypt(value)
     now = clock.now()
     with transaction.atomic():

@@ -27,7 +27,7 @@ from changes.lifecycle import selectors, services
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.workflow import NAME, ChangeInput
 from changes.resources.workflows import READ_OP
-from connectors.errors import ConfigError, SanomaError
+from connectors.errors import ConfigError, IssueCode, SanomaError
 from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.approvals.extras import Extra
 from runs.config import paths as shown_paths
@@ -44,7 +44,8 @@ class OpenChangeForm(forms.Form):
 
     branch = forms.CharField(
         max_length=200, widget=forms.TextInput(attrs={"class": "vTextField", "autofocus": True}),
-        validators=[RegexValidator(r"^[A-Za-z0-9._/-]+$", f"A branch name is {BRANCH_RULE}", code="invalid_branch")],
+        validators=[RegexValidator(r"^[A-Za-z0-9._/-]+$", f"A branch name is {BRANCH_RULE}",
+                                   code=IssueCode.INVALID_BRANCH)],
         help_text=f"The branch to check, merge into {BASE} and deploy: it must be pushed to the company's repository.")
     title = forms.CharField(max_length=200, widget=forms.TextInput(attrs={"class": "vTextField"}))
     description = forms.CharField(required=False, max_length=5000, strip=False,
@@ -54,7 +55,7 @@ class OpenChangeForm(forms.Form):
         branch: str = self.cleaned_data["branch"]
         if branch == BASE:
             raise forms.ValidationError(f"This is the base ({BASE}): a change merges another branch into it",
-                                        code="is_base")
+                                        code=IssueCode.IS_BASE)
         return branch
 
     def add_refusal(self, err: SanomaError, root: Path | None = None) -> None:

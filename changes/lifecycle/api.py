@@ -22,10 +22,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from changes.lifecycle import selectors, services
+from changes.lifecycle.errors import RemoteCode
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.remotes import variable
 from changes.lifecycle.remotes.github_webhooks import events_of, verify_signature
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, error_code
 from runs.api.base import ERRORS, ApiError, SanomaAPIView, body_limit, errors, invalid_input, me, too_large
 from runs.api.pagination import Page
 from runs.api.serializers import ErrorSerializer, StrictCharField, StrictSerializer
@@ -64,27 +65,28 @@ class OpenChangeInput(StrictSerializer):
     def validate_branch(self, value: str) -> str:
         if value and not GIT_NAME.match(value):
             raise serializers.ValidationError("a branch name is letters, digits, '.', '_', '/' and '-'",
-                                              code="invalid_branch")
+                                              code=IssueCode.INVALID_BRANCH)
         return value
 
     def validate_base(self, value: str) -> str:
         if not GIT_NAME.match(value):
             raise serializers.ValidationError("a branch name is letters, digits, '.', '_', '/' and '-'",
-                                              code="invalid_branch")
+                                              code=IssueCode.INVALID_BRANCH)
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)
         if bool(attrs["branch"]) == bool(attrs["pull_request"]):
             raise serializers.ValidationError({"branch": [serializers.ErrorDetail(
-                "give the branch to merge, or a pull request's URL (pull_request): one of them", code="one_of")]})
+                "give the branch to merge, or a pull request's URL (pull_request): one of them",
+                code=IssueCode.ONE_OF)]})
         if attrs["branch"] and not attrs["title"].strip():
             raise serializers.ValidationError({"title": [serializers.ErrorDetail(
-                "a change from a branch needs a title", code="required")]})
+                "a change from a branch needs a title", code=IssueCode.REQUIRED)]})
         if attrs["branch"] and attrs["branch"] == attrs["base"]:
             raise serializers.ValidationError({"branch": [serializers.ErrorDetail(
                 f"the branch is the base ({attrs['base']}): a change merges another branch into it",
-                code="is_base")]})
+                code=IssueCode.IS_BASE)]})
         return attrs
 
 
@@ -242,15 +244,15 @@ class GitHubWebhookView(SanomaAPIView):
         secret = variable(SECRET)
         if not secret:
             raise ApiError(f"This site takes no GitHub webhook: {SECRET} is not set (set it in the environment or "
-                           "with `manage.py credentials set`)", code=ErrorCode.WEBHOOK_NOT_CONFIGURED,
+                           "with `manage.py credentials set`)", code=RemoteCode.WEBHOOK_NOT_CONFIGURED,
                            http_status=status.HTTP_403_FORBIDDEN)
         if not verify_signature(secret, raw, request.headers.get("X-Hub-Signature-256")):
             raise ApiError("The delivery's X-Hub-Signature-256 is missing or is not the body's HMAC with this "
-                           f"site's {SECRET}", code=ErrorCode.BAD_SIGNATURE, http_status=status.HTTP_403_FORBIDDEN)
+                           f"site's {SECRET}", code=RemoteCode.BAD_SIGNATURE, http_status=status.HTTP_403_FORBIDDEN)
         event = request.headers.get("X-GitHub-Event", "").strip()
         if not event:
             raise invalid_input("X-GitHub-Event is missing: GitHub names every delivery's event",
-                                path=["X-GitHub-Event"], issue="missing", issue_code="required")
+                                path=["X-GitHub-Event"], issue="missing", issue_code=IssueCode.REQUIRED)
         payload = self._payload(request, raw)
         told: list[dict[str, Any]] = []
         ignored: list[dict[str, Any]] = []
@@ -292,15 +294,15 @@ class GitHubWebhookView(SanomaAPIView):
         media_type = (request.content_type or "").split(";")[0].strip().lower()
         if media_type != "application/json":
             raise ApiError("Set the webhook's content type to application/json: this endpoint reads JSON deliveries",
-                           code="unsupported_media_type", http_status=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE)
+                           code=ErrorCode.UNSUPPORTED_MEDIA_TYPE, http_status=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE)
         try:
             payload = parse_json(raw, what="The delivery")
         except InvalidInput as err:
-            raise ApiError(err.message, code="invalid_input", http_status=status.HTTP_400_BAD_REQUEST,
+            raise ApiError(err.message, code=ErrorCode.INVALID_INPUT, http_status=status.HTTP_400_BAD_REQUEST,
                            data=err.data) from None
         if not isinstance(payload, dict):
             raise invalid_input("The delivery must be a JSON object", path=[], issue="not an object",
-                                issue_code="invalid_type")
+                                issue_code=IssueCode.INVALID_TYPE)
         return payload
 
 

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+import changes.lifecycle.errors  # noqa: F401  (registers the app's error codes: the registry is whole once apps are ready)
 from changes.lifecycle import extension
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from changes.lifecycle.errors import RemoteCode
 from changes.lifecycle.remotes.repository import run_git
 from connectors.errors import DriverError, ErrorCode, RemoteError
 
@@ -94,7 +95,7 @@ def check_out(root: Path | str, *, url: str, branch: str, revision: str) -> str:
                        contained=False).returncode == 0
     if not contains:
         raise RemoteError(f"{branch} at {url} (now {fetched[:12]}) does not contain {revision[:12]}: nothing was "
-                          "checked out", code=ErrorCode.HEAD_CHANGED, data={"expected": revision, "found": fetched})
+                          "checked out", code=RemoteCode.HEAD_CHANGED, data={"expected": revision, "found": fetched})
     git("checkout", "--quiet", "-B", branch, revision, cwd=path)
     return git("rev-parse", "HEAD", cwd=path)
 

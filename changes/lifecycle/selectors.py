@@ -8,8 +8,9 @@ from django.db.models import QuerySet
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.workflow import NAME
 from changes.selectors import declared_resources
-from connectors.errors import ErrorCode, SanomaError
+from connectors.errors import SanomaError
 from runs.approvals.permissions import Principal, principal_of, visible_runs
+from runs.errors import RunCode
 from runs.models import Approval, ApprovalStatus, Run
 from runs.selectors import visible_run
 
@@ -44,7 +45,7 @@ def change_of(run_id: str, viewer: str | Principal | None) -> tuple[ChangeRun, R
     run = visible_run(run_id=run_id, viewer=viewer)
     row = ChangeRun.objects.filter(run_id=run.id).first()
     if row is None:
-        raise SanomaError(f"No change {run_id}, or you may not see it", code=ErrorCode.RUN_NOT_FOUND,
+        raise SanomaError(f"No change {run_id}, or you may not see it", code=RunCode.RUN_NOT_FOUND,
                           data={"run_id": run_id})
     return row, run
 

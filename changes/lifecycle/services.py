@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from changes.lifecycle import live
+from changes.lifecycle.errors import RemoteCode
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.remotes import remote_of
 from changes.lifecycle.states import ChangeState
@@ -21,6 +22,7 @@ from runs.approvals.permissions import Principal, check_can_start, principal_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, transitions
+from runs.errors import RunCode
 from runs.models import Run, RunStatus
 
 log = logging.getLogger("sanoma.changes")
@@ -96,7 +98,7 @@ def check_branch(*, url: str, branch: str, pull_request: str, base: str, config:
         remote_of(url, config.connectors).resolve(url, branch=branch or None, pull_request=pull_request or None,
                                                   base=base)
     except RemoteError as err:
-        if err.code not in (ErrorCode.BRANCH_NOT_FOUND, ErrorCode.INVALID_INPUT, ErrorCode.NOT_MERGEABLE):
+        if err.code not in (RemoteCode.BRANCH_NOT_FOUND, ErrorCode.INVALID_INPUT, RemoteCode.NOT_MERGEABLE):
             log.warning("opening a change of %s: the remote could not say whether it exists (%s); the change's "
                         "run will ask again", branch or pull_request, err)
             return
@@ -151,7 +153,7 @@ def take_over_deployed(config: ResolvedConfig) -> list[str]:
                                       payload={"version": config.version, "revision": revision},
                                       message_id=f"deployed:{config.version}:{revision}")
         except SanomaError as err:
-            if err.code != ErrorCode.RUN_ENDED:
+            if err.code != RunCode.RUN_ENDED:
                 raise
             continue
         ChangeRun.objects.filter(pk=change.run_id).update(

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from changes.lifecycle.checks import problems_of
+from changes.lifecycle.errors import RemoteCode
 from changes.resources.workflows import (
     READ_OP,
     RECORD_OP,
@@ -47,6 +48,7 @@ from connectors.errors import ErrorCode, SanomaError, error_code
 from connectors.operations import Operation
 from connectors.resources import ResourceType
 from runs.config.workflows import WorkflowDefinition, define_workflow
+from runs.errors import RunCode
 
 NAME = "change"
 OPS = ("sanoma.change.resolve", "sanoma.change.check", "sanoma.change.plan", "sanoma.change.merge")
@@ -84,7 +86,7 @@ def change_code() -> str:
 def _checks_failed(report: Any) -> SanomaError:
     lines = problems_of({"checks": report.checks})
     return SanomaError(f"the checks of {report.sha[:12]} failed:\n" + "\n".join(f"- {line}" for line in lines),
-                       code=ErrorCode.CHECKS_FAILED, data={"sha": report.sha, "failed": list(report.failed),
+                       code=RemoteCode.CHECKS_FAILED, data={"sha": report.sha, "failed": list(report.failed),
                                                            "problems": lines[:50]})
 
 
@@ -123,7 +125,7 @@ def change_body(types: Mapping[str, ResourceType], declares: bool) -> Any:
                 try:
                     ctx.wait_message("pushed", timeout=input.wait_for_push)
                 except SanomaError as err:
-                    if error_code(err) == ErrorCode.WAIT_TIMED_OUT:
+                    if error_code(err) == RunCode.WAIT_TIMED_OUT:
                         raise _checks_failed(report) from None
                     raise
                 continue
@@ -139,13 +141,13 @@ def change_body(types: Mapping[str, ResourceType], declares: bool) -> Any:
                     "url": head.url, "branch": head.branch, "head_sha": head.sha, "base": head.base,
                     "title": input.title or head.title or head.branch, "description": input.description})
             except SanomaError as err:
-                if error_code(err) == ErrorCode.HEAD_CHANGED:
+                if error_code(err) == RemoteCode.HEAD_CHANGED:
                     continue  # what merges must be what was checked: check the new head first
                 raise
             break
         if merged is None:
             raise SanomaError(f"the branch moved {MAX_ROUNDS} times during its change: open a new change once it "
-                              "settles", code=ErrorCode.HEAD_CHANGED)
+                              "settles", code=RemoteCode.HEAD_CHANGED)
         out: dict[str, Any] = {"branch": head.branch, "head": head.sha, "merged": merged.sha, "base": merged.base,
                                "plan": plan.summary if plan is not None else {}}
         if not declares:

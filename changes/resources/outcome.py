@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from changes.errors import StateCode
 from connectors.errors import ErrorCode, SanomaError
+from runs.errors import RunCode
 
 OUTCOMES = ("applied", "denied", "rejected", "failed", "skipped")
-_REJECTED = (ErrorCode.APPROVAL_REJECTED, ErrorCode.APPROVAL_WITHDRAWN)
+_REJECTED = (RunCode.APPROVAL_REJECTED, RunCode.APPROVAL_WITHDRAWN)
 
 
 def outcome_of(change: Mapping[str, Any]) -> str:
@@ -60,12 +62,12 @@ def incomplete(report: dict[str, Any]) -> SanomaError | None:
     return SanomaError(
         f"{missed} of {len(changes)} change{'s' if len(changes) != 1 else ''} not made ({said(found)}); "
         f"{found['applied']} applied",
-        code=ErrorCode.APPLY_INCOMPLETE, data={**found, "planned": len(changes), "report": report})
+        code=StateCode.APPLY_INCOMPLETE, data={**found, "planned": len(changes), "report": report})
 
 
 def report_of_failed(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The report an incomplete apply's run keeps in its error (None: the run failed otherwise)."""
-    if not error or error.get("code") != ErrorCode.APPLY_INCOMPLETE:
+    if not error or error.get("code") != StateCode.APPLY_INCOMPLETE:
         return None
     report = (error.get("data") or {}).get("report")
     return report if isinstance(report, dict) else None

@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from connectors.errors import SanomaError
+from connectors.errors import ErrorCode, SanomaError
 from features.library import model as m
 from features.library.errors import DriveError
 from runs.approvals.selectors import approvals_of
 from runs.approvals.services import decide
 from runs.engine import clock
 from runs.engine.drain import drain
+from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, Run, RunStatus
 from runs.selectors import waiting_on
 from runs.services import send_message
@@ -102,7 +103,7 @@ class Driver:
                     self.slept += gap
                 continue
             return run
-        raise DriveError(f"Run {self.run_id} kept asking for more after {self.rounds} rounds", code="run_running",
+        raise DriveError(f"Run {self.run_id} kept asking for more after {self.rounds} rounds", code=RunCode.RUN_RUNNING,
                          data={"run_id": self.run_id})
 
     def _family(self) -> list[Run]:
@@ -129,7 +130,7 @@ class Driver:
                 send_message(run_id=member.id, topic=message.topic, payload=message.payload, by=self.sender)
             except SanomaError as err:
                 raise DriveError(f'the message on "{message.topic}" (line {message.line}) was refused: {err}',
-                                 code=err.code or "invalid_input", data={"run_id": member.id}) from None
+                                 code=err.code or ErrorCode.INVALID_INPUT, data={"run_id": member.id}) from None
             return True
         return False
 
@@ -144,7 +145,7 @@ class Driver:
                 raise DriveError(
                     f'Run {self.run_id} did not read the decision {sent.describe()} for "{approval["title"]}" '
                     f'({approval["id"]}); it is still pending',
-                    code="run_running", data={"run_id": self.run_id, "approval_id": approval["id"]},
+                    code=RunCode.RUN_RUNNING, data={"run_id": self.run_id, "approval_id": approval["id"]},
                 )
             decision = choose_decision(approval, self.left, asked, self.scenario.approvals)
             if decision is None:
@@ -156,7 +157,7 @@ class Driver:
                     f'the run waits for "{approval["title"]}" ({approval["id"]}, approver {approval["approver"]}) '
                     f"and no decision is left for it; the decisions left: {describe_left(self.left)}. "
                     f'Add a step such as `And "{approval["title"]}" is approved by <person>`',
-                    code="invalid_input", data={"run_id": self.run_id, "approval_id": approval["id"]},
+                    code=ErrorCode.INVALID_INPUT, data={"run_id": self.run_id, "approval_id": approval["id"]},
                 )
             self.left.remove(decision)
             try:
@@ -165,7 +166,8 @@ class Driver:
             except SanomaError as err:
                 raise DriveError(
                     f'the decision on line {decision.line} ({decision.describe()}) was refused for '
-                    f'"{approval["title"]}": {err}', code=err.code or "invalid_input", data={"run_id": self.run_id},
+                    f'"{approval["title"]}": {err}', code=err.code or ErrorCode.INVALID_INPUT,
+                    data={"run_id": self.run_id},
                 ) from None
             self.spent[(approval["run_id"], approval["id"])] = decision
             decided += 1

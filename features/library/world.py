@@ -26,6 +26,7 @@ from runs.approvals.selectors import approvals_of
 from runs.collections.definition import DATA_VENDOR
 from runs.engine import clock, faults
 from runs.engine.drain import family_of
+from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, Run, RunStatus
 from runs.seed import seed_person
 
@@ -213,7 +214,7 @@ class ScenarioWorld:
             return
         what = run.waiting_for or run.status
         raise DriveError(f"the run has not ended: it is {run.status}" + (f" for {what}" if run.waiting_for else ""),
-                         code="run_running")
+                         code=RunCode.RUN_RUNNING)
 
     def _do_Passes(self, action: m.Passes) -> None:
         clock.advance(action.delta)

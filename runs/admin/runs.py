@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from connectors.errors import InvalidInput, SanomaError
+from connectors.errors import InvalidInput, IssueCode, SanomaError
 from runs import ledger, recovery, services
 from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.admin.common import pretty_json
@@ -386,7 +386,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
                     payload = parse_json(typed["payload"], what="The payload")
                 except InvalidInput as err:
                     raise InvalidInput(err.message, data={"issues": [
-                        {"path": ["payload"], "message": err.message, "code": "invalid"}]}) from None
+                        {"path": ["payload"], "message": err.message, "code": IssueCode.INVALID}]}) from None
                 services.send_message(run_id=run.id, topic=typed["topic"], payload=payload,
                                       message_id=typed["message_id"] or None, by=me(request))
             except SanomaError as err:

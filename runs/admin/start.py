@@ -12,7 +12,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from connectors.errors import InvalidInput, SanomaError, describe_issues
+from connectors.errors import InvalidInput, IssueCode, SanomaError, describe_issues
 from runs import services
 from runs.admin.base import me, refusal
 from runs.config.registry import get_config
@@ -73,11 +73,11 @@ class JSONTextField(forms.CharField):
         try:
             return parse_json(text, what="The value")
         except InvalidInput as err:
-            raise forms.ValidationError(f"Not valid JSON: {err.message}", code="invalid_json") from None
+            raise forms.ValidationError(f"Not valid JSON: {err.message}", code=IssueCode.INVALID_JSON) from None
 
     def validate(self, value: Any) -> None:
         if value is EMPTY and self.required:
-            raise forms.ValidationError(self.error_messages["required"], code="required")
+            raise forms.ValidationError(self.error_messages["required"], code=IssueCode.REQUIRED)
 
 
 def _field_for(name: str, prop: dict[str, Any], required: bool, nullable: bool) -> tuple[forms.Field, str]:
@@ -173,7 +173,7 @@ class SchemaForm(forms.Form):
 
 def _run_id_rule(value: str) -> None:
     if value and not is_valid_run_id(value):
-        raise forms.ValidationError(RUN_ID_RULE, code="invalid_run_id")
+        raise forms.ValidationError(RUN_ID_RULE, code=IssueCode.INVALID_RUN_ID)
 
 
 def schema_form(schema: dict[str, Any]) -> type[SchemaForm]:

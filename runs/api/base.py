@@ -25,10 +25,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, set_rollback
 
-from connectors.errors import ErrorCode, SanomaError, describe_issues, error_code
+from connectors.errors import ErrorCode, IssueCode, SanomaError, describe_issues, error_code
 from runs import selectors
 from runs.api import serializers as s
 from runs.approvals.permissions import request_principal
+from runs.errors import RunCode
 from runs.models import Run
 from runs.validation import check_run_id, parse_json
 
@@ -40,20 +41,22 @@ log = logging.getLogger("sanoma.api")
 SOMETHING_WENT_WRONG = "Something went wrong"
 
 # The HTTP status each refusal code means. A code not listed here escaping a view is unexpected: 500.
+# Keyed by the members of the codes' registry (`connectors.errors.all_codes()`): the API's own and the
+# runs'; an app above adds its own codes' statuses where it answers them (the credentials' API).
 STATUS_OF_CODE: dict[str, int] = {
-    "invalid_input": status.HTTP_400_BAD_REQUEST,
-    "permission_denied": status.HTTP_403_FORBIDDEN,
-    "not_approver": status.HTTP_403_FORBIDDEN,
-    "run_not_found": status.HTTP_404_NOT_FOUND,
-    "no_pending_approval": status.HTTP_404_NOT_FOUND,
-    "workflow_not_found": status.HTTP_404_NOT_FOUND,
-    "already_decided": status.HTTP_409_CONFLICT,
-    "run_ended": status.HTTP_409_CONFLICT,
-    "run_running": status.HTTP_409_CONFLICT,
-    "run_exists": status.HTTP_409_CONFLICT,
-    "too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    ErrorCode.INVALID_INPUT: status.HTTP_400_BAD_REQUEST,
+    ErrorCode.PERMISSION_DENIED: status.HTTP_403_FORBIDDEN,
+    RunCode.NOT_APPROVER: status.HTTP_403_FORBIDDEN,
+    RunCode.RUN_NOT_FOUND: status.HTTP_404_NOT_FOUND,
+    RunCode.NO_PENDING_APPROVAL: status.HTTP_404_NOT_FOUND,
+    RunCode.WORKFLOW_NOT_FOUND: status.HTTP_404_NOT_FOUND,
+    RunCode.ALREADY_DECIDED: status.HTTP_409_CONFLICT,
+    RunCode.RUN_ENDED: status.HTTP_409_CONFLICT,
+    RunCode.RUN_RUNNING: status.HTTP_409_CONFLICT,
+    RunCode.RUN_EXISTS: status.HTTP_409_CONFLICT,
+    ErrorCode.TOO_LARGE: status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     # The site's config cannot be read (say, no root folder for the data files): not the caller's fault.
-    "config_invalid": status.HTTP_503_SERVICE_UNAVAILABLE,
+    ErrorCode.CONFIG_INVALID: status.HTTP_503_SERVICE_UNAVAILABLE,
 }
 
 
@@ -66,11 +69,11 @@ class ApiError(SanomaError):
 
 
 def invalid_input(message: str, *, path: list[Any] | None = None, issue: str | None = None,
-                  issue_code: str = "invalid", http_status: int = status.HTTP_400_BAD_REQUEST) -> ApiError:
+                  issue_code: str = IssueCode.INVALID, http_status: int = status.HTTP_400_BAD_REQUEST) -> ApiError:
     data = {}
     if path is not None:
         data["issues"] = [{"path": path, "message": issue or message, "code": issue_code}]
-    return ApiError(message, code="invalid_input", http_status=http_status, data=data)
+    return ApiError(message, code=ErrorCode.INVALID_INPUT, http_status=http_status, data=data)
 
 
 def error_body(message: str, *, code: str | None = None, data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -97,13 +100,13 @@ def issues_from_drf(detail: Any, path: tuple[Any, ...] = ()) -> list[dict[str, A
         return issues
     if isinstance(detail, list):
         if all(isinstance(item, (str, exceptions.ErrorDetail)) for item in detail):
-            return [{"path": list(path), "message": str(item), "code": getattr(item, "code", "invalid")}
+            return [{"path": list(path), "message": str(item), "code": getattr(item, "code", IssueCode.INVALID)}
                     for item in detail]
         issues = []
         for index, item in enumerate(detail):
             issues += issues_from_drf(item, (*path, index))
         return issues
-    return [{"path": list(path), "message": str(detail), "code": getattr(detail, "code", "invalid")}]
+    return [{"path": list(path), "message": str(detail), "code": getattr(detail, "code", IssueCode.INVALID)}]
 
 
 def _describe(issues: list[dict[str, Any]]) -> str:
@@ -122,22 +125,25 @@ def response_for(exc: BaseException) -> Response:
         return Response({"error": SOMETHING_WENT_WRONG}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
     if isinstance(exc, exceptions.ValidationError):
         issues = issues_from_drf(exc.detail)
-        body = error_body(f"Invalid request: {_describe(issues)}", code="invalid_input", data={"issues": issues})
+        body = error_body(f"Invalid request: {_describe(issues)}", code=ErrorCode.INVALID_INPUT,
+                          data={"issues": issues})
         return Response(body, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, exceptions.ParseError):
-        return Response(error_body(f"The body is not valid JSON: {exc.detail}", code="invalid_input",
-                                   data={"issues": [{"path": [], "message": str(exc.detail), "code": "parse_error"}]}),
+        return Response(error_body(f"The body is not valid JSON: {exc.detail}", code=ErrorCode.INVALID_INPUT,
+                                   data={"issues": [{"path": [], "message": str(exc.detail),
+                                                     "code": IssueCode.PARSE_ERROR}]}),
                         status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, exceptions.UnsupportedMediaType):
         return Response(error_body("Send the body as JSON, with Content-Type: application/json",
-                                   code="unsupported_media_type"), status=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE)
+                                   code=ErrorCode.UNSUPPORTED_MEDIA_TYPE),
+                        status=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE)
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
-        return Response(error_body(str(exc.detail), code="not_authenticated"), status=exc.status_code)
+        return Response(error_body(str(exc.detail), code=ErrorCode.NOT_AUTHENTICATED), status=exc.status_code)
     if isinstance(exc, (exceptions.PermissionDenied, DjangoPermissionDenied)):
         message = str(exc.detail) if isinstance(exc, exceptions.APIException) else "You may not do that"
-        return Response(error_body(message, code="permission_denied"), status=status.HTTP_403_FORBIDDEN)
+        return Response(error_body(message, code=ErrorCode.PERMISSION_DENIED), status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, (exceptions.NotFound, Http404)):
-        return Response(error_body("Not found", code="not_found"), status=status.HTTP_404_NOT_FOUND)
+        return Response(error_body("Not found", code=ErrorCode.NOT_FOUND), status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, exceptions.APIException):  # method not allowed, not acceptable, throttled, ...
         return Response(error_body(str(exc.detail), code=exc.default_code), status=exc.status_code)
     log.error("API: unexpected error", exc_info=exc)
@@ -242,12 +248,12 @@ class SanomaAPIView(APIView):
         if not length:
             if required:
                 raise invalid_input("The body is empty: send a JSON object", path=[], issue="empty body",
-                                    issue_code="required")
+                                    issue_code=IssueCode.REQUIRED)
             return {}
         data = request.data
         if not isinstance(data, dict):
             raise invalid_input("The body must be a JSON object", path=[], issue="not an object",
-                                issue_code="invalid_type")
+                                issue_code=IssueCode.INVALID_TYPE)
         return data
 
     @staticmethod

@@ -13,6 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from connectors.errors import ErrorCode, IssueCode
 from runs.api.base import ERRORS, ApiError, SanomaAPIView, me
 from runs.api.pagination import Page
 from runs.api.serializers import StrictCharField, StrictSerializer
@@ -57,7 +58,7 @@ class RecordQuery(StrictSerializer):
             try:
                 decode_cursor(value)
             except ValueError as err:
-                raise serializers.ValidationError(str(err), code="invalid_cursor") from None
+                raise serializers.ValidationError(str(err), code=IssueCode.INVALID_CURSOR) from None
         return value
 
 
@@ -66,7 +67,7 @@ def _collection(name: str) -> Collection:
     found = collections.get(name)
     if found is None:
         raise ApiError(f"No collection {name}; the collections are {', '.join(sorted(collections)) or 'none'}",
-                       code="not_found", http_status=status.HTTP_404_NOT_FOUND, data={"collection": name})
+                       code=ErrorCode.NOT_FOUND, http_status=status.HTTP_404_NOT_FOUND, data={"collection": name})
     return found
 
 
@@ -103,6 +104,6 @@ class CollectionRecordView(SanomaAPIView):
         collection = _collection(name)
         found = selectors.record(collection, key)
         if found is None:
-            raise ApiError(f"Collection {collection.name} has no record {key!r}", code="not_found",
+            raise ApiError(f"Collection {collection.name} has no record {key!r}", code=ErrorCode.NOT_FOUND,
                            http_status=status.HTTP_404_NOT_FOUND, data={"collection": collection.name, "key": key})
         return Response(RecordSerializer(found).data)

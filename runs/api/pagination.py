@@ -24,6 +24,7 @@ from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from connectors.errors import IssueCode
 from runs.api.base import invalid_input
 
 # The largest `offset` a page may start at: a signed 64-bit integer, what every database can take.
@@ -38,12 +39,12 @@ def whole_number(request: Request, name: str, *, default: int, low: int, high: i
     text = raw.strip()
     if not text.isascii() or not text.lstrip("-").isdigit():
         raise invalid_input(f"{name} must be a whole number from {low} to {high}; got {raw[:40]!r}",
-                            path=[name], issue="not a whole number", issue_code="invalid")
+                            path=[name], issue="not a whole number", issue_code=IssueCode.INVALID)
     digits = text.lstrip("-").lstrip("0")
     value = int(text) if len(digits) <= len(str(high)) else (high + 1 if not text.startswith("-") else low - 1)
     if not low <= value <= high:
         raise invalid_input(f"{name} must be a whole number from {low} to {high}; got {raw[:40]!r}",
-                            path=[name], issue="out of range", issue_code="out_of_range")
+                            path=[name], issue="out of range", issue_code=IssueCode.OUT_OF_RANGE)
     return value
 
 
@@ -104,8 +105,8 @@ class LedgerCursor(CursorPagination):
             position: Any = given
         except ValueError:  # binascii.Error and UnicodeError are ValueErrors too
             raise invalid_input("cursor is not one this API gave: take it from a page's next or previous link",
-                                path=["cursor"], issue="not a cursor of this list", issue_code="invalid_cursor") \
-                from None
+                                path=["cursor"], issue="not a cursor of this list",
+                                issue_code=IssueCode.INVALID_CURSOR) from None
         return Cursor(offset=offset, reverse=reverse, position=position)
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from connectors.errors import IssueCode
 from runs.approvals.selectors import pending_counts
 from runs.config.resolution import input_schema
 from runs.config.workflows import WorkflowDefinition
@@ -73,7 +74,7 @@ class StrictSerializer(serializers.Serializer):
                 return value
             errors = {}
         message = self.unknown_message(known)
-        errors.update({name: [serializers.ErrorDetail(message, code="unknown_field")] for name in unknown})
+        errors.update({name: [serializers.ErrorDetail(message, code=IssueCode.UNKNOWN_FIELD)] for name in unknown})
         raise serializers.ValidationError(errors)
 
 
@@ -88,7 +89,7 @@ class StartRunInput(StrictSerializer):
 
     def validate_run_id(self, value: Any) -> Any:
         if value is not None and not is_valid_run_id(value):
-            raise serializers.ValidationError(RUN_ID_RULE, code="invalid_run_id")
+            raise serializers.ValidationError(RUN_ID_RULE, code=IssueCode.INVALID_RUN_ID)
         return value
 
 
@@ -157,7 +158,7 @@ def _iso_moment(name: str, value: str) -> str:
     except ValueError:
         raise serializers.ValidationError(
             f"{name} must be an ISO 8601 date or date-time (e.g. 2026-12-01 or 2026-12-01T09:00+02:00)",
-            code="invalid") from None
+            code=IssueCode.INVALID) from None
     return value
 
 
@@ -260,7 +261,7 @@ class ResultQuery(StrictSerializer):
 
     def validate_timeout(self, value: float) -> float:
         if not math.isfinite(value):
-            raise serializers.ValidationError("must be a number from 0 to 60", code="invalid")
+            raise serializers.ValidationError("must be a number from 0 to 60", code=IssueCode.INVALID)
         return value
 
 

@@ -10,7 +10,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from connectors.errors import InvalidInput, SanomaError, error_code
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, error_code
 from runs import selectors, services
 from runs.api import serializers as s
 from runs.api.base import ApiError, SanomaAPIView, error_body, errors, invalid_input, me
@@ -19,6 +19,7 @@ from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.selectors import pending_counts
 from runs.config.registry import get_config
+from runs.errors import RunCode
 from runs.models import ApprovalStatus, Run, RunStatus
 
 # How long a decision waits for the run to apply it before answering 202.
@@ -55,7 +56,7 @@ class WorkflowDetailView(SanomaAPIView):
     def get(self, request: Request, name: str) -> Response:
         definition = get_config().workflows.get(name)
         if definition is None:
-            raise SanomaError(f"No workflow {name}", code="workflow_not_found", data={"workflow": name})
+            raise SanomaError(f"No workflow {name}", code=RunCode.WORKFLOW_NOT_FOUND, data={"workflow": name})
         return Response(s.WorkflowSerializer(definition).data)
 
 
@@ -118,7 +119,7 @@ class RunListView(SanomaAPIView):
         except InvalidInput as err:
             issues = err.data.get("issues") or []
             if any(i.get("path") == ["workflow"] and i.get("code") == "not_found" for i in issues):
-                raise ApiError(err.message, code="invalid_input", http_status=status.HTTP_404_NOT_FOUND,
+                raise ApiError(err.message, code=ErrorCode.INVALID_INPUT, http_status=status.HTTP_404_NOT_FOUND,
                                data=err.data) from None
             raise
         return Response(run_data(run), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
@@ -130,12 +131,12 @@ def refuse_scenario(body: dict[str, Any]) -> dict[str, Any]:
         return body
     if "workflow" in body:
         raise invalid_input("Send a workflow or a scenario, not both", path=["scenario"],
-                            issue="send either workflow or scenario", issue_code="conflict")
+                            issue="send either workflow or scenario", issue_code=IssueCode.CONFLICT)
     raise invalid_input("A run cannot be started from a scenario over the API: send "
                         "{\"workflow\": ..., \"input\": ...} (GET /api/scenarios lists the workflow each "
                         "scenario runs), or run the scenario with manage.py behave", path=["scenario"],
                         issue="not offered over the API",
-                        issue_code="unsupported")
+                        issue_code=IssueCode.UNSUPPORTED)
 
 
 class RunDetailView(SanomaAPIView):
@@ -297,7 +298,7 @@ class ApprovalView(DecideMixin, SanomaAPIView):
         for state in approval_selectors.approvals_of(run_id=run_id, viewer=me(request)):
             if state["id"] == approval_id:
                 return Response(s.ApprovalSerializer(state).data)
-        raise SanomaError(f"Run {run_id} has no approval {approval_id}", code="no_pending_approval",
+        raise SanomaError(f"Run {run_id} has no approval {approval_id}", code=RunCode.NO_PENDING_APPROVAL,
                           data={"run_id": run_id, "approval_id": approval_id})
 
     @extend_schema(
@@ -335,6 +336,7 @@ class NotFoundView(SanomaAPIView):
 
     @extend_schema(exclude=True)
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return Response(error_body(f"No endpoint {request.path}", code="not_found"), status=status.HTTP_404_NOT_FOUND)
+        return Response(error_body(f"No endpoint {request.path}", code=ErrorCode.NOT_FOUND),
+                        status=status.HTTP_404_NOT_FOUND)
 
     post = put = patch = delete = get

@@ -20,6 +20,7 @@ from guardian.shortcuts import assign_perm
 
 from connectors.errors import ErrorCode, SanomaError
 from runs.approvals.approver import Approver
+from runs.errors import RunCode
 from runs.models import (
     Approval,
     ApprovalGroupObjectPermission,
@@ -87,7 +88,7 @@ def principal_of(who: Any) -> Principal:
     elif isinstance(who, User):
         user = who
     else:
-        raise SanomaError("A principal is a non-blank username", code="invalid_input")
+        raise SanomaError("A principal is a non-blank username", code=ErrorCode.INVALID_INPUT)
     groups, user.may_start_any = _groups_and_start(user)
     return Principal(id=user.get_username(), groups=groups, user=user)
 
@@ -102,7 +103,7 @@ def request_principal(request: Any) -> Principal:
 
 
 def permission_denied(message: str, **data: Any) -> SanomaError:
-    return SanomaError(message, code="permission_denied", data=data)
+    return SanomaError(message, code=ErrorCode.PERMISSION_DENIED, data=data)
 
 
 def workflow_entry(name: str) -> WorkflowEntry:
@@ -139,7 +140,7 @@ def is_operator(principal: Principal) -> bool:
 def run_not_found(run_id: Any) -> SanomaError:
     """The one answer for a run that does not exist and for one the caller may not see: the two
     read alike, so a refusal never tells whether a run exists."""
-    return SanomaError(f"No run {run_id}, or you may not see it", code=ErrorCode.RUN_NOT_FOUND,
+    return SanomaError(f"No run {run_id}, or you may not see it", code=RunCode.RUN_NOT_FOUND,
                        data={"run_id": run_id})
 
 

@@ -8,6 +8,7 @@ from django.conf import settings
 
 from connectors.errors import SanomaError
 from runs.approvals.approver import Approver
+from runs.errors import RunCode
 from runs.models import Approval, ApprovalRequester, ApprovalStatus
 
 
@@ -15,7 +16,7 @@ def rejection_error(approval: Approval) -> SanomaError:
     if approval.status == ApprovalStatus.WITHDRAWN:
         return SanomaError(
             f'"{approval.title}" was withdrawn by {approval.decided_by}',
-            code="approval_withdrawn",
+            code=RunCode.APPROVAL_WITHDRAWN,
             data={"title": approval.title, "by": approval.decided_by, "approval_id": approval.approval_id},
             name="WithdrawnError",
         )
@@ -25,7 +26,7 @@ def rejection_error(approval: Approval) -> SanomaError:
     note = f": {approval.note}" if approval.note else ""
     return SanomaError(
         f'"{approval.title}" was rejected by {approval.decided_by}{note}',
-        code="approval_rejected",
+        code=RunCode.APPROVAL_REJECTED,
         data=data,
         name="RejectedError",
     )

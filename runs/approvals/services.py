@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, input_issue
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, input_issue
 from runs import ledger
 from runs.approvals.permissions import Principal, can_decide, principal_of
 from runs.approvals.rules import may_decide, self_approval_allowed
@@ -20,6 +20,7 @@ from runs.approvals.selectors import approval_state
 from runs.config.registry import get_config
 from runs.engine import clock
 from runs.engine.advance import wake
+from runs.errors import RunCode
 from runs.models import (
     ENDED_STATUSES,
     Approval,
@@ -40,7 +41,7 @@ def _run_for_decision(run_id: str, by: Principal, *, for_update: bool = False, s
     `seen`: the run as the caller already read it through `visible_run`."""
     run = seen if seen is not None else visible_run(run_id=run_id, viewer=by, for_update=for_update)
     if run.status in ENDED_STATUSES:
-        raise SanomaError(f"Run {run_id} has {run.status}; it takes no more decisions", code=ErrorCode.RUN_ENDED,
+        raise SanomaError(f"Run {run_id} has {run.status}; it takes no more decisions", code=RunCode.RUN_ENDED,
                           data={"status": run.status, "run_id": run_id})
     return run
 
@@ -53,7 +54,7 @@ def _target(run: Run, approval_id: str | None) -> Approval:
     )
     if approval is None:
         what = f"no approval {approval_id}" if approval_id else "nothing pending"
-        raise SanomaError(f"Run {run.id} has {what} to decide", code="no_pending_approval",
+        raise SanomaError(f"Run {run.id} has {what} to decide", code=RunCode.NO_PENDING_APPROVAL,
                           data={"run_id": run.id, "approval_id": approval_id})
     return approval
 
@@ -61,7 +62,7 @@ def _target(run: Run, approval_id: str | None) -> Approval:
 def _already_decided(approval: Approval) -> SanomaError:
     return SanomaError(
         f"{approval.approval_id} of run {approval.run_id} was already {approval.status} by {approval.decided_by}",
-        code="already_decided",
+        code=RunCode.ALREADY_DECIDED,
         data={"status": approval.status, "decided_by": approval.decided_by, "approval_id": approval.approval_id},
     )
 
@@ -71,7 +72,7 @@ def check_decide(*, run_id: str, approval_id: str | None, decision: Any, by: Pri
     """Everything `decide` refuses, before anything is sent; first, a run `by` may not see."""
     run = _run_for_decision(run_id, by, seen=seen)
     if decision not in Decision.values:
-        issue = input_issue(["decision"], "must be approve or reject", "invalid")
+        issue = input_issue(["decision"], "must be approve or reject", IssueCode.INVALID)
         raise InvalidInput(f"decision must be approve or reject; got {decision!r}", data={"issues": [issue]})
     approval = _target(run, approval_id)
     if approval.status != ApprovalStatus.PENDING:
@@ -81,7 +82,7 @@ def check_decide(*, run_id: str, approval_id: str | None, decision: Any, by: Pri
     if why is None and not can_decide(by, approval):
         why = f"{by.id} has no permission to decide it"
     if why is not None:
-        raise SanomaError(f"{why} ({approval.approval_id})", code=ErrorCode.NOT_APPROVER,
+        raise SanomaError(f"{why} ({approval.approval_id})", code=RunCode.NOT_APPROVER,
                           data={"run_id": run.id, "approval_id": approval.approval_id, "approver": approval.approver})
     return approval
 
@@ -120,11 +121,11 @@ def decide(
     run = visible_run(run_id=run_id, viewer=principal)  # first: a run `by` may not see is run_not_found
     if note is not None and not isinstance(note, str):
         raise InvalidInput(
-            "note must be text", data={"issues": [input_issue(["note"], "must be text", "invalid")]}
+            "note must be text", data={"issues": [input_issue(["note"], "must be text", IssueCode.INVALID)]}
         )
     if message_id is not None and (not isinstance(message_id, str) or not message_id.strip()):
         raise InvalidInput("message id must be a non-blank string",
-                           data={"issues": [input_issue(["id"], "must be non-blank", "invalid")]})
+                           data={"issues": [input_issue(["id"], "must be non-blank", IssueCode.INVALID)]})
     approval = check_decide(run_id=run_id, approval_id=approval_id, decision=decision, by=principal, seen=run)
     sent = send_decision(approval=approval, decision=decision, by=principal, note=note or "", message_id=message_id)
     return wait_for_decision(approval=approval, message_id=sent, timeout=timeout)
@@ -142,7 +143,7 @@ def wait_for_decision(*, approval: Approval, message_id: str, timeout: float) ->
         message = DecisionMessage.objects.filter(approval=approval, message_id=message_id).first()
         if message is not None and message.outcome == MessageOutcome.REFUSED:
             reason = next((r["reason"] for r in reversed(approval.refused) if r.get("id") == message_id), "refused")
-            raise SanomaError(f"{reason} ({approval.approval_id})", code=ErrorCode.NOT_APPROVER,
+            raise SanomaError(f"{reason} ({approval.approval_id})", code=RunCode.NOT_APPROVER,
                               data={"run_id": approval.run_id, "approval_id": approval.approval_id,
                                     "approver": approval.approver})
         remaining = deadline - time.monotonic()
@@ -160,7 +161,7 @@ def withdraw(*, run_id: str, by: str | Principal, approval_id: str | None = None
         if run.started_by != principal.id and not principal.has_global("runs.operate_runs"):
             raise SanomaError(
                 f"{principal.id} may not withdraw approvals of run {run_id}: only its starter or an operator may",
-                code="permission_denied", data={"run_id": run_id},
+                code=ErrorCode.PERMISSION_DENIED, data={"run_id": run_id},
             )
         approval = _target(run, approval_id)
         now = clock.now()

@@ -17,7 +17,7 @@ from django.conf import settings
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, describe_issues, error_to_dict, issues_of
+from connectors.errors import InvalidInput, SanomaError, describe_issues, error_to_dict, issues_of
 from runs import ledger
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
@@ -26,6 +26,7 @@ from runs.engine.context import RunContext
 from runs.engine.faults import FaultPoint
 from runs.engine.segment import Segment
 from runs.engine.stops import Cancelled, LeaseLost, Suspend
+from runs.errors import RunCode
 from runs.models import Approval, DecisionMessage, LedgerKind, LedgerRecord, Run, RunStatus
 
 log = logging.getLogger("sanoma.engine")
@@ -104,7 +105,7 @@ def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_a
             else Advanced.LOST
     definition = config.workflows.get(run.workflow)
     if definition is None:
-        missing = SanomaError(f"Workflow {run.workflow} is not in {config.version}", code=ErrorCode.WORKFLOW_NOT_FOUND,
+        missing = SanomaError(f"Workflow {run.workflow} is not in {config.version}", code=RunCode.WORKFLOW_NOT_FOUND,
                               data={"workflow": run.workflow, "version": config.version})
         return _fail(run, worker_id, config, missing, seq=1, deadline=deadline)
     segment = Segment(run=run, config=config, worker_id=worker_id, steps={s.seq: s for s in run.steps.all()},
@@ -172,7 +173,7 @@ def _finish(run: Run, worker_id: str, config: ResolvedConfig, output: Any, *, se
     try:
         result = to_jsonable_python(output.model_dump(mode="json") if hasattr(output, "model_dump") else output)
     except Exception as err:
-        bad = SanomaError(f"The workflow returned a value that is not JSON: {err}", code=ErrorCode.BAD_RETURN_VALUE,
+        bad = SanomaError(f"The workflow returned a value that is not JSON: {err}", code=RunCode.BAD_RETURN_VALUE,
                           data={"type": type(output).__name__})
         return _fail(run, worker_id, config, bad, seq=seq, deadline=deadline)
     return _end(run, worker_id, config, status=RunStatus.FINISHED, kind=LedgerKind.RUN_FINISHED,

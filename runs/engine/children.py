@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_to_dict, input_issue
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, error_to_dict, input_issue
 from connectors.operations import Operation
 from runs.engine import clock
 from runs.engine.segment import Checkpoint, Segment
+from runs.errors import RunCode
 from runs.models import Approval, LedgerKind, Run, RunStatus, StepKind
 from runs.policies.decisions import Decision
 from runs.validation import MAX_RUN_ID_LENGTH, check_run_id
@@ -60,7 +61,7 @@ def child_run_id(parent_id: str, seq: int, given: Any) -> str:
         raise InvalidInput(
             f"ctx.start_run: the child's id {parent_id[:40]}....{seq} would be longer than {MAX_RUN_ID_LENGTH} "
             "characters; pass run_id=",
-            data={"issues": [input_issue(["run_id"], "too long", "too_long")]})
+            data={"issues": [input_issue(["run_id"], "too long", IssueCode.TOO_LONG)]})
     return run_id
 
 
@@ -83,7 +84,7 @@ def check_depth(run: Run) -> None:
 def ended_error(child: Run) -> SanomaError:
     """The error `ctx.wait_run` raises for a child that failed (a copy keeping its code) or was cancelled."""
     if child.status == RunStatus.CANCELLED:
-        return SanomaError(f"Child run {child.id} was cancelled", code=ErrorCode.RUN_CANCELLED,
+        return SanomaError(f"Child run {child.id} was cancelled", code=RunCode.RUN_CANCELLED,
                            data={"child": child.id}, name="RunCancelledError")
     recorded = child.error or {}
     data = dict(recorded.get("data") or {})
@@ -119,7 +120,7 @@ class ChildStart:
         error: SanomaError | None = None
         if Run.objects.filter(pk=self.child_id).exists():
             error = SanomaError(f"Run {self.child_id} already exists; start the child with another run_id",
-                                code=ErrorCode.RUN_EXISTS, data={"run_id": self.child_id})
+                                code=RunCode.RUN_EXISTS, data={"run_id": self.child_id})
         else:
             try:
                 check_depth(parent)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, input_issue
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, input_issue
 from connectors.operations import Operation
 from runs.config import outline
 from runs.config.workflows import Approved, WorkflowDefinition
@@ -41,6 +41,7 @@ from runs.engine.requests import (
 )
 from runs.engine.segment import Checkpoint, Segment
 from runs.engine.stops import Suspend
+from runs.errors import RunCode
 from runs.models import Approval, ApprovalRequester, DecisionMessage, LedgerKind, LedgerRecord, Run, StepKind
 from runs.validation import validate_input
 
@@ -174,7 +175,7 @@ class RunContext:
             raise InvalidInput(
                 f"ctx.start_run: no workflow {workflow!r}; "
                 f"the workflows are {', '.join(sorted(self._config.workflows))}",
-                data={"issues": [input_issue(["workflow"], "no such workflow", "not_found")]})
+                data={"issues": [input_issue(["workflow"], "no such workflow", IssueCode.NOT_FOUND)]})
         input = {} if input is None else input
         if isinstance(input, BaseModel):
             input = input.model_dump(mode="json")
@@ -198,7 +199,8 @@ class RunContext:
             if not Run.objects.filter(pk=run_id, parent_id=segment.run.pk).exists():
                 raise InvalidInput(f"ctx.wait_run({run_id!r}): that is not a run this run started; "
                                    "wait for an id ctx.start_run returned",
-                                   data={"issues": [input_issue(["run_id"], "not a child of this run", "not_child")]})
+                                   data={"issues": [
+                                       input_issue(["run_id"], "not a child of this run", IssueCode.NOT_CHILD)]})
 
         step = waits.wait_steps(segment, StepKind.RUN_WAIT, StepKind.RUN_END, run_id, timeout_ms, {"run": run_id},
                                 read=lambda seq, until: waits.read_child_end(segment, run_id, seq, until),
@@ -277,7 +279,7 @@ class RunContext:
         function that got hold of ctx) fails before anything is decided or called."""
         why = outline.check_call(self._definition, frame, call)
         if why is not None:
-            raise SanomaError(why, code=ErrorCode.CALL_NOT_IN_OUTLINE, data={"call": call})
+            raise SanomaError(why, code=RunCode.CALL_NOT_IN_OUTLINE, data={"call": call})
 
 
 class _Namespace:
@@ -311,7 +313,8 @@ class _OperationCall:
                 f"ctx.{self._op.id} got an unknown keyword argument: {names}; pass the input as one object "
                 "(the call takes only timeout= and retry= besides)",
                 data={"op": self._op.id, "issues": [
-                    input_issue([name], "unknown keyword argument", "unknown_keyword") for name in sorted(options)]},
+                    input_issue([name], "unknown keyword argument", IssueCode.UNKNOWN_KEYWORD)
+                    for name in sorted(options)]},
             )
         self._ctx._check_in_outline(self._op.id, sys._getframe(1))
         return self._ctx._calls.call(self._op, payload, check_call_options(self._op, timeout, retry))

@@ -7,17 +7,18 @@ as it takes step N) and answers which steps it reuses, or why the fork cannot be
 """
 from __future__ import annotations
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, error_code, input_issue
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, error_code, input_issue
 from runs.config.resolution import ResolvedConfig
 from runs.engine.context import RunContext
 from runs.engine.segment import Segment
 from runs.engine.stops import ReachedStep, Suspend
+from runs.errors import RunCode
 from runs.models import Approval, Run
 
 
 def _refused(message: str, **data: object) -> SanomaError:
     return SanomaError(message, code=ErrorCode.INVALID_INPUT, data={"issues": [
-        input_issue(["from_step"], message, "cannot_fork")], **data})
+        input_issue(["from_step"], message, IssueCode.CANNOT_FORK)], **data})
 
 
 def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[int]:
@@ -25,7 +26,7 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
     `replay_diverged` named in its data when the code changed) if it cannot be made."""
     if isinstance(from_step, bool) or not isinstance(from_step, int):
         raise InvalidInput("from_step must be a step number (a whole number)",
-                           data={"issues": [input_issue(["from_step"], "not a number", "type")]})
+                           data={"issues": [input_issue(["from_step"], "not a number", IssueCode.TYPE)]})
     definition = config.workflows.get(source.workflow)
     if definition is None:
         raise _refused(f"Workflow {source.workflow} is not in the current code ({config.version}): "
@@ -52,7 +53,7 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
         raise _refused(f"The current code of {definition.name} waits ({waiting.waiting_for}) before step "
                        f"{from_step} over run {source.id}'s recorded steps; fork from an earlier step") from None
     except Exception as err:
-        if error_code(err) == ErrorCode.REPLAY_DIVERGED:
+        if error_code(err) == RunCode.REPLAY_DIVERGED:
             data = dict(getattr(err, "data", None) or {})
             raise _refused(f"Run {source.id} cannot be forked from step {from_step} onto the current code: "
                            f"{getattr(err, 'message', err)}", diverged=data) from None

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from connectors.errors import InvalidInput, describe_issues, input_issue, issues_of
+from connectors.errors import InvalidInput, IssueCode, describe_issues, input_issue, issues_of
 from connectors.operations import Operation, Retry
 from connectors.operations import check_timeout as check_op_timeout
 from runs.approvals.approver import GROUP_PREFIX, Approver
@@ -135,14 +135,14 @@ def check_call_options(op: Operation, timeout: Any, retry: Any) -> CallOptions:
     try:
         seconds = check_op_timeout(timeout, what=f"ctx.{op.id}")
     except ValueError as err:
-        raise InvalidInput(str(err), data={"issues": [input_issue(["timeout"], str(err), "invalid")]}
+        raise InvalidInput(str(err), data={"issues": [input_issue(["timeout"], str(err), IssueCode.INVALID)]}
                            ) from None
     if retry is not None and not isinstance(retry, Retry):
         raise InvalidInput(f"ctx.{op.id}: retry must be a Retry(...); got {type(retry).__name__}",
-                           data={"issues": [input_issue(["retry"], "not a Retry", "type")]})
+                           data={"issues": [input_issue(["retry"], "not a Retry", IssueCode.TYPE)]})
     if retry is not None and not op.idempotent and retry.attempts > 1:
         raise InvalidInput(f"ctx.{op.id}: {op.id} is not idempotent, so it is tried once; a retry could repeat "
-                           "its effect", data={"issues": [input_issue(["retry"], "not idempotent", "invalid")]})
+                           "its effect", data={"issues": [input_issue(["retry"], "not idempotent", IssueCode.INVALID)]})
     return CallOptions(timeout=seconds, retry=retry)
 
 
@@ -174,7 +174,7 @@ def check_result_model(call: str, model: Any) -> None:
     """`model=` of a wait: a pydantic model class, or None."""
     if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise InvalidInput(f"{call}: model must be a pydantic model class; got {model!r}",
-                           data={"issues": [input_issue(["model"], "not a model class", "type")]})
+                           data={"issues": [input_issue(["model"], "not a model class", IssueCode.TYPE)]})
 
 
 def as_model(what: str, value: Any, model: type[BaseModel] | None) -> Any:
@@ -194,7 +194,7 @@ def check_wait_run(run_id: Any, timeout: Any) -> tuple[str, int | None]:
     """The child's run id, and the timeout in milliseconds (None: wait as long as it takes)."""
     if not isinstance(run_id, str) or not run_id:
         raise InvalidInput(f"ctx.wait_run takes the id ctx.start_run returned; got {type(run_id).__name__}",
-                           data={"issues": [input_issue(["run_id"], "must be a run id", "type")]})
+                           data={"issues": [input_issue(["run_id"], "must be a run id", IssueCode.TYPE)]})
     return run_id, check_timeout(f"ctx.wait_run({run_id!r})", timeout)
 
 
@@ -213,13 +213,13 @@ def check_tags(keys: dict[str, Any]) -> dict[str, str]:
     for key, value in keys.items():
         if not TAG_KEY.match(key):
             raise InvalidInput(f"ctx.tag: the key {key!r} must be lowercase letters, digits and underscores",
-                               data={"issues": [input_issue([key], "bad key", "invalid")]})
+                               data={"issues": [input_issue([key], "bad key", IssueCode.INVALID)]})
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise InvalidInput(f"ctx.tag: {key} must be text or a whole number, not {type(value).__name__}",
-                               data={"issues": [input_issue([key], "not text", "type")]})
+                               data={"issues": [input_issue([key], "not text", IssueCode.TYPE)]})
         text = str(value)
         if not text.strip() or len(text) > MAX_TAG_VALUE or "\x00" in text:
             raise InvalidInput(f"ctx.tag: {key} must be 1-{MAX_TAG_VALUE} characters of text",
-                               data={"issues": [input_issue([key], "bad value", "invalid")]})
+                               data={"issues": [input_issue([key], "bad value", IssueCode.INVALID)]})
         tags[key] = text
     return tags

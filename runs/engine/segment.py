@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, SanomaError
+from connectors.errors import SanomaError
 from runs import ledger
 from runs.approvals.permissions import grant_approver
 from runs.config.resolution import ResolvedConfig
@@ -26,6 +26,7 @@ from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitio
 from runs.engine.faults import FaultPoint
 from runs.engine.stops import Cancelled, LeaseLost, ReachedStep, Suspend
 from runs.engine.transitions import LeaseCheck
+from runs.errors import RunCode
 from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunTag, Step
 
 log = logging.getLogger("sanoma.engine")
@@ -111,7 +112,7 @@ class Segment:
             raise SanomaError(
                 f"Run {self.run.id} no longer replays: step {seq} was {step.kind} {step.name}, now {kind} {name}. "
                 "A workflow must make the same calls in the same order on every replay",
-                code=ErrorCode.REPLAY_DIVERGED,
+                code=RunCode.REPLAY_DIVERGED,
                 data={"seq": seq, "was": f"{step.kind} {step.name}", "now": f"{kind} {name}"},
             )
         return step
@@ -131,12 +132,12 @@ class Segment:
     def check_open(self) -> None:
         """Refuse a call after the advance ended, or after a call's effect went unrecorded."""
         if self._ended:
-            raise SanomaError(f"Run {self.run.id} has ended: no more calls", code=ErrorCode.RUN_ENDED)
+            raise SanomaError(f"Run {self.run.id} has ended: no more calls", code=RunCode.RUN_ENDED)
         if self._poisoned:
             raise SanomaError(
                 f"Run {self.run.id} takes no more calls: {self._poisoned} succeeded, "
                 "but the ledger could not record it",
-                code=ErrorCode.RUN_ENDED,
+                code=RunCode.RUN_ENDED,
             )
 
     def poison(self, op_id: str) -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from connectors.errors import ErrorCode, SanomaError, error_from_dict, error_to_dict
+from connectors.errors import SanomaError, error_from_dict, error_to_dict
 from runs.engine import children, clock
 from runs.engine.faults import FaultPoint
 from runs.engine.segment import Checkpoint, Segment
 from runs.engine.stops import Suspend
+from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, LedgerKind, Run, RunMessage, RunStatus, Step, StepKind
 
 
@@ -46,7 +47,7 @@ def wait_steps(segment: Segment, kind: StepKind, end_kind: StepKind, name: str, 
 def timed_out(segment: Segment, kind: StepKind, name: str, seq: int, what: str, data: dict[str, Any]) -> Step:
     """A wait's deadline passed: its read step records `wait_timed_out`."""
     until = clock.from_ms(data["until"]).isoformat()
-    error = SanomaError(f"{what} before the wait's deadline ({until})", code=ErrorCode.WAIT_TIMED_OUT,
+    error = SanomaError(f"{what} before the wait's deadline ({until})", code=RunCode.WAIT_TIMED_OUT,
                         data=data, name="WaitTimedOutError")
     step = segment.step(seq, kind, name, error=error_to_dict(error))
     segment.commit(Checkpoint(step))

@@ -11,8 +11,9 @@ from typing import Any
 from django.db.models import Q
 from pydantic import ValidationError
 
-from connectors.errors import ErrorCode, InvalidInput, SanomaError, describe_issues, input_issue, issues_of
+from connectors.errors import InvalidInput, IssueCode, SanomaError, describe_issues, input_issue, issues_of
 from runs.approvals.permissions import principal_of
+from runs.errors import RunCode
 from runs.models import Approval, LedgerKind, LedgerRecord, Run
 from runs.policies.calls import build_policy_call
 from runs.policies.explain import explain
@@ -24,7 +25,7 @@ def explain_call(*, config: Any, op_id: str, actor: str, input: Any, workflow: s
     op = config.ops.get(op_id)
     if op is None:
         raise InvalidInput(f"No operation {op_id}; the operations are {', '.join(sorted(config.ops))}",
-                           data={"issues": [input_issue(["op"], "unknown operation", "not_found")]})
+                           data={"issues": [input_issue(["op"], "unknown operation", IssueCode.NOT_FOUND)]})
     try:
         parsed = op.input.model_validate(input or {})
     except ValidationError as err:
@@ -42,12 +43,12 @@ def explain_recorded(*, config: Any, run_id: str, seq: int) -> dict[str, Any]:
     """A recorded call explained again: the decision the ledger holds beside today's evaluation."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
-        raise SanomaError(f"No run {run_id}", code=ErrorCode.RUN_NOT_FOUND, data={"run_id": run_id})
+        raise SanomaError(f"No run {run_id}", code=RunCode.RUN_NOT_FOUND, data={"run_id": run_id})
     record = LedgerRecord.objects.filter(run_id=run_id, seq=seq, kind=LedgerKind.OP_CALLED).first()
     held = Approval.objects.filter(run=run, op_seq=seq).order_by("seq").first()
     if record is None and held is None:
         raise InvalidInput(f"Run {run_id} has no call numbered {seq}",
-                           data={"issues": [input_issue(["seq"], "no such call", "not_found")]})
+                           data={"issues": [input_issue(["seq"], "no such call", IssueCode.NOT_FOUND)]})
     if record is not None:
         op_id, input_json = record.body["op"], record.body["input"]
     else:

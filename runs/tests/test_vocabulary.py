@@ -3,19 +3,26 @@ from __future__ import annotations
 
 import ast
 from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
-from connectors import ErrorCode, define_connector, op
-from connectors.errors import SanomaError, error_code, error_to_dict
+from connectors import define_connector, op
+from connectors.errors import (
+    IssueCode,
+    all_codes,
+    code_domains,
+    register_codes,
+)
 from connectors.operations import RESERVED_VENDOR_NAMES
 from runs.config.workflows import define_workflow
 from runs.engine import clock, faults
 from runs.engine.advance import Advanced, advance
 from runs.engine.context import RunContext
 from runs.engine.faults import FaultPoint
+from runs.errors import RunCode
 from runs.models import LedgerKind, LedgerRecord, Run, Step
 from runs.tests.fixtures import GET, SEND
 
@@ -57,32 +64,101 @@ def _codes_used() -> list[tuple[str, int, ast.expr | None]]:
     return used
 
 
+def _literal_codes_in(tree: ast.AST, where: str) -> list[str]:
+    """Every code written as a plain string where a code is given: any `code=` or `issue_code=`, the code
+    of an `input_issue(...)`, and the `"code"` of an issue written out as `{"path": ..., "code": ...}`."""
+    found = []
+    for node in ast.walk(tree):
+        given: list[ast.expr] = []
+        if isinstance(node, ast.Call):
+            given += [k.value for k in node.keywords if k.arg in ("code", "issue_code")]
+            if _callee(node) == "input_issue" and len(node.args) > 2:
+                given.append(node.args[2])
+        elif isinstance(node, ast.Dict):
+            keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
+            if "path" in keys and "code" in keys:
+                given.append(node.values[keys.index("code")])
+        for expr in given:
+            for part in _code_values(expr):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    found.append(f"{where}:{part.lineno}: the literal code {part.value!r}")
+    return found
+
+
+def _code_values(expr: ast.expr) -> list[ast.expr]:
+    """The expressions a code given as `expr` may be: both sides of `a if c else b` and `a or b`, and the
+    default of `x.get(key, default)` or `getattr(x, name, default)` (never the key or the name)."""
+    if isinstance(expr, ast.IfExp):
+        return _code_values(expr.body) + _code_values(expr.orelse)
+    if isinstance(expr, ast.BoolOp):
+        return [value for part in expr.values for value in _code_values(part)]
+    if isinstance(expr, ast.Call):
+        default = {"get": 1, "getattr": 2}.get(_callee(expr))
+        return _code_values(expr.args[default]) if default is not None and len(expr.args) > default else []
+    return [expr]
+
+
+def _literal_codes() -> list[str]:
+    return [found for path in _production_files()
+            for found in _literal_codes_in(ast.parse(path.read_text(encoding="utf-8")), str(path.relative_to(ROOT)))]
+
+
+def _enums_by_name() -> dict[str, type[StrEnum]]:
+    enums: list[type[StrEnum]] = [*code_domains(), IssueCode]
+    return {enum.__name__: enum for enum in enums}
+
+
 def test_every_error_the_runtime_raises_has_a_code_from_the_vocabulary():
+    enums = _enums_by_name()
     problems = []
     for where, line, given in _codes_used():
         if given is None:
             problems.append(f"{where}:{line}: a SanomaError without a code")
         elif isinstance(given, ast.Constant) and isinstance(given.value, str):
-            if given.value not in ErrorCode._value2member_map_:
-                problems.append(f"{where}:{line}: code {given.value!r} is not an ErrorCode")
-        elif isinstance(given, ast.Attribute) and isinstance(given.value, ast.Name) and given.value.id == "ErrorCode":
-            if given.attr not in ErrorCode.__members__:
-                problems.append(f"{where}:{line}: ErrorCode.{given.attr} does not exist")
+            problems.append(f"{where}:{line}: code {given.value!r} is a literal, not a member of a code enum")
+        elif isinstance(given, ast.Attribute) and isinstance(given.value, ast.Name) and given.value.id in enums:
+            if given.attr not in enums[given.value.id].__members__:
+                problems.append(f"{where}:{line}: {given.value.id}.{given.attr} does not exist")
     assert not problems, "\n".join(problems)
+
+
+def test_no_code_is_written_as_a_literal_string():
+    assert _literal_codes() == []
+
+
+def test_the_literal_scan_sees_what_it_looks_for():
+    planted = ast.parse(
+        'raise SanomaError("x", code="run_ended")\n'
+        'invalid_input("x", issue_code="required" if a else IssueCode.INVALID)\n'
+        'input_issue([], "x", "too_long")\n'
+        'd = {"path": [], "message": "x", "code": "type"}\n'
+        'e = {"path": [], "code": getattr(item, "code", "invalid")}\n'
+        'fine = SanomaError("x", code=record.get("code") or RunCode.RUN_ENDED, data={"vendor_code": "declined"})\n')
+    assert _literal_codes_in(planted, "planted.py") == [
+        "planted.py:1: the literal code 'run_ended'", "planted.py:2: the literal code 'required'",
+        "planted.py:3: the literal code 'too_long'", "planted.py:4: the literal code 'type'",
+        "planted.py:5: the literal code 'invalid'"]
 
 
 def test_the_scan_finds_codes_at_all():
     # Guards the test above against passing because it looked at nothing.
-    constants = [g for _, _, g in _codes_used() if isinstance(g, ast.Constant)]
     members = [g for _, _, g in _codes_used() if isinstance(g, ast.Attribute)]
-    assert len(constants) + len(members) > 20
+    assert len(members) > 20
 
 
-def test_codes_are_plain_strings_on_the_wire():
-    err = SanomaError("gone", code=ErrorCode.RUN_NOT_FOUND)
-    assert error_code(err) == "run_not_found"
-    assert error_to_dict(err)["code"] == "run_not_found"
-    assert error_code(SanomaError("vendor's own", code="card_declined")) is None
+def test_a_code_two_domains_declare_is_refused():
+    class Clash(StrEnum):
+        RUN_ENDED = "run_ended"
+
+    with pytest.raises(ValueError, match="'run_ended' is declared by RunCode and"):
+        register_codes(Clash)
+    assert all_codes()["run_ended"] is RunCode.RUN_ENDED
+
+
+def test_every_code_the_api_answers_with_a_status_is_registered():
+    from runs.api.base import STATUS_OF_CODE
+
+    assert set(STATUS_OF_CODE) <= set(all_codes())
 
 
 def test_ledger_kinds_are_the_records_the_engine_writes():

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from changes.lifecycle.errors import RemoteCode
 from changes.lifecycle.remotes import diffs
 from changes.lifecycle.remotes.git_setup import init_embedded, install_hook
 from changes.lifecycle.remotes.repository import (
@@ -102,7 +103,7 @@ class GitRemote:
                 found = repo.need(branch)
                 if found != head_sha:
                     raise RemoteError(f"the branch '{branch}' of {url} moved from {head_sha[:12]} to {found[:12]} "
-                                      "since it was checked: nothing was merged", code=ErrorCode.HEAD_CHANGED,
+                                      "since it was checked: nothing was merged", code=RemoteCode.HEAD_CHANGED,
                                       data={"expected": head_sha, "found": found, "branch": branch})
                 if repo.is_ancestor(base_sha, head_sha):
                     new, fast_forward = head_sha, True
@@ -113,7 +114,7 @@ class GitRemote:
                                                              if len(conflicts) > 20 else "")
                         raise RemoteError(f"the branch '{branch}' does not merge cleanly into '{base}' of {url}: "
                                           f"{len(conflicts)} file{'s' if len(conflicts) != 1 else ''} in conflict "
-                                          f"({shown}); nothing was merged", code=ErrorCode.MERGE_CONFLICT,
+                                          f"({shown}); nothing was merged", code=RemoteCode.MERGE_CONFLICT,
                                           data={"files": conflicts, "branch": branch, "base": base,
                                                 "head_sha": head_sha, "base_sha": base_sha})
                     text = "\n\n".join(p.strip() for p in (title, message) if p and p.strip())
@@ -139,7 +140,7 @@ class GitRemote:
         parted = repo.git("merge-base", base_sha, sha, ok=(0, 1))
         if parted.returncode != 0:
             raise RemoteError(f"the commit {sha[:12]} and the base '{base}' of {url} have no commit in common",
-                              code=ErrorCode.NOT_MERGEABLE, data={"base_sha": base_sha, "head_sha": sha})
+                              code=RemoteCode.NOT_MERGEABLE, data={"base_sha": base_sha, "head_sha": sha})
         since = text_of(parted.stdout)
         kinds = {"A": "added", "M": "modified", "D": "removed"}
         statuses = {}
@@ -169,7 +170,7 @@ class GitRemote:
         try:
             tree, _ = repo.merge_tree(base_sha, head)
         except RemoteError as err:
-            if err.code != ErrorCode.NOT_MERGEABLE:
+            if err.code != RemoteCode.NOT_MERGEABLE:
                 raise
             tree = None
         return ChangeStatus(state="open", head_sha=head, base=base, mergeable=tree is not None)
@@ -212,7 +213,7 @@ class GitRemote:
                                   "would leave its files behind the branch, so it is refused as a push would be. "
                                   f"Check out another branch there, use a bare repository, or run `git -C "
                                   f"{checked_out.path} config receive.denyCurrentBranch updateInstead` to let merges "
-                                  "update its files", code=ErrorCode.NOT_MERGEABLE,
+                                  "update its files", code=RemoteCode.NOT_MERGEABLE,
                                   data={"base": base, "worktree": str(checked_out.path)})
         if update_files and checked_out is not None:
             repo.git("read-tree", "-u", "-m", old, new, cwd=checked_out.path)
@@ -237,7 +238,7 @@ def _check_clean(repo: Repository, worktree: Path, base: str) -> None:
                     ok=(0, 1)).returncode
     if dirty:
         raise RemoteError(f"the base '{base}' is checked out in {worktree}, which has changes not committed: nothing "
-                          "was merged (commit or stash them there first)", code=ErrorCode.NOT_MERGEABLE,
+                          "was merged (commit or stash them there first)", code=RemoteCode.NOT_MERGEABLE,
                           data={"base": base, "worktree": str(worktree)})
 
 

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from changes.lifecycle.errors import RemoteCode
 from changes.lifecycle.remotes.repository import GIT_TIMEOUT_SECONDS, Repository, is_repository, run_git, text_of
 from connectors.errors import ErrorCode, RemoteError
 
@@ -133,7 +134,7 @@ def init_embedded(root: Path, remote: Path, *, branch: str = "main", timeout: fl
         if there.has_commit(root_sha) and there.is_ancestor(root_sha, remote_sha):
             return  # the remote is ahead (merged changes the working tree has not pulled yet): nothing to push
         raise RemoteError(f"'{branch}' of {root} and of {remote} have diverged: nothing was pushed; reconcile them "
-                          f"by hand (git -C {root} pull origin {branch})", code=ErrorCode.NOT_MERGEABLE,
+                          f"by hand (git -C {root} pull origin {branch})", code=RemoteCode.NOT_MERGEABLE,
                           data={"root": str(root), "remote": str(remote), "root_sha": root_sha,
                                 "remote_sha": remote_sha})
     first = [line for line in work.git("status", "--porcelain", "--untracked-files=normal").stdout.decode(

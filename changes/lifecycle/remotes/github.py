@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from changes.lifecycle.errors import RemoteCode
 from changes.lifecycle.remotes import diffs
 from changes.lifecycle.remotes.github_api import GitHubAPI, SameHostAuthRedirects
 from changes.lifecycle.remotes.github_tarball import extract
@@ -91,7 +92,7 @@ class GitHubRemote(GitHubAPI):
             head_repo = ((pr.get("head") or {}).get("repo") or {}).get("full_name")
             if head_repo and head_repo.lower() != f"{owner}/{repo}".lower():
                 raise RemoteError(f"pull request #{number} of {owner}/{repo} comes from the fork {head_repo}: a "
-                                  f"change's branch must live in {owner}/{repo}", code=ErrorCode.NOT_MERGEABLE,
+                                  f"change's branch must live in {owner}/{repo}", code=RemoteCode.NOT_MERGEABLE,
                                   data={"pull_request": pr.get("html_url"), "head_repo": head_repo})
             return Head(url=url, branch=pr["head"]["ref"], sha=pr["head"]["sha"], base=pr["base"]["ref"],
                         pull_request=pr.get("html_url"), title=pr.get("title") or "")
@@ -117,7 +118,7 @@ class GitHubRemote(GitHubAPI):
             except RemoteError as err:
                 if err.status == 404:
                     raise RemoteError(f"{owner}/{repo} has no commit {sha} (or the token cannot see the repository)",
-                                      code=ErrorCode.BRANCH_NOT_FOUND, status=404, data={"sha": sha}) from None
+                                      code=RemoteCode.BRANCH_NOT_FOUND, status=404, data={"sha": sha}) from None
                 raise
             archive.seek(0)
             dest.mkdir(parents=True, exist_ok=True)
@@ -266,7 +267,7 @@ class GitHubRemote(GitHubAPI):
         except RemoteError as err:
             if err.status == 404:
                 raise RemoteError(f"{owner}/{repo} has no branch {branch!r} (or the token cannot see the repository)",
-                                  code=ErrorCode.BRANCH_NOT_FOUND, status=404, data={"branch": branch}) from None
+                                  code=RemoteCode.BRANCH_NOT_FOUND, status=404, data={"branch": branch}) from None
             raise
         return str(found["commit"]["sha"])
 
@@ -275,7 +276,7 @@ class GitHubRemote(GitHubAPI):
         try:
             return self._branch_sha(owner, repo, branch)
         except RemoteError as err:
-            if err.code != ErrorCode.BRANCH_NOT_FOUND:
+            if err.code != RemoteCode.BRANCH_NOT_FOUND:
                 raise
             return (pr or {}).get("head", {}).get("sha")
 
@@ -289,7 +290,7 @@ class GitHubRemote(GitHubAPI):
             return dict(self._call("GET", f"/repos/{_q(owner)}/{_q(repo)}/pulls/{number}"))
         except RemoteError as err:
             if err.status == 404:
-                raise RemoteError(f"{owner}/{repo} has no pull request #{number}", code=ErrorCode.BRANCH_NOT_FOUND,
+                raise RemoteError(f"{owner}/{repo} has no pull request #{number}", code=RemoteCode.BRANCH_NOT_FOUND,
                                   status=404, data={"pull_request": number}) from None
             raise
 
@@ -317,7 +318,7 @@ class GitHubRemote(GitHubAPI):
                     return pulls[0]
             if "no commits between" in said:
                 raise RemoteError(f"{branch} has nothing to merge into {base} in {owner}/{repo}: {base} already "
-                                  f"has every commit of it", code=ErrorCode.NOT_MERGEABLE, status=422,
+                                  f"has every commit of it", code=RemoteCode.NOT_MERGEABLE, status=422,
                                   data={"branch": branch, "base": base}) from None
             raise
 
@@ -335,7 +336,7 @@ class GitHubRemote(GitHubAPI):
         if "conflict" in said.lower() or pr.get("mergeable") is False:
             return self._conflict(owner, repo, branch, base, head_sha, pr)
         return RemoteError(f"GitHub will not merge {branch} into {base} ({pr.get('html_url')}): {said}",
-                           code=ErrorCode.NOT_MERGEABLE, status=405,
+                           code=RemoteCode.NOT_MERGEABLE, status=405,
                            retryable="base branch was modified" in said.lower(),
                            data={"pull_request": pr.get("html_url"), "reason": said})
 
@@ -344,7 +345,7 @@ class GitHubRemote(GitHubAPI):
         files = self._both_sides(owner, repo, base, head_sha)
         named = f": {', '.join(files)}" if files else ""
         return RemoteError(f"{branch} does not merge cleanly into {base} ({pr.get('html_url')}){named}",
-                           code=ErrorCode.MERGE_CONFLICT,
+                           code=RemoteCode.MERGE_CONFLICT,
                            data={"files": files, "files_are": "changed_on_both_sides",
                                  "pull_request": pr.get("html_url"), "head_sha": head_sha})
 
@@ -393,7 +394,7 @@ def _q(text: str, safe: str = "") -> str:
 
 def _head_changed(owner: str, repo: str, branch: str, expected: str, found: str | None) -> RemoteError:
     return RemoteError(f"{branch} of {owner}/{repo} moved: it is at {found or 'nothing'}, not {expected}; nothing "
-                       f"was merged", code=ErrorCode.HEAD_CHANGED, status=409,
+                       f"was merged", code=RemoteCode.HEAD_CHANGED, status=409,
                        data={"branch": branch, "expected": expected, "found": found})
 
 

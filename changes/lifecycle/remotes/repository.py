@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from changes.lifecycle.errors import RemoteCode
 from connectors.errors import ErrorCode, RemoteError
 
 GIT_TIMEOUT_SECONDS = 60.0  # one git command
@@ -191,7 +192,7 @@ class Repository:
             listed = ", ".join(names[:MAX_LISTED]) + (f" and {len(names) - MAX_LISTED} more"
                                                       if len(names) > MAX_LISTED else "")
             raise RemoteError(f"the repository {self.url} has no {what} '{branch}' (its branches: "
-                              f"{listed or 'none'})", code=ErrorCode.BRANCH_NOT_FOUND,
+                              f"{listed or 'none'})", code=RemoteCode.BRANCH_NOT_FOUND,
                               data={"branch": branch, "branches": names[:MAX_LISTED], "url": self.url})
         return sha
 
@@ -204,7 +205,7 @@ class Repository:
             stderr = text_of(done.stderr)
             if "unrelated histories" in stderr:
                 raise RemoteError(f"the branch and the base of {self.url} have no commit in common: they "
-                                  "cannot be merged", code=ErrorCode.NOT_MERGEABLE,
+                                  "cannot be merged", code=RemoteCode.NOT_MERGEABLE,
                                   data={"base_sha": base_sha, "head_sha": head_sha})
             raise RemoteError(f"git merge-tree failed in {self.path}: {stderr}",
                               data={"stderr": stderr, "exit_status": done.returncode})

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from changes.lifecycle.errors import RemoteCode
 from changes.lifecycle.remotes.git import GitRemote
 from changes.lifecycle.remotes.git_setup import init_embedded, install_hook
 from changes.lifecycle.remotes.repository import Repository
@@ -122,12 +123,12 @@ def test_resolve_answers_where_the_branch_points(repos):
 def test_a_missing_branch_is_branch_not_found_listing_the_branches_there_are(bare):
     for n in range(12):
         git(bare.remote, "branch", f"b{n:02}", "main")
-    err = fails(ErrorCode.BRANCH_NOT_FOUND, remote.resolve, bare.url, branch="nope")
+    err = fails(RemoteCode.BRANCH_NOT_FOUND, remote.resolve, bare.url, branch="nope")
     assert "'nope'" in str(err)
     assert "b00, b01" in str(err) and "and 3 more" in str(err)  # 13 branches: the first 10 named
     assert err.data["branch"] == "nope" and len(err.data["branches"]) == 10
-    fails(ErrorCode.BRANCH_NOT_FOUND, remote.status, bare.url, branch="nope")
-    fails(ErrorCode.BRANCH_NOT_FOUND, remote.merge, bare.url, branch="prices", head_sha=bare.rev("main"),
+    fails(RemoteCode.BRANCH_NOT_FOUND, remote.status, bare.url, branch="nope")
+    fails(RemoteCode.BRANCH_NOT_FOUND, remote.merge, bare.url, branch="prices", head_sha=bare.rev("main"),
           base="nope")
 
 
@@ -229,7 +230,7 @@ def test_a_conflict_names_the_files_and_changes_nothing(repos):
     status = remote.status(repos.url, branch="prices")
     assert (status.state, status.head_sha, status.mergeable) == ("open", head, False)
     objects_before = set(git(repos.remote, "for-each-ref", "--format=%(refname) %(objectname)").splitlines())
-    err = fails(ErrorCode.MERGE_CONFLICT, remote.merge, repos.url, branch="prices", head_sha=head)
+    err = fails(RemoteCode.MERGE_CONFLICT, remote.merge, repos.url, branch="prices", head_sha=head)
     assert err.data["files"] == ["prices.py", "workflows/refund.py"]
     assert "prices.py, workflows/refund.py" in str(err) and "nothing was merged" in str(err)
     assert repos.rev("main") == base_before
@@ -244,7 +245,7 @@ def test_a_branch_that_moved_after_its_checks_is_head_changed_and_nothing_is_mer
     assert remote.resolve(repos.url, branch="prices").sha == checked
     moved = repos.change("prices", {"prices.py": "MUG = 1\nCUP = 900\n"})
     main_before = repos.rev("main")
-    err = fails(ErrorCode.HEAD_CHANGED, remote.merge, repos.url, branch="prices", head_sha=checked)
+    err = fails(RemoteCode.HEAD_CHANGED, remote.merge, repos.url, branch="prices", head_sha=checked)
     assert err.data["expected"] == checked and err.data["found"] == moved
     assert repos.rev("main") == main_before
 
@@ -329,7 +330,7 @@ def test_histories_with_nothing_in_common_are_not_mergeable(bare):
     git(bare.work, "push", "-q", "origin", "alien")
     head = git(bare.work, "rev-parse", "HEAD")
     assert remote.status(bare.url, branch="alien").mergeable is False
-    fails(ErrorCode.NOT_MERGEABLE, remote.merge, bare.url, branch="alien", head_sha=head)
+    fails(RemoteCode.NOT_MERGEABLE, remote.merge, bare.url, branch="alien", head_sha=head)
 
 
 def test_status_of_an_open_change_that_merges_cleanly(repos):
@@ -354,7 +355,7 @@ def checked_out(tmp_path) -> Repos:
 def test_a_base_checked_out_in_the_remote_is_refused_as_a_push_would_be(checked_out):
     head = checked_out.change("prices", {"prices.py": "MUG = 1600\nCUP = 900\n"})
     before = checked_out.rev("main")
-    err = fails(ErrorCode.NOT_MERGEABLE, remote.merge, checked_out.url, branch="prices", head_sha=head)
+    err = fails(RemoteCode.NOT_MERGEABLE, remote.merge, checked_out.url, branch="prices", head_sha=head)
     assert "receive.denyCurrentBranch updateInstead" in str(err)
     assert checked_out.rev("main") == before
     assert (checked_out.remote / "prices.py").read_text() == "MUG = 1500\nCUP = 900\n"
@@ -366,7 +367,7 @@ def test_with_update_instead_a_merge_updates_the_checked_out_files(checked_out):
     git(checked_out.remote, "reset", "-q", "--hard")  # the push updated its files too
     head = checked_out.change("prices", {"prices.py": "MUG = 1600\nCUP = 900\n"}, start=f"{base_before}~1")
     (checked_out.remote / "README.md").write_text("edited here\n")
-    fails(ErrorCode.NOT_MERGEABLE, remote.merge, checked_out.url, branch="prices", head_sha=head)
+    fails(RemoteCode.NOT_MERGEABLE, remote.merge, checked_out.url, branch="prices", head_sha=head)
     assert checked_out.rev("main") == base_before
     git(checked_out.remote, "checkout", "-q", "--", "README.md")
     merged = remote.merge(checked_out.url, branch="prices", head_sha=head)
@@ -466,7 +467,7 @@ def test_init_embedded_makes_the_repository_and_its_remote_and_is_idempotent(tmp
     assert git(root, "rev-parse", "main") == head
     # a commit made in the root is pushed only when that is a fast-forward: here the two have diverged
     git(root, "commit", "-q", "-am", "edit")
-    err = fails(ErrorCode.NOT_MERGEABLE, init_embedded, root, origin)
+    err = fails(RemoteCode.NOT_MERGEABLE, init_embedded, root, origin)
     assert "diverged" in str(err)
 
 
