@@ -255,15 +255,15 @@ def waiting_on(run: Run) -> dict[str, Any] | None:
 
 
 def made_from(run: Run) -> dict[str, Any] | None:
-    """The run this one reruns or forks (`act`: "rerun" or "fork", `run_id`, a fork's `from_step`),
-    from its `run.started` record; None for a run started afresh."""
+    """The run this one reruns or forks (`act`: "rerun" or "fork", `run_id`, a fork's `from_step`,
+    `by`: who made it), from its `run.started` record; None for a run started afresh."""
     if not run.source_run:
         return None
     body = (LedgerRecord.objects.filter(run_id=run.pk, kind=LedgerKind.RUN_STARTED).order_by("seq", "id")
             .values_list("body", flat=True).first()) or {}
     if body.get("fork_of"):
-        return {"act": "fork", "run_id": run.source_run, "from_step": body.get("from_step")}
-    return {"act": "rerun", "run_id": run.source_run}
+        return {"act": "fork", "run_id": run.source_run, "from_step": body.get("from_step"), "by": body.get("by")}
+    return {"act": "rerun", "run_id": run.source_run, "by": body.get("by")}
 
 
 def children_of(run: Run) -> list[dict[str, Any]]:

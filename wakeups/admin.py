@@ -23,6 +23,12 @@ class WakeupRowAdmin(ReadOnlyMixin, admin.ModelAdmin):
     fields = ("id", "wakes", "stopped", "last_error")
     readonly_fields = fields
 
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        # The row alone says little: the title says what it is for.
+        title = ("Worker wake-up: when a worker that stopped while idle must start again (the next sleep, "
+                 "schedule or deadline); none until a worker has stopped")
+        return super().changelist_view(request, {"title": title, **(extra_context or {})})
+
     @admin.display(description="wakes the worker at", ordering="at")
     def wakes(self, row: WakeupRow) -> str:
         return moment(row.at)

@@ -19,8 +19,8 @@ class WakeupRow(models.Model):
 
     class Meta:
         db_table = "sanoma_wakeup"
-        verbose_name = "wakeup"
-        verbose_name_plural = "wakeup"
+        verbose_name = "worker wake-up"
+        verbose_name_plural = "worker wake-up"
         constraints = [models.CheckConstraint(condition=models.Q(id=WAKEUP_ROW_ID), name="sanoma_wakeup_one_row")]
 
     def __str__(self) -> str:

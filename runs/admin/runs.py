@@ -199,9 +199,12 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         source = made_from(run)  # a rerun or a fork is made from a run, not started by one
         if source is None:
             return "-"
+        # Not started by a run: made from one, by a person (who, where the record says).
+        by = format_html(" by {}", source["by"]) if source.get("by") else ""
         if source["act"] == "fork":
-            return format_html("none: forked from {} at step {}", run_link(source["run_id"]), source["from_step"])
-        return format_html("none: a rerun of {}", run_link(source["run_id"]))
+            return format_html("none (forked from {} at step {}{})", run_link(source["run_id"]),
+                               source["from_step"], by)
+        return format_html("none (a rerun of {}{})", run_link(source["run_id"]), by)
 
     @admin.display(description="child runs")
     def children_links(self, run: Run) -> str:
@@ -229,7 +232,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         result = ledger.verify(run.id)
         if result.breaks:
             return f"BROKEN: {result.breaks[0]}"
-        return f"verified: {result.records} records, each linked to the one before by its SHA-256"
+        records = f"{result.records} record{'' if result.records == 1 else 's'}"
+        return f"verified: {records}, each linked to the one before by its SHA-256"
 
     # -- actions
 

@@ -257,7 +257,7 @@ def test_forking_a_finished_refund_shows_the_mail_it_sends_again_before_it_is_ma
     assert f"Forked {run.id} from step 2 as {run.id}~1" in said(browser)
     assert browser.current_url.endswith(f"/admin/runs/run/{run.id}~1/change/")
     assert browser.find_element(By.CSS_SELECTOR, ".field-parent_link .readonly").text == \
-        f"none: forked from {run.id} at step 2"
+        f"none (forked from {run.id} at step 2 by ops)"
     engine.drain()
     # What the page said: the mail sent again, the refund not paid again.
     assert (len(engine.fake.state["refunds"]), len(engine.fake.state["mail"])) == (1, 2)
@@ -283,7 +283,7 @@ def test_rerunning_a_failed_refund_shows_every_call_made_again(live_server, engi
     assert Run.objects.get(pk=f"{run.id}~1").source_run == run.id
     browser.get(f"{live_server.url}/admin/runs/run/{run.id}~1/change/")
     related = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".field-parent_link .readonly")))
-    assert related.text == f"none: a rerun of {run.id}"  # not "-": the rerun was made from it
+    assert related.text == f"none (a rerun of {run.id} by ops)"  # not "-": the rerun was made from it, by ops
 
 
 # -- one snapshot, followed live ------------------------------------------------------------------------

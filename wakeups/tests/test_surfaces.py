@@ -227,3 +227,10 @@ def test_wakeup_show_prints_the_wakeup_row():
     assert lines[0].startswith("at: 2027-01-11 07:00:00")
     assert lines[1].startswith("stopped_at: 2027-01-08 10:00:00")
     assert lines[2] == "last_error: the supervisor did not answer"
+
+
+def test_the_wake_up_page_says_what_its_row_is_for(config: ResolvedConfig):
+    client = browser("sam", perms=("wakeups.view_wakeuprow",))
+    page = client.get("/admin/wakeups/wakeuprow/").content.decode()
+    assert "Worker wake-up: when a worker that stopped while idle must start again" in page
+    assert ">Wakeup<" not in page
