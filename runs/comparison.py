@@ -16,7 +16,7 @@ from connectors.errors import InvalidInput, IssueCode, input_issue
 from runs import ledger
 from runs.approvals.permissions import Principal
 from runs.models import Run
-from runs.selectors import visible_run
+from runs.selectors import made_from, visible_run
 from runs.timing import RunTime, StepTime, run_time
 from runs.validation import check_run_id
 
@@ -125,5 +125,18 @@ def compare_runs(*, a_id: Any, b_id: Any, viewer: str | Principal | None) -> Com
     a = visible_run(run_id=a_id, viewer=viewer)
     b = visible_run(run_id=b_id, viewer=viewer)
     time_a, time_b = run_time(ledger.records_of(a.id)), run_time(ledger.records_of(b.id))
-    return Comparison(a, b, _facts(a, b, time_a, time_b), align(time_a.steps, time_b.steps),
+    return Comparison(a, b, _facts(a, b, time_a, time_b),
+                      align(_with_reused(b, a, time_a.steps), _with_reused(a, b, time_b.steps)),
                       (_took(time_a), _took(time_b)))
+
+
+def _with_reused(other: Run, run: Run, steps: list[StepTime]) -> list[StepTime]:
+    """`run`'s steps, and when it is a fork of `other`, first the steps of `other` it reused (before
+    its `from_step`): its ledger records only what it did itself, yet those steps are its own too,
+    so they compare as the same, not as steps only one run made."""
+    source = made_from(run)
+    if not source or source["act"] != "fork" or source["run_id"] != other.id:
+        return steps
+    from_step = source.get("from_step") or 0
+    reused = [step for step in run_time(ledger.records_of(other.id)).steps if step.seq < from_step]
+    return [*reused, *steps]

@@ -15,6 +15,7 @@ from connectors import DriverError
 from connectors.errors import SanomaError, error_code
 from runs import recovery, selectors
 from runs.authoring import define_workflow
+from runs.comparison import compare_runs
 from runs.engine import clock
 from runs.models import LedgerRecord, Run, RunStatus, RunTag, Step
 from runs.selectors import RunFilter
@@ -168,6 +169,20 @@ def test_a_fork_reuses_the_steps_before_n_and_makes_the_rest_live(engine_for, op
     assert not [c for c in engine.fake.calls[before:] if c["op"] == "acme.post.publish"]
     assert list(LedgerRecord.objects.filter(run_id=fork.id, kind="op.called").values_list("seq", flat=True)) == [
         3, 4, 5]
+
+
+def test_a_fork_compared_with_its_source_counts_the_steps_it_reused_as_the_same(engine_for, operator):
+    engine = engine_for(steps)
+    engine.fake.fail_next("acme.mail.send", DriverError("mail is down", retryable=False))
+    source = engine.run("steps", {"label": "c"})
+    fork = recovery.fork(run_id=source.id, from_step=3, by="ops", config=engine.config)
+    engine.drain()
+    for a, b in ((source.id, fork.id), (fork.id, source.id)):
+        comparison = compare_runs(a_id=a, b_id=b, viewer=None)
+        reused = [pair for pair in comparison.steps if pair.a is not None and pair.a.seq < 3]
+        assert reused and all(pair.same for pair in reused), [(p.number, p.differs) for p in reused]
+        assert not [pair for pair in comparison.steps if pair.differs in (("only in a",), ("only in b",))
+                    and (pair.a or pair.b).seq < 3]
 
 
 def test_a_fork_whose_code_makes_another_call_before_n_is_refused_naming_the_step(engine_for, operator):
