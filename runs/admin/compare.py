@@ -32,6 +32,11 @@ def _shown(value: Any) -> str:
     return "" if value is None or value == [] or value == "" else as_json(value)
 
 
+def _fact(value: Any) -> str:
+    """A run's fact as a person reads it: a word as itself (refund, not "refund"), the rest as JSON."""
+    return value if isinstance(value, str) and value else (_shown(value) or "-")
+
+
 def _cell(step: StepTime | None, differs: tuple[str, ...]) -> dict[str, Any] | None:
     if step is None:
         return None
@@ -59,7 +64,7 @@ def layout(comparison: Comparison) -> dict[str, Any]:
     took_a, took_b = comparison.took
     return {
         "a": comparison.a, "b": comparison.b, "differences": comparison.differences,
-        "facts": [{"name": f.name, "a": _shown(f.a) or "-", "b": _shown(f.b) or "-", "differs": f.differs}
+        "facts": [{"name": f.name, "a": _fact(f.a), "b": _fact(f.b), "differs": f.differs}
                   for f in comparison.facts],
         "took": (duration(took_a) if took_a is not None else "not over",
                  duration(took_b) if took_b is not None else "not over"),

@@ -239,3 +239,12 @@ def test_the_schema_documents_the_comparison(alice):
     assert operation["operationId"] == "runs_compare"
     assert set(operation["responses"]) >= {"200", "400", "401", "404"}
     assert "ComparedStep" in schema["components"]["schemas"]
+
+
+def test_the_compare_page_shows_a_runs_words_as_words_not_json(engine_for):
+    engine = engine_for(check_then_ask)
+    a = engine.run("check-then-ask", {"reads": 1}, run_id="words-a")
+    b = engine.run("check-then-ask", {"reads": 1, "order_id": "2"}, run_id="words-b")
+    page = desk("root", superuser=True).get(f"/admin/runs/run/{a.id}/compare/?with={b.id}").content.decode()
+    assert '<pre class="sanoma-value">check-then-ask</pre>' in page
+    assert '<pre class="sanoma-value">&quot;check-then-ask&quot;</pre>' not in page
