@@ -141,16 +141,17 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="lets through")
     def lets_through(self, approval: Approval) -> str:
         """The held operation, and its input as JSON when its summary does not say it in words (the
-        approval's page always shows the input whole)."""
+        approval's page always shows the input whole); then, in words, the later calls of the run
+        the approval lets through too (`covers_said`)."""
         parts = []
         if approval.op and self._held(approval)["summary"]:
             parts.append(format_html("<code>{}</code>", approval.op))
         elif approval.op:
             parts.append(format_html("<code>{}</code> {}", approval.op,
                                      json.dumps(approval.op_input, sort_keys=True, default=str)))
-        covers = [c for c in approval.covers if c != approval.op]
+        covers = approval_selectors.covers_said(approval)
         if covers:
-            parts.append(format_html("covers {}", format_html_join(", ", "<code>{}</code>", ((c,) for c in covers))))
+            parts.append(format_html('<span class="sanoma-covers">{}</span>', covers))
         if not parts:
             return "nothing further (a workflow approval)"
         return format_html_join(format_html("<br>"), "{}", ((p,) for p in parts))
@@ -187,6 +188,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "state_json": as_json(approval_selectors.approval_state(approval)),
             "op_input_json": as_json(approval.op_input) if approval.op else "",
             "summary": held["summary"],
+            "covers_said": approval_selectors.covers_said(approval),
             "amount": held["amount"],
             "extras": extras,
             "extra_links": [extra.link for extra in extras if extra.link],

@@ -22,7 +22,7 @@ from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
-from runs.approvals.selectors import nobody_decides_approval, pending_of, states_of, with_pending_count
+from runs.approvals.selectors import covered_ops, nobody_decides_approval, pending_of, states_of, with_pending_count
 from runs.display import moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
 from runs.selectors import children_of, failed_error_codes, made_from, steps_before, steps_of, tagged, waiting_on
@@ -64,8 +64,8 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("seq",)
-    fields = ("approval", "title", "approver", "status", "requested_by", "op", "covers", "decided_by", "decided",
-              "note")
+    fields = ("approval", "title", "approver", "status", "requested_by", "op", "lets_through", "decided_by",
+              "decided", "note")
     readonly_fields = fields
 
     @admin.display(description="decided at")
@@ -78,8 +78,14 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
     @admin.display(description="approval")
     def approval(self, approval: Approval) -> str:
         url = reverse("admin:runs_approval_change", args=[approval.pk])
-        action = "decide" if approval.status == ApprovalStatus.PENDING else "open"
-        return format_html('<a href="{}">{}</a> ({})', url, approval.approval_id, action)
+        if approval.status == ApprovalStatus.PENDING:
+            return format_html('<a href="{}">{}</a> (decide)', url, approval.approval_id)
+        return format_html('<a href="{}">{}</a>', url, approval.approval_id)
+
+    @admin.display(description="covers")
+    def lets_through(self, approval: Approval) -> str:
+        """The operations the approval lets through, named and joined in words."""
+        return ", ".join(covered_ops(approval)) or "-"
 
 
 class ErrorCodeFilter(admin.SimpleListFilter):

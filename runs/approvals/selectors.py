@@ -57,6 +57,30 @@ def approval_state(approval: Approval) -> dict[str, Any]:
     return state
 
 
+def covered_ops(approval: Approval) -> list[str]:
+    """The operations the approval lets through, in words: `<op>`, or `<op> on <target>` when each
+    target of the operation is approved on its own."""
+    said = []
+    for cover in approval.covers:
+        op, _, target = str(cover).partition("@")
+        said.append(f"{op} on {target}" if target else op)
+    return said
+
+
+def covers_said(approval: Approval) -> str:
+    """What else deciding this approval decides, for its approver: an approved hold lets through
+    every later call of the operations it covers in the same run that is held for the same
+    approver, without asking again. Empty when it covers nothing."""
+    ops = covered_ops(approval)
+    if not ops:
+        return ""
+    joined = ", ".join(ops)
+    if approval.op:
+        return (f"Also lets through every later {joined} of this run held for {approval.approver}, "
+                "without asking again")
+    return f"Lets through every {joined} of this run held for {approval.approver}, without asking again"
+
+
 def inbox(*, principal: str | Principal, status: str | None = ApprovalStatus.PENDING) -> QuerySet[Approval]:
     """The inbox, the one answer every surface gives (the desk's inbox and its badge, `/api/approvals`):
     the approvals this principal may decide, newest first, in a fixed number of queries; `status`
