@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, input_issue
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, describe_issues, input_issue
 from runs import ledger, services
 from runs.approvals.permissions import Principal, check_can_operate, check_can_rerun, permission_denied, principal_of
 from runs.config.registry import get_config
@@ -370,7 +370,7 @@ def resolve_in_doubt(*, run_id: str, happened: Any, output: Any = None, by: str 
             raise InvalidInput("Say whether the call happened: true or false", data={"issues": [
                 input_issue(["happened"], "must be true or false", IssueCode.TYPE)]})
         if happened:
-            output = validate_input(op.output, output, name=f"{op.id}'s output").model_dump(mode="json")
+            output = _checked_output(op, output)
         elif output is not None:
             raise InvalidInput("A call that did not happen has no output: leave it out", data={"issues": [
                 input_issue(["output"], "must be absent", IssueCode.INVALID)]})
@@ -383,6 +383,21 @@ def resolve_in_doubt(*, run_id: str, happened: Any, output: Any = None, by: str 
         transitions.wake(run_id=run.pk, now=clock.now())
     run.refresh_from_db()
     return run
+
+
+def _checked_output(op: Any, output: Any) -> Any:
+    """The vendor's output an operator gave, checked against the operation's output schema; a
+    mismatch names the output's fields (`output.tracking: Field required`), never "the input"."""
+    if output is None:
+        raise InvalidInput(f"Give the vendor's output of {op.id}: it happened, so it answered", data={"issues": [
+            input_issue(["output"], "required", IssueCode.REQUIRED)]})
+    try:
+        return validate_input(op.output, output, name=f"{op.id}'s output").model_dump(mode="json")
+    except InvalidInput as err:
+        issues = [{**issue, "path": ["output", *issue.get("path", [])]}
+                  for issue in (err.data or {}).get("issues", [])]
+        raise InvalidInput(f"The output does not match {op.id}'s output schema: "
+                           f"{describe_issues(issues, whole='output')}", data={"issues": issues}) from None
 
 
 def runs_in_doubt() -> list[tuple[Run, LedgerRecord]]:

@@ -18,11 +18,12 @@ from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, 
 from runs.admin.common import pretty_json
 from runs.admin.compare import CompareRunsMixin
 from runs.admin.now import sentence
-from runs.admin.run_filters import TagFilter, WaitingForFilter, tag_terms
+from runs.admin.run_filters import WAITING_LABELS, TagFilter, WaitingForFilter, tag_terms
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
 from runs.approvals.selectors import covered_ops, nobody_decides_approval, pending_of, states_of, with_pending_count
+from runs.config.registry import get_config
 from runs.display import moment
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
 from runs.selectors import children_of, failed_error_codes, made_from, steps_before, steps_of, tagged, waiting_on
@@ -116,7 +117,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
     missing_noun = "run"
     actions = ("cancel_selected", "rerun_selected", "compare_two")
     fieldsets = (
-        (None, {"fields": (("id", "workflow", "status"), ("started_by", "groups"), ("waiting_for", "wakes"),
+        (None, {"fields": (("id", "workflow", "status"), ("started_by", "groups"), ("waiting_for_words", "wakes"),
                            "waiting_detail", "app_version")}),
         ("Related runs", {"fields": ("parent_link", "children_links")}),
         ("When", {"fields": (("started", "updated", "ended"),)}),
@@ -125,7 +126,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         ("Ledger", {"fields": ("ledger_chain",)}),
         ("Lease", {"fields": ("lease_owner", "lease_until", "signal_gen"), "classes": ("collapse",)}),
     )
-    readonly_fields = ("input_json", "result_json", "error_json", "ledger_chain", "waiting_detail", "parent_link",
+    readonly_fields = ("input_json", "result_json", "error_json", "ledger_chain", "waiting_detail", "waiting_for_words",
+                       "parent_link",
                        "children_links", "started", "updated", "ended", "wakes")
 
     @admin.display(description="started", ordering="created_at")
@@ -172,6 +174,11 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
             return ""
         return run.error.get("code") or run.error.get("name") or "error"
 
+    @admin.display(description="waiting for")
+    def waiting_for_words(self, run: Run) -> str:
+        """What the run waits for, in the run list filter's words ("a word on a call in doubt")."""
+        return WAITING_LABELS.get(run.waiting_for, run.waiting_for) or "-"
+
     @admin.display(description="waits for")
     def waiting_detail(self, run: Run) -> str:
         waiting = waiting_on(run)
@@ -194,8 +201,10 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
                 return "an approval"
             return format_html("{}{}", format_html_join(", ", "{}", ((s,) for s in said)),
                                format_html(" until {}", moment(run.wake_at)) if run.wake_at else "")
+        elif waiting["kind"] == "in_doubt":
+            what = f'{WAITING_LABELS["in_doubt"]}: {waiting.get("op")} (step {waiting.get("seq")})'
         else:
-            what = waiting["kind"]
+            what = WAITING_LABELS.get(waiting["kind"], waiting["kind"])
         return format_html("{}{}", what, format_html(" until {}", moment(run.wake_at)) if run.wake_at else "")
 
     @admin.display(description="started by run")
@@ -461,27 +470,69 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
                           from_step=from_step, problem="")
 
     def in_doubt_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The call a run is in doubt about, and a form to say whether it happened."""
+        """The call a run is in doubt about (what was sent, when, whether the vendor was asked), and
+        a form to say whether it happened; a refused answer comes back with everything typed kept."""
         run = self.get_object(request, unquote(object_id))
         if run is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        typed = {"happened": "", "output": "", "note": ""}
+        errors: dict[str, str] = {}
+        status = 200
         if request.method == "POST":
-            happened = request.POST.get("happened")
-            try:
-                output = parse_json(request.POST["output"], what="The output") if request.POST.get("output") else None
-                recovery.resolve_in_doubt(run_id=run.id, happened={"yes": True, "no": False}.get(happened or ""),
-                                          output=output, note=request.POST.get("note", ""), by=me(request))
-            except SanomaError as err:
-                self.message_user(request, f"Not settled: {refusal(err)}", messages.ERROR)
-                return redirect("admin:runs_run_in_doubt", quote(run.pk))
-            self.message_user(request, f"Settled the call {run.id} was in doubt about", messages.SUCCESS)
-            return redirect("admin:runs_run_change", quote(run.pk))
+            typed = {name: request.POST.get(name, "") for name in typed}
+            errors = self._settle_in_doubt(request, run, typed)
+            if not errors:
+                self.message_user(request, f"Settled the call {run.id} was in doubt about", messages.SUCCESS)
+                return redirect("admin:runs_run_change", quote(run.pk))
+            status = 400
         intent = recovery.in_doubt_call(run) if run.waiting_for == "in_doubt" else None
         return TemplateResponse(request, "admin/runs/run/in_doubt.html", {
             **self.admin_site.each_context(request), "opts": self.opts, "original": run,
             "title": f"{run.id}: a call in doubt", "intent": intent,
             "step": None if intent is None else steps_before(run, intent.seq),
-        })
+            "sent": None if intent is None else in_doubt_sent(run, intent),
+            "typed": typed, "errors": errors,
+        }, status=status)
+
+    def _settle_in_doubt(self, request: HttpRequest, run: Run, typed: dict[str, str]) -> dict[str, str]:
+        """Settle the call as the form says; the refusals by field ("" for the whole form)."""
+        errors: dict[str, str] = {}
+        if typed["happened"] not in ("yes", "no"):
+            errors["happened"] = "Say whether the call happened: tick “It happened” or “It did not happen”."
+        output = None
+        if typed["output"].strip():
+            try:
+                output = parse_json(typed["output"], what="The output")
+            except SanomaError as err:
+                errors["output"] = err.message
+        if errors:
+            return errors
+        try:
+            recovery.resolve_in_doubt(run_id=run.id, happened=typed["happened"] == "yes", output=output,
+                                      note=typed["note"], by=me(request))
+        except SanomaError as err:
+            fields = field_issues(err)
+            field = next((name for name in ("output", "happened") if name in fields), "")
+            errors[field] = f"Not settled: {err.message}" if not field else err.message
+        return errors
+
+def in_doubt_sent(run: Run, intent: Any) -> dict[str, Any]:
+    """What was sent in the call in doubt, and whether its vendor was asked (its reconcile read)."""
+    body = intent.body
+    op = get_config().ops.get(body.get("op", ""))
+    reconcile = getattr(op, "reconcile", None)
+    if op is None:
+        asked = "Its operation is not in the current code."
+    elif not reconcile:
+        asked = f"Not asked: {op.id} declares no reconcile read, so only you can say what happened."
+    elif run.wake_at is not None:
+        asked = format_html("Not asked yet: its reconcile read {} is asked once the call can no longer land, at {}.",
+                            reconcile, moment(run.wake_at))
+    else:
+        asked = format_html("Asked through its reconcile read {}, which could not say (the workers' log has why).",
+                            reconcile)
+    return {"input": pretty_json(body["input"]) if "input" in body else "not recorded",
+            "idempotency_key": body.get("idempotency_key") or "", "at": moment(intent.at), "asked": asked}
 
 
 def field_issues(err: SanomaError, *, rename: dict[str, str] | None = None) -> dict[str, str]:

@@ -149,7 +149,10 @@ class Calls:
                 # read of a worker taking the run over waits for it (see `runs.engine.doubts`).
                 deadline_ms = clock.now_ms() + int(timeout * 1000)
                 intent = segment.record(LedgerKind.OP_INTENT, seq, {"op": op.id, "attempt": attempt,
-                                                                   "deadline": deadline_ms}, key=f"{seq}:{attempt}")
+                                                                   "deadline": deadline_ms,
+                                                                   "input": ledger.mask_opaque(input_json, op.opaque),
+                                                                   "idempotency_key": f"{run.id}:{seq}"},
+                                        key=f"{seq}:{attempt}")
                 segment.commit(Checkpoint(records=[intent], retries=True))
                 allowed = (deadline_ms - clock.now_ms()) / 1000  # less what writing the intent took
                 if allowed <= 0:

@@ -6,6 +6,7 @@ then taken over as the sweep takes over a dead worker's run.
 """
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from io import StringIO
 
@@ -187,3 +188,55 @@ def test_the_api_settles_a_call_in_doubt(engine, ops):
     engine.drain()
     run.refresh_from_db()
     assert run.result == "pay_1"
+
+
+def desk(ops) -> Client:
+    ops.is_staff = True
+    ops.save()
+    client = Client()
+    client.force_login(ops)
+    return client
+
+
+def test_a_refused_settle_form_keeps_what_was_typed_and_names_each_field(engine, ops):
+    run = crash_after_the_vendor_answered(engine, "pay")
+    client = desk(ops)
+    page = client.post(f"/admin/runs/run/{run.id}/in-doubt/", {"output": '{"payment_id": "p1",}',
+                                                                  "note": "seen in the dashboard"})
+    assert page.status_code == 400
+    text = page.content.decode()
+    assert 'value="seen in the dashboard"' in text and "{&quot;payment_id&quot;: &quot;p1&quot;,}</textarea>" in text
+    assert 'id="error-happened"' in text and "Say whether the call happened" in text
+    assert 'id="error-output"' in text and "The output is not valid JSON: " in text and "line 1 column" in text
+    assert text.count('name="happened"') == text.count("required") == 2  # both radios, the choice is required
+    # JSON that is not the operation's output names the output's own field, never "the input"
+    page = client.post(f"/admin/runs/run/{run.id}/in-doubt/", {"happened": "yes", "output": '{"payment": 1}',
+                                                                  "note": "seen"})
+    text = page.content.decode()
+    assert page.status_code == 400 and 'value="yes" required checked' in text
+    assert "The output does not match bank.payment.create&#x27;s output schema: output.payment_id: Field required" \
+        in text and "the input" not in text.lower().replace("the input to", "")
+    page = client.post(f"/admin/runs/run/{run.id}/in-doubt/", {"happened": "yes", "output": ""})
+    assert page.status_code == 400 and "Give the vendor&#x27;s output of bank.payment.create" in page.content.decode()
+    assert not engine.records(run, "op.resolved")
+
+
+def test_the_settle_page_shows_what_was_sent_and_whether_the_vendor_was_asked(engine, ops):
+    run = crash_after_the_vendor_answered(engine, "pay")
+    client = desk(ops)
+    text = client.get(f"/admin/runs/run/{run.id}/in-doubt/").content.decode()
+    assert '<pre class="sanoma-json">' in text and "&quot;order&quot;: &quot;o1&quot;" in text  # pretty, not raw
+    assert f"<code>{run.id}:1</code>" in text  # the idempotency key it was sent with
+    assert "attempt</th><td>1</td>" in text and "sent</th><td>" in text
+    assert "Not asked: bank.payment.create declares no reconcile read" in text
+    in_wait = crash_after_the_vendor_answered(engine, "pay2")
+    text = client.get(f"/admin/runs/run/{in_wait.id}/in-doubt/").content.decode()
+    assert "Not asked yet: its reconcile read bank2.payment.find is asked once the call can no longer land" in text
+
+
+def test_the_run_page_says_in_words_what_a_run_in_doubt_waits_for(engine, ops):
+    run = crash_after_the_vendor_answered(engine, "pay")
+    text = desk(ops).get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    assert "a word on a call in doubt: bank.payment.create (step 1)" in text
+    field = re.search(r"<label>Waiting for:</label>\s*<div class=\"readonly\">([^<]*)</div>", text)
+    assert field is not None and field.group(1) == "a word on a call in doubt"

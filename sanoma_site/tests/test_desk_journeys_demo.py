@@ -60,12 +60,19 @@ def test_the_operator_finds_order_1001_by_its_tag_and_settles_the_shipment_in_do
     wait.until(EC.presence_of_element_located((By.ID, "ledger")))
     full_page(browser, shots / "run-in-doubt.png")
     assert "In doubt about shop.shipment.book (step 2)" in browser.find_element(By.ID, "run-now").text
-    browser.find_element(By.CSS_SELECTOR, ".object-tools a[href$='/in-doubt/']").click()
-    assert "shop.shipment.book" in wait.until(EC.presence_of_element_located((By.ID, "content-main"))).text
     [booked] = company.fakes["shop"].state["shipments"]  # what the carrier's dashboard shows
+    assert "a word on a call in doubt" in browser.find_element(By.CSS_SELECTOR, ".field-waiting_for_words").text
+    browser.find_element(By.CSS_SELECTOR, ".object-tools a[href$='/in-doubt/']").click()
+    sent = wait.until(EC.presence_of_element_located((By.ID, "in-doubt-call"))).text
+    assert "shop.shipment.book" in sent and "idempotency key" in sent
     browser.find_element(By.CSS_SELECTOR, "input[name=happened][value=yes]").click()
-    browser.find_element(By.NAME, "output").send_keys(json.dumps(booked))
+    browser.find_element(By.NAME, "output").send_keys(json.dumps(booked)[:-1])  # a JSON typo: refused, all kept
     browser.find_element(By.NAME, "note").send_keys("booked: seen in the carrier's dashboard")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit][value=Settle]").click()
+    assert "is not valid JSON" in wait.until(EC.presence_of_element_located((By.ID, "error-output"))).text
+    assert browser.find_element(By.NAME, "note").get_attribute("value") == "booked: seen in the carrier's dashboard"
+    browser.find_element(By.NAME, "output").clear()
+    browser.find_element(By.NAME, "output").send_keys(json.dumps(booked))
     browser.find_element(By.CSS_SELECTOR, "input[type=submit][value=Settle]").click()
     message = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist li")))
     assert "Settled the call" in message.text
