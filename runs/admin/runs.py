@@ -22,9 +22,17 @@ from runs.admin.run_filters import WAITING_LABELS, TagFilter, WaitingForFilter, 
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
-from runs.approvals.selectors import covered_ops, nobody_decides_approval, pending_of, states_of, with_pending_count
+from runs.approvals.selectors import (
+    covered_ops,
+    decided_said,
+    nobody_decides_approval,
+    pending_of,
+    states_of,
+    with_pending_count,
+)
 from runs.config.registry import get_config
 from runs.display import moment
+from runs.engine.transitions import RUNTIME_ACTOR
 from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
 from runs.selectors import children_of, failed_error_codes, made_from, steps_before, steps_of, tagged, waiting_on
 from runs.validation import parse_json
@@ -65,7 +73,7 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("seq",)
-    fields = ("approval", "title", "approver", "status", "requested_by", "op", "lets_through", "decided_by",
+    fields = ("approval", "title", "approver", "status", "requested_by", "op", "lets_through", "decided_by_said",
               "decided", "note")
     readonly_fields = fields
 
@@ -82,6 +90,13 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
         if approval.status == ApprovalStatus.PENDING:
             return format_html('<a href="{}">{}</a> (decide)', url, approval.approval_id)
         return format_html('<a href="{}">{}</a>', url, approval.approval_id)
+
+    @admin.display(description="decided by")
+    def decided_by_said(self, approval: Approval) -> str:
+        """Who, or why the runtime withdrew it, as the approval's own page says it."""
+        if approval.decided_by == RUNTIME_ACTOR:
+            return decided_said(approval)
+        return approval.decided_by or "-"
 
     @admin.display(description="covers")
     def lets_through(self, approval: Approval) -> str:

@@ -186,6 +186,10 @@ def test_cancelling_with_a_reason_takes_the_approval_out_of_the_approvers_inbox(
     browser.get(f"{live_server.url}/admin/runs/approval/{approval.pk}/change/")
     decided = wait.until(EC.presence_of_element_located((By.ID, "decided-by"))).text
     assert decided.startswith("withdrawn: its run was cancelled by alice (“The customer called back: no refund”), ")
+    # and the run's page, in the same words.
+    browser.back()
+    inline = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "td.field-decided_by_said"))).text
+    assert inline == "withdrawn: its run was cancelled by alice (“The customer called back: no refund”)"
     browser.delete_all_cookies()
 
     # bob's inbox, badge and API no longer hold it.
