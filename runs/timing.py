@@ -7,7 +7,9 @@ database: callers pass the records they read (one read, in the page's snapshot).
 When a step began is not always recorded, so it is derived:
 - a call began `duration_ms` before its `op.called` record (or at its first failed attempt);
 - a held call's approval, a `ctx.approval`, a sleep and a child run begin at their first record;
-- a message was waited for from the run's record before it (the run waits from its last step on).
+- a message was waited for from the run's record before it (the run waits from its last step on);
+- a message still waited for has no record yet: the caller passes it (`OpenWait`, from the wait's
+  own step), and it is a step not over, like an approval not yet decided.
 """
 from __future__ import annotations
 
@@ -46,6 +48,17 @@ class StepTime:
         return self.kind in ("tag", "doubt")
 
 
+@dataclass(frozen=True)
+class OpenWait:
+    """A wait for a message not over yet: its topic, the wait's seq and when it began. The ledger
+    records a message wait only once the message is read, so the caller reads this from the
+    wait's own step."""
+
+    topic: str
+    seq: int
+    since_ms: int
+
+
 @dataclass
 class RunTime:
     start_ms: int | None
@@ -64,8 +77,9 @@ def _group(record: dict[str, Any]) -> str:
     return f"ctx.all member {group['index'] + 1} of {group['size']}" if isinstance(group, dict) else ""
 
 
-def run_time(records: list[dict[str, Any]]) -> RunTime:
-    """The run's steps, in the order they began, from its ledger records."""
+def run_time(records: list[dict[str, Any]], *, waiting: OpenWait | None = None) -> RunTime:
+    """The run's steps, in the order they began, from its ledger records; with `waiting`, the
+    message the run waits for now as a step not over (drawn open, to the moment of the read)."""
     ordered = sorted(records, key=lambda r: (r.get("at") or 0, r.get("seq") or 0))
     steps: list[StepTime] = []
     approvals: dict[str, StepTime] = {}
@@ -143,6 +157,9 @@ def run_time(records: list[dict[str, Any]]) -> RunTime:
                 step.outcome = outcome
     if start_ms is None and ordered:
         start_ms = int(ordered[0].get("at") or 0)
+    if waiting is not None and end_ms is None and not any(s.kind == "message" and s.seq > waiting.seq for s in steps):
+        since = waiting.since_ms if start_ms is None else max(start_ms, waiting.since_ms)
+        steps.append(StepTime("message", waiting.topic, waiting.seq, since, None, "waiting"))
     steps.sort(key=lambda s: (s.start_ms, s.seq))
     return RunTime(start_ms, end_ms, outcome, steps)
 

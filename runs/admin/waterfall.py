@@ -10,7 +10,10 @@ Consecutive calls of one operation (a drift of 21 imports) are one line with the
 the first to the last; the line opens to the calls themselves.
 
 Positions are percentages of the axis, for the template's inline `left`/`width`; the page's live
-refresh redraws them, and an open bar (a wait not over) reaches to the moment of the read.
+refresh redraws them, and an open bar (a wait not over) reaches to the moment of the read. A
+message the run waits for now is such an open bar, as an approval not yet decided is: the ledger
+has no record of it until the message is read, so `open_message_wait` reads it from the wait's own
+step for `run_time(records, waiting=...)`.
 """
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from runs.display import duration, moment
-from runs.timing import RunTime, StepTime
+from runs.engine import clock
+from runs.models import Run, RunStatus, Step, StepKind
+from runs.timing import OpenWait, RunTime, StepTime
 
 GAP_MS = 60_000  # a stretch with nothing beginning or ending longer than this is drawn compressed
 GAP_SHARE = 8.0  # the percentage of the axis one compressed stretch takes
@@ -177,6 +182,16 @@ def fold(pairs: list[tuple[StepTime, Bar]]) -> list[Bar]:
             out.extend(bar for _, bar in pairs[index:end])
         index = end
     return out
+
+
+def open_message_wait(run: Run) -> OpenWait | None:
+    """The message `run` waits for now (its topic, from the wait's step), or None."""
+    if run.status != RunStatus.WAITING or run.waiting_for != "message":
+        return None
+    began = Step.objects.filter(run=run, kind=StepKind.WAIT).order_by("-seq").first()
+    if began is None:
+        return None
+    return OpenWait(began.name, began.seq, clock.to_ms(began.created_at))
 
 
 def waterfall(timeline: RunTime, *, now_ms: int) -> Waterfall | None:

@@ -14,12 +14,13 @@ from rest_framework.test import APIClient
 
 from runs import ledger
 from runs.admin.graph import Fold, graph_of
-from runs.admin.waterfall import GAP_MS, MIN_WIDTH, Axis, waterfall
+from runs.admin.waterfall import GAP_MS, MIN_WIDTH, Axis, open_message_wait, waterfall
 from runs.approvals.services import decide
 from runs.authoring import define_workflow
 from runs.comparison import compare_runs
 from runs.engine import clock
 from runs.seed import seed_person
+from runs.services import send_message
 from runs.tests.fixtures import GET, SEND
 from runs.tests.test_api import client_for as api_client
 from runs.timing import run_time
@@ -93,6 +94,52 @@ def test_the_run_page_draws_the_waterfall_and_a_running_wait_reaches_now(engine_
     assert re.search(r'sanoma-wf-row approval waiting open', page)
     assert "5 h so far" in page
     assert 'data-count="2"' in page  # the two reads, folded
+
+
+def _read_then_wait(ctx, input: Check):
+    ctx.acme.order.get({"order_id": input.order_id})
+    return ctx.wait_message("shipped")
+
+
+# Reads an order, then waits for the warehouse's message.
+read_then_wait = define_workflow(name="read-then-wait", input=Check, uses=[GET, "wait_message"], run=_read_then_wait)
+
+
+def test_a_message_still_waited_for_is_an_open_bar_as_an_approval_not_yet_decided_is(engine_for):
+    engine = engine_for(read_then_wait)
+    run = engine.run("read-then-wait", {"reads": 1}, run_id="awaits")
+    assert run.status == "waiting" and run.waiting_for == "message"
+    clock.advance(timedelta(minutes=6, seconds=18))
+    wait = open_message_wait(run)
+    assert wait is not None and wait.topic == "shipped"
+    drawn = waterfall(run_time(ledger.records_of(run.id), waiting=wait), now_ms=clock.now_ms())
+    assert drawn is not None
+    read, waiting = drawn.bars
+    assert read.kind == "call"
+    assert (waiting.kind, waiting.outcome, waiting.open) == ("message", "waiting", True)
+    assert waiting.label == "waits for a message on “shipped”" and waiting.took == "6 min 18 s so far"
+    assert round(waiting.left + waiting.width) == 100  # it reaches to the moment of the read
+
+    # Once the message is read, the same wait is one closed bar, drawn from the ledger.
+    send_message(run_id=run.id, topic="shipped", payload={"ok": True},
+                 by=seed_person(username="warehouse", staff=True, superuser=True))
+    engine.drain()
+    run.refresh_from_db()
+    assert run.status == "finished" and open_message_wait(run) is None
+    ended = waterfall(run_time(ledger.records_of(run.id), waiting=open_message_wait(run)), now_ms=clock.now_ms())
+    assert ended is not None
+    [message] = [bar for bar in ended.bars if bar.kind == "message"]
+    assert (message.outcome, message.open) == ("received", False)
+
+
+@pytest.mark.xfail(reason="the run page passes `waiting=open_message_wait(run)` to run_time once wired", strict=False)
+def test_an_open_message_wait_is_drawn_on_the_run_page(engine_for):
+    engine = engine_for(read_then_wait)
+    run = engine.run("read-then-wait", {"reads": 1}, run_id="awaits-page")
+    clock.advance(timedelta(minutes=3))
+    page = desk("root", superuser=True).get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    assert re.search(r'sanoma-wf-row message waiting open', page)
+    assert "3 min so far" in page
 
 
 def test_an_axis_without_long_stretches_is_linear():

@@ -11,7 +11,9 @@ journey through several pages.
   demo's refund, saying why, and it leaves finance-lead's inbox.
 - ops drifts, reads the plan and applies; the staff roles wait for sam, who approves them from his
   inbox; the apply finishes.
-- At 1200 and 1280 px, with the navigation sidebar open, no list of the desk scrolls sideways.
+- At 1200 and 1280 px, with the navigation sidebar open, no list of the desk scrolls sideways, nor
+  the run page's waterfall; at 800 px neither do the lists (runs, app versions, ledger records)
+  and the credentials page.
 - A relative moment ("just now") does not stay as it was while the page sits.
 
 Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; skipped with the reason
@@ -324,7 +326,60 @@ def test_no_list_of_the_desk_scrolls_sideways_at_1200_and_1280_px_with_the_sideb
                 wide[f"{page} at {width} px"] = found
             browser.save_screenshot(str(shots / f"fits-{width}-{page.strip('/').replace('/', '-')}.png"))
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+    # The run page's waterfall fits its box at 1280 px, and no label in it is cut.
+    sign_in(browser, site, "ops", then=f"/admin/runs/run/{refund.id}/change/")
+    wait.until(EC.presence_of_element_located((By.ID, "waterfall")))
+    at_width(browser, 1280)
+    browser.refresh()
+    wait.until(EC.presence_of_element_located((By.ID, "waterfall")))
+    found = waterfall_fits(browser)
+    if found:
+        wide["the waterfall at 1280 px"] = found
+    browser.save_screenshot(str(shots / "fits-1280-waterfall.png"))
+
+    # At 800 px (the sidebar hidden) the lists and the credentials page fit too.
+    for page, ready in (("/admin/runs/run/", "result_list"), ("/admin/credentials/credential/", "credentials"),
+                        ("/admin/runs/appversion/", "changelist"), ("/admin/runs/ledgerrecord/", "result_list")):
+        sign_in(browser, site, "admin", then=page)
+        at_width(browser, 800)
+        browser.refresh()
+        wait.until(EC.presence_of_element_located((By.ID, ready)))
+        found = page_fits(browser) + table_fits(browser, "credentials" if ready == "credentials" else "result_list")
+        if found:
+            wide[f"{page} at 800 px"] = found
+        browser.save_screenshot(str(shots / f"fits-800-{page.strip('/').replace('/', '-')}.png"))
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert wide == {}, wide
+
+
+def waterfall_fits(driver) -> list[str]:
+    """What is too wide in the waterfall: its rows, or a label cut by its own box."""
+    return [str(item) for item in driver.execute_script("""
+        const wide = [];
+        const box = document.querySelector('#waterfall .sanoma-wf');
+        if (box.scrollWidth > box.clientWidth + 1) {
+          wide.push(`the waterfall: ${box.scrollWidth} > ${box.clientWidth}`);
+        }
+        const right = box.getBoundingClientRect().right;
+        for (const label of document.querySelectorAll('#waterfall .sanoma-wf-gap-label, #waterfall .sanoma-wf-label')) {
+          if (label.scrollWidth > label.clientWidth + 1 || label.getBoundingClientRect().right > right + 1) {
+            wide.push(`a label: ${label.textContent.trim()}`);
+          }
+        }
+        return wide;
+    """)]
+
+
+def table_fits(driver, table_id: str) -> list[str]:
+    """A table wider than its box (a column cut, or scrolled inside)."""
+    return [str(item) for item in driver.execute_script("""
+        const table = document.getElementById(arguments[0]);
+        if (!table) { return []; }  // a list with no rows has no table
+        const box = table.parentElement;
+        return table.getBoundingClientRect().width > box.clientWidth + 1
+            ? [`${arguments[0]}: ${table.getBoundingClientRect().width} > ${box.clientWidth}`] : [];
+    """, table_id)]
 
 
 LATER = """
