@@ -24,7 +24,7 @@ from runs import ledger
 from runs.admin.graph import graph_of
 from runs.admin.now import cancellation, sentence
 from runs.admin.timeline import timeline_rows
-from runs.admin.waterfall import waterfall
+from runs.admin.waterfall import open_message_wait, waterfall
 from runs.approvals.permissions import Principal, can_operate, can_rerun, can_send_message
 from runs.approvals.selectors import states_of
 from runs.engine import clock
@@ -94,7 +94,7 @@ def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str,
         "live": None if run.ended else live_seconds,
         "ledger_rows": timeline_rows(records),
         "graph": graph_of(records, ended=run.ended),
-        "waterfall": waterfall(run_time(records), now_ms=clock.now_ms()),
+        "waterfall": waterfall(run_time(records, waiting=open_message_wait(run)), now_ms=clock.now_ms()),
         "now": sentence(run, approvals, cancelled=cancellation(records)),
         "run_ended": run.ended,
         "may_cancel": not run.ended and can_operate(viewer, run),

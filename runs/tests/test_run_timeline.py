@@ -132,7 +132,6 @@ def test_a_message_still_waited_for_is_an_open_bar_as_an_approval_not_yet_decide
     assert (message.outcome, message.open) == ("received", False)
 
 
-@pytest.mark.xfail(reason="the run page passes `waiting=open_message_wait(run)` to run_time once wired", strict=False)
 def test_an_open_message_wait_is_drawn_on_the_run_page(engine_for):
     engine = engine_for(read_then_wait)
     run = engine.run("read-then-wait", {"reads": 1}, run_id="awaits-page")

@@ -68,7 +68,8 @@ def same_page(driver) -> bool:
 
 def said(driver) -> str:
     """The page's messages (Django's message list), waited for."""
-    return waiter(driver).until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist"))).text
+    # Read inside the wait: a live refresh may redraw the list between finding it and reading it.
+    return waiter(driver).until(lambda d: d.find_element(By.CSS_SELECTOR, "ul.messagelist").text)
 
 
 def fill(driver, **values: str) -> None:
