@@ -143,7 +143,9 @@ def test_the_operator_drifts_sees_what_will_be_refused_applies_and_sees_it_incom
         open_from_sidebar(browser, "Resources")
         assert "No drift run yet." in text_of(browser, "content-main")
 
-        browser.find_element(By.ID, "run-drift").click()
+        drift_button = browser.find_element(By.ID, "run-drift")
+        drift_button.click()
+        wait.until(EC.staleness_of(drift_button))  # the page the click loads, not the one it left
         wait.until(EC.presence_of_element_located((By.ID, "run-drift")))
         mark_page(browser)
         # The run's result lands on the page without a reload: the plan, and what will be refused.
@@ -158,6 +160,7 @@ def test_the_operator_drifts_sees_what_will_be_refused_applies_and_sees_it_incom
         assert apply_button.get_attribute("value") == "Apply (2 of 19 will be refused)"
 
         apply_button.click()
+        wait.until(EC.staleness_of(apply_button))  # the page the click loads, not the one it left
         wait.until(EC.presence_of_element_located((By.ID, "run-drift")))
         mark_page(browser)
         wait.until(shows(browser, "content-main", "not made: 2 denied, 1 skipped"))

@@ -250,7 +250,9 @@ def test_the_operator_drifts_plans_and_applies_on_the_demo_and_sam_lets_the_staf
     assert "No drift run yet." in text_of(browser, "content-main")
 
     # Drift: the page follows the run and shows what differs and the plan, without a reload.
-    browser.find_element(By.ID, "run-drift").click()
+    drift_button = browser.find_element(By.ID, "run-drift")
+    drift_button.click()
+    wait.until(EC.staleness_of(drift_button))  # the page the click loads, not the one it left
     wait.until(EC.presence_of_element_located((By.ID, "run-drift")))
     mark_page(browser)
     wait.until(EC.presence_of_element_located((By.ID, "plan")))
@@ -267,6 +269,7 @@ def test_the_operator_drifts_plans_and_applies_on_the_demo_and_sam_lets_the_staf
 
     # Apply: the run makes what is allowed and waits for sam on each staff role.
     apply_button.click()
+    wait.until(EC.staleness_of(apply_button))  # the page the click loads, not the one it left
     wait.until(EC.presence_of_element_located((By.ID, "latest-apply")))
     mark_page(browser)
     wait_for(lambda: Approval.objects.filter(run__workflow="apply", status="pending").exists())
