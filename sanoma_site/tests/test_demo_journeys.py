@@ -80,11 +80,12 @@ def fill(driver, **values: str) -> None:
 
 
 def open_from_sidebar(driver, label: str) -> None:
-    """The desk's link to a page: in the navigation sidebar, or on the home page's list of apps."""
-    links = driver.find_elements(By.XPATH, f"//nav[@id='nav-sidebar']//th/a[normalize-space(text())='{label}']") or \
-        driver.find_elements(By.XPATH, f"//div[@id='content-main']//th/a[normalize-space(text())='{label}']")
-    assert links, f"no link {label!r} on {driver.current_url}"
-    links[0].click()
+    """The desk's link to a page: in the navigation sidebar, or on the home page's list of apps, waited
+    for (a sign-in's click returns before the page it loads is there)."""
+    def links(d) -> list:
+        return d.find_elements(By.XPATH, f"//nav[@id='nav-sidebar']//th/a[normalize-space(text())='{label}']") or \
+            d.find_elements(By.XPATH, f"//div[@id='content-main']//th/a[normalize-space(text())='{label}']")
+    waiter(driver).until(links, f"no link {label!r} on the page")[0].click()
 
 
 def run_row_status(driver, run_id: str) -> str:
