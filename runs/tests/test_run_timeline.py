@@ -81,7 +81,7 @@ def test_a_three_day_wait_is_one_compressed_break_and_the_calls_still_show(engin
     # The wait's bar crosses the break; the calls before and after it keep most of the axis.
     assert approval.left <= gap.left and approval.left + approval.width >= gap.left + gap.width
     # (a bar is at least MIN_WIDTH wide, so a call of 0 ms ending at the break may reach into it)
-    assert reads.left + reads.width <= gap.left + MIN_WIDTH and mail.left >= gap.left + gap.width - 0.01
+    assert reads.left + reads.width <= gap.left + MIN_WIDTH + 0.01 and mail.left >= gap.left + gap.width - 0.01
     assert drawn.took == "3 d 2 h"
 
 
