@@ -87,6 +87,7 @@ class StepKind(models.TextChoices):
     RUN_WAIT = "run_wait"  # a wait for a child run began: the child and the deadline
     RUN_END = "run_end"  # how the child ended, as the wait read it (or its `wait_timed_out`)
     TAG = "tag"  # ctx.tag: the business keys the run was tagged with
+    PATCH = "patch"  # ctx.patched: whether the run took a patch's new path (True) or the old one
 
 
 class Step(models.Model):
@@ -117,6 +118,8 @@ class ApprovalStatus(models.TextChoices):
     APPROVED = "approved"
     REJECTED = "rejected"
     WITHDRAWN = "withdrawn"
+    # A held call that a newer policy allows: the approval is no longer needed (kept as evidence).
+    RELEASED = "released"
 
 
 class ApprovalRequester(models.TextChoices):
@@ -255,6 +258,10 @@ class LedgerKind(models.TextChoices):
     OP_INTENT = "op.intent"  # a call whose vendor ignores idempotency keys is about to be sent
     OP_RESOLVED = "op.resolved"  # an in-doubt call was settled: it happened (with its output) or not, and by whom
     RUN_FORKED = "run.forked"  # an operator forked a run: the source, the step it forks from, the steps reused
+    RUN_MIGRATED = "run.migrated"  # a deploy proved the run on new code and moved it: from, to, steps replayed
+    RUN_PINNED = "run.pinned"  # a deploy could not prove the run on new code: it stays on its version, and why
+    APPROVAL_RELEASED = "approval.released"  # a new policy allows a held call: its approval is no longer needed
+    APPROVAL_REASSIGNED = "approval.reassigned"  # a new policy holds a call for another approver
 
 
 class LedgerRecord(models.Model):
@@ -440,6 +447,16 @@ class AppVersion(models.Model):
     version = models.CharField(max_length=200, unique=True)
     first_started_at = models.DateTimeField()
     promoted_at = models.DateTimeField()
+    # Where this version's code came from: the config root's git commit ("" outside git) and path.
+    commit = models.CharField(max_length=64, blank=True, default="")
+    root = models.CharField(max_length=1000, blank=True, default="")
+    # Each workflow's own version at this deploy ({workflow: "<workflow>@<hash>"}).
+    workflows = models.JSONField(default=dict, blank=True)
+    policy_version = models.CharField(max_length=200, blank=True, default="")
+    # Set when no unfinished run needs this version any more and its on-demand code was removed.
+    retired_at = models.DateTimeField(null=True, blank=True)
+    # Why an on-demand worker for this version could not be started ("" when it could).
+    worker_error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-promoted_at"]
