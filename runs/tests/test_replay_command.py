@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def live(tmp_path: Path, alice) -> ResolvedConfig:
+def live(tmp_path: Path, alice) -> Iterator[ResolvedConfig]:
     config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
     set_config(config)
     yield config
