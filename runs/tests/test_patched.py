@@ -161,3 +161,15 @@ def test_the_lint_refuses_a_patch_name_used_twice(tmp_path: Path):
     assert [(p.line, p.column) for p in problems] == [(7, 8)]
     assert problems[0].message == ("patch: the patch name 'new-fee' is used again (first on line 5): give each "
                                    "change its own name, so each is retired on its own")
+
+
+def test_the_outline_draws_the_branch_a_patch_chooses_and_the_marker_as_a_call_site():
+    from runs.config.outline import outline_of
+
+    drawn = outline_of(define_workflow(name="ship", uses=[GET, SEND, "wait_message"], run=patched_before_the_wait))
+    assert drawn.problems == ()
+    assert [node.kind for node in drawn.nodes] == ["op", "branch", "message", "op"]
+    branch = drawn.nodes[1]
+    assert branch.info == {"patch": "warn-first"}
+    assert [(s.role, s.label) for s in branch.sections] == [("case", 'if ctx.patched("warn-first")'), ("past", "")]
+    assert ("patched", None) in [(site.call, site.node) for site in drawn.sites]

@@ -4,6 +4,7 @@ another (the new code), and nothing is written or called while it does.
 """
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -15,7 +16,8 @@ from runs import services
 from runs.authoring import define_workflow
 from runs.engine import clock, faults, transitions
 from runs.engine.faults import FaultPoint
-from runs.engine.proof import parked_runs, prove, prove_runs
+from runs.engine.proof import parked_runs, prove, prove_recorded, prove_runs
+from runs.engine.recorded import Recorded, load_records
 from runs.models import Approval, LedgerRecord, Run, RunStatus, Step
 from runs.policies import allow, approve, define_policy
 from runs.tests.bank_vendor import bank_setup
@@ -182,6 +184,10 @@ def test_each_parked_kind_migrates_on_unchanged_code_and_on_an_appended_step(cod
         assert proof.run_id == run.id and proof.workflow == "parks"
         assert proof.from_version == run.app_version and proof.to_version == new.config.version
         assert proof.steps_replayed == len(Step.objects.filter(run=run))
+        # The same record written as a fixture and read back proves the same.
+        [recorded] = load_records([run])
+        fixture = Recorded.from_json(json.loads(json.dumps(recorded.as_json(), default=str)))
+        assert prove_recorded(recorded=fixture, config=new.config) == proof
     nothing_written(before)
     assert len(engine.fake.calls) + len(engine.config.fakes["bank"].calls) == calls  # no vendor was called
 
@@ -325,3 +331,31 @@ def test_prove_runs_reads_the_records_in_a_few_queries_and_parked_runs_finds_the
     assert all(outcomes[r.id] == ("migrates", "") for r in parked)
     assert outcomes[queued.id] == ("migrates", "")  # nothing recorded yet: any code goes on
     assert outcomes[held.id] == ("pinned", "step 2 was call acme.order.refund, now wait shipped")
+
+
+def test_a_call_waiting_for_its_next_try_is_its_parked_point(code):
+    from connectors import DriverError
+
+    engine = code(on_message)
+    engine.fake.fail_next(GET.id, DriverError("the shop is down", retryable=True, retry_after=600))
+    run = engine.start("parks")
+    engine.drain()
+    run.refresh_from_db()
+    assert (run.status, run.waiting_for, Step.objects.filter(run=run).count()) == (RunStatus.WAITING, "retry", 0)
+    assert prove(run=run, config=code(on_message_appended).config).outcome == "migrates"
+    moved = prove(run=run, config=code(another_op_first).config)
+    assert (moved.outcome, moved.step) == ("pinned", 1)
+    assert moved.reason == "step 1 was call acme.order.get, now call acme.order.refund"
+
+
+def test_a_held_call_decided_and_queued_again_is_parked_on_its_call(code):
+    from runs.approvals import services as approvals
+    from runs.testing import make_user
+
+    engine = code(on_hold)
+    run = park(engine, "held")
+    make_user("bob")
+    approvals.decide(run_id=run.id, approval_id="approval-1", decision="approve", by="bob", timeout=0)
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED
+    assert prove(run=run, config=code(on_hold_appended).config).outcome == "migrates"
