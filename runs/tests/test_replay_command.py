@@ -16,6 +16,7 @@ from django.db import connection
 from runs import services
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
+from runs.engine.proof import version_of
 from runs.models import LedgerRecord, Run, RunStatus
 from runs.testing import drain, make_user
 from runs.tests.processes import REPO, database_url, worker_env
@@ -77,7 +78,7 @@ def test_the_live_code_migrates_every_parked_run(tmp_path, live):
     assert report["tree"] == str(COMPANY) and report["version"] == live.version
     assert (report["migrates"], report["pinned"]) == (1, 0)
     assert report["runs"] == [{"run": waiting.id, "workflow": "await-shipment", "from": waiting.app_version,
-                               "to": live.version, "outcome": "migrates", "reason": "", "steps": 3, "step": None}]
+                               "to": version_of(live, "await-shipment"), "outcome": "migrates", "reason": "", "steps": 3, "step": None}]
 
 
 def test_a_copy_of_the_root_with_an_unrelated_edit_migrates_and_one_with_an_inserted_step_pins(tmp_path, live):
