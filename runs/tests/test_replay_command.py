@@ -78,7 +78,8 @@ def test_the_live_code_migrates_every_parked_run(tmp_path, live):
     assert report["tree"] == str(COMPANY) and report["version"] == live.version
     assert (report["migrates"], report["pinned"]) == (1, 0)
     assert report["runs"] == [{"run": waiting.id, "workflow": "await-shipment", "from": waiting.app_version,
-                               "to": version_of(live, "await-shipment"), "outcome": "migrates", "reason": "", "steps": 3, "step": None}]
+                               "to": version_of(live, "await-shipment"), "outcome": "migrates", "reason": "",
+                               "steps": 3, "step": None}]
 
 
 def test_a_copy_of_the_root_with_an_unrelated_edit_migrates_and_one_with_an_inserted_step_pins(tmp_path, live):
@@ -139,6 +140,7 @@ def test_ended_runs_are_proven_only_when_asked(tmp_path, live):
     (("--fixtures", "/no/such/folder"), "no folder /no/such/folder to read fixtures from"),
     (("--tree", "/no/such/tree"), "--tree /no/such/tree: no such folder"),
     (("--run", "a", "--workflow", "refund"), "give --run or --workflow, not both"),
+    (("--run", "bad id!"), "Run id 'bad id!' is not valid"),
 ])
 def test_bad_input_exits_2_naming_it_and_changes_nothing(tmp_path, live, args, says):
     park(live, "await-shipment", order_id="1001")
@@ -156,3 +158,11 @@ def test_a_fixture_that_is_not_one_exits_2_naming_the_file(tmp_path, live):
     done = replay(tmp_path, "--fixtures", str(fixtures))
     assert done.returncode == 2
     assert f"{fixtures / 'x.json'} is not a recorded run" in done.stderr
+
+
+def test_a_tree_that_does_not_resolve_exits_2_naming_why(tmp_path, live):
+    broken = tmp_path / "broken" / "company"
+    broken.mkdir(parents=True)
+    done = replay(tmp_path, "--tree", str(broken))
+    assert done.returncode == 2
+    assert f"the tree {broken} does not resolve" in done.stderr and "has no sanoma_config.py" in done.stderr

@@ -1,7 +1,7 @@
 """`manage.py replay [--run R ... | --workflow W] [--tree DIR] [--ended] [--json] [--export DIR |
 --fixtures DIR]`: prove recorded runs against a tree of the company's code, dry, one outcome per
 run (migrates, or pinned and why). Exit status 0 when every run migrates, 1 when one is pinned,
-2 on bad input (named on stderr, nothing changed).
+2 on bad input (named on stderr, nothing changed) or when the runs could not be proven at all.
 
 A tree other than the running config root is proven in a process of its own (this command,
 started again with SANOMA_ROOT=DIR): two checkouts of one company share module names."""
@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,22 @@ class Command(BaseCommand):
         parser.add_argument("--fixtures", metavar="DIR",
                             help="prove the records in DIR (written by --export) instead of the database's runs")
 
-    @guarded
     def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            self._handle(**options)
+        except CommandError as err:
+            err.returncode = BAD_INPUT  # a bad run id, a config that does not resolve: bad input, not a pin
+            raise
+        except SystemExit:
+            raise
+        except Exception as err:
+            # Exit status 1 says "a run is pinned": a failure of the command itself must not read so.
+            traceback.print_exc(file=sys.stderr)
+            raise CommandError(f"replay could not prove the runs: {type(err).__name__}: {err}",
+                               returncode=BAD_INPUT) from None
+
+    @guarded
+    def _handle(self, **options: Any) -> None:
         run_ids = [run_id_argument(r) for r in options["runs"]]
         if run_ids and options["workflow"]:
             raise CommandError("give --run or --workflow, not both", returncode=BAD_INPUT)
