@@ -129,9 +129,14 @@ def prove_recorded(*, recorded: Recorded, config: ResolvedConfig) -> Proof:
         return outcome(f"the new code waits ({waiting.waiting_for}) before step {parked}",
                        replayed=replayed(segment.next_seq), step=segment.next_seq)
     except Exception as err:
-        if segment.next_seq >= parked and ended:
-            return outcome(replayed=replayed(segment.next_seq))  # it fails where the run failed
-        return outcome(f"the new code fails before step {parked}: {getattr(err, 'message', None) or err}",
+        said = getattr(err, "message", None) or err
+        if segment.next_seq < parked:
+            return outcome(f"the new code fails before step {parked}: {said}", replayed=replayed(segment.next_seq),
+                           step=segment.next_seq)
+        if ended:
+            return outcome(replayed=replayed(segment.next_seq))  # it fails where the run ended
+        # At the parked point itself, before any new step: moved, the run would fail there.
+        return outcome(f"the new code fails at step {segment.next_seq}: {said}",
                        replayed=replayed(segment.next_seq), step=segment.next_seq)
     finally:
         segment.close()

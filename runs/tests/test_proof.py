@@ -359,3 +359,15 @@ def test_a_held_call_decided_and_queued_again_is_parked_on_its_call(code):
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED
     assert prove(run=run, config=code(on_hold_appended).config).outcome == "migrates"
+
+
+def test_code_that_fails_at_the_parked_point_pins_a_parked_run_and_proves_an_ended_one(code):
+    engine = code(on_message)
+    queued = services.start(workflow="parks", input={}, started_by="alice", config=engine.config)
+    failing = code(fails_first).config
+    proof = prove(run=queued, config=failing)
+    assert (proof.outcome, proof.step) == ("pinned", 1)
+    assert proof.reason == "the new code fails at step 1: invalid literal for int() with base 10: 'a bug'"
+    ended = code(fails_first).run("parks")
+    assert ended.status == RunStatus.FAILED
+    assert prove(run=ended, config=failing).outcome == "migrates"  # its whole history replays: it fails there
