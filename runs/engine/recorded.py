@@ -21,6 +21,12 @@ BATCH = 500
 # The records of calls begun but not settled: a call in doubt, or due another try.
 BEGUN_KINDS = (LedgerKind.OP_INTENT, LedgerKind.OP_ATTEMPT_FAILED, LedgerKind.OP_RESOLVED)
 
+# The records a step writes as the body reaches it, so they carry the `ctx.all` group it ran in
+# (a decision, a release or a deploy's record is written apart from the body, and says nothing of it).
+STEP_KINDS = (LedgerKind.OP_CALLED, LedgerKind.SLEEP_STARTED, LedgerKind.APPROVAL_REQUESTED,
+              LedgerKind.MESSAGE_RECEIVED, LedgerKind.CHILD_STARTED, LedgerKind.CHILD_ENDED, LedgerKind.RUN_TAGGED,
+              LedgerKind.OP_INTENT, LedgerKind.OP_ATTEMPT_FAILED)
+
 RUN_FIELDS = ("id", "workflow", "app_version", "input", "started_by", "groups", "status", "waiting_for")
 STEP_FIELDS = ("seq", "kind", "name", "output", "error", "decision", "attempt", "next_seq")
 APPROVAL_FIELDS = ("approval_id", "seq", "title", "approver", "requested_by", "covers", "links", "details", "op",
@@ -126,9 +132,8 @@ def _load_batch(runs: Sequence[Run]) -> list[Recorded]:
                    .only("run_id", *RECORD_FIELDS).order_by("run_id", "seq", "id")):
         records[record.run_id].append(record)
     groups: dict[str, dict[int, dict[str, Any] | None]] = {run_id: {} for run_id in ids}
-    # Each seq's group from its records (a run's own start and end records, at seq 0 and its
-    # end, are no step's): a record with a group wins over one without at the same seq.
-    for run_id, seq, group in (LedgerRecord.objects.filter(run_id__in=ids, seq__gt=0)
+    # Each seq's group from the records its step wrote: a record with a group wins over one without.
+    for run_id, seq, group in (LedgerRecord.objects.filter(run_id__in=ids, kind__in=STEP_KINDS)
                                .values_list("run_id", "seq", "group")):
         if group or seq not in groups[run_id]:
             groups[run_id][seq] = group or None
