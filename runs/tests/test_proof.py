@@ -16,7 +16,7 @@ from runs import services
 from runs.authoring import define_workflow
 from runs.engine import clock, faults, transitions
 from runs.engine.faults import FaultPoint
-from runs.engine.proof import parked_runs, prove, prove_recorded, prove_runs, version_of
+from runs.engine.proof import parked_runs, prove, prove_recorded, prove_runs
 from runs.engine.recorded import Recorded, load_records
 from runs.models import Approval, LedgerRecord, Run, RunStatus, Step
 from runs.policies import allow, approve, define_policy
@@ -182,7 +182,7 @@ def test_each_parked_kind_migrates_on_unchanged_code_and_on_an_appended_step(cod
         proof = prove(run=run, config=new.config)
         assert (proof.outcome, proof.reason, proof.step) == ("migrates", "", None), (kind, proof)
         assert proof.run_id == run.id and proof.workflow == "parks"
-        assert proof.from_version == run.app_version and proof.to_version == version_of(new.config, "parks")
+        assert proof.from_version == run.app_version and proof.to_version == new.config.version
         assert proof.steps_replayed == len(Step.objects.filter(run=run))
         # The same record written as a fixture and read back proves the same.
         [recorded] = load_records([run])
