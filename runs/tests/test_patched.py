@@ -12,7 +12,7 @@ from connectors.errors import InvalidInput
 from runs import services
 from runs.authoring import define_workflow
 from runs.config.lint import lint_paths
-from runs.engine.proof import prove
+from runs.engine.proof import prove, version_of
 from runs.models import Run, RunStatus, Step
 from runs.tests.fixtures import GET, SEND
 from runs.tests.test_lint import make_root
@@ -53,7 +53,7 @@ def steps_of(run: Run) -> list[tuple[int, str, str]]:
 
 def moved(run: Run, engine) -> None:
     """What a deploy does to a run its proof migrates: the run goes on the new version."""
-    Run.objects.filter(pk=run.pk).update(app_version=engine.config.version)
+    Run.objects.filter(pk=run.pk).update(app_version=version_of(engine.config, run.workflow))
 
 
 def test_a_run_recorded_before_the_patch_takes_the_old_path_and_its_seqs_line_up(engine_for):
