@@ -28,11 +28,18 @@ review shows before its merge.
 """
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote, urlencode
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connections, transaction
 from django.db.models import QuerySet
 from pydantic import ValidationError
 
@@ -211,4 +218,62 @@ def _carry_out(verdict: Verdict, *, run: Run, config: ResolvedConfig, version: s
     wake(run.id)
 
 
-__all__ = ["Rejudged", "Verdict", "held_by_policy", "held_with", "judge_held", "operation_of", "rejudge_held"]
+# ---- another tree's policy -------------------------------------------------------------------
+
+TREE_SECONDS = 300.0
+
+
+class TreeError(Exception):
+    """Another tree's policy could not judge the held calls: the tree is missing, its config or its
+    policy does not load, or its process failed. The message says which."""
+
+
+def rejudge_tree(*, tree: Path, timeout: float = TREE_SECONDS) -> dict[str, Any]:
+    """What another checkout of the company (a change's head) would do to the held calls: its
+    policy judges them in a process of its own (`manage.py rejudge --json --dry-run` with
+    SANOMA_ROOT set to `tree`, on this process's database), so its modules never meet this
+    process's. Nothing is changed. The JSON `manage.py rejudge --json` prints."""
+    tree = Path(tree).expanduser()
+    if not tree.is_dir():
+        raise TreeError(f"--tree {tree}: no such folder")
+    if not (tree / "sanoma_config.py").is_file():
+        raise TreeError(f"--tree {tree}: not a company root (it has no sanoma_config.py)")
+    env = {**os.environ, "SANOMA_ROOT": str(tree.resolve()), "DATABASE_URL": connection_url()}
+    try:
+        done = subprocess.run([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "rejudge", "--json",
+                               "--dry-run"], env=env, cwd=settings.BASE_DIR, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TreeError(f"--tree {tree}: its policy did not judge the held calls within {timeout:g} s") from None
+    if done.returncode != 0:
+        said = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").replace(
+            "CommandError: ", "")
+        raise TreeError(f"--tree {tree}: {said}")
+    try:
+        found = json.loads(done.stdout)
+    except json.JSONDecodeError as err:
+        raise TreeError(f"--tree {tree}: its process printed no JSON ({err})") from None
+    return {"tree": str(tree.resolve()), **found}
+
+
+def connection_url() -> str:
+    """A DATABASE_URL naming the database this process uses, for a process that must read the same
+    one (the settings may have been given no URL: the default SQLite file)."""
+    settings_dict = connections["default"].settings_dict
+    engine, name = settings_dict["ENGINE"], str(settings_dict["NAME"])
+    if engine.endswith("sqlite3"):
+        return "sqlite://" + str(Path(name).resolve())
+    user = quote(str(settings_dict.get("USER") or ""), safe="")
+    password = quote(str(settings_dict.get("PASSWORD") or ""), safe="")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = str(settings_dict.get("HOST") or "")
+    if host.startswith("/"):
+        host = quote(host, safe="")
+    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+    options = {k: v for k, v in (settings_dict.get("OPTIONS") or {}).items() if isinstance(v, (str, int))}
+    query = f"?{urlencode(options)}" if options else ""  # sslmode and the like, as the URL gave them
+    return f"postgresql://{auth}{host}{port}/{quote(name, safe='')}{query}"
+
+
+__all__ = ["Rejudged", "TreeError", "Verdict", "connection_url", "held_by_policy", "held_with", "judge_held",
+           "operation_of", "rejudge_held", "rejudge_tree"]
