@@ -18,7 +18,7 @@ from connectors.errors import SanomaError
 from runs.approvals import services as approvals
 from runs.approvals.rejudge import judge_held, rejudge_held
 from runs.approvals.rules import POLICY_ACTOR
-from runs.approvals.selectors import inbox
+from runs.approvals.selectors import decided_said, inbox
 from runs.authoring import define_workflow
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, SanomaConfig
@@ -90,6 +90,7 @@ def test_a_call_the_new_policy_allows_is_released_and_goes_ahead_once(held):
     (released,) = records(held, "approval.released")
     assert (released["from_policy"], released["to_policy"]) == ("policy@v1", "policy@v2")
     assert list(inbox(principal="finance-lead")) == []  # no longer asked of anyone
+    assert decided_said(approval) == "released by the policy (the policy now allows it)"
     held.refresh_from_db()
     assert held.status == "queued"  # woken: the call goes ahead
 
@@ -114,6 +115,7 @@ def test_a_call_the_new_policy_denies_is_refused_with_its_reason(held):
     assert [(r["approval"], r["reason"]) for r in found.refused] == [("approval-1", "refunds are frozen")]
     approval = Approval.objects.get(run=held)
     assert (approval.status, approval.decided_by, approval.note) == ("withdrawn", POLICY_ACTOR, "refunds are frozen")
+    assert decided_said(approval) == "withdrawn by the policy (refunds are frozen)"
     (withdrawn,) = records(held, "approval.withdrawn")
     assert withdrawn["denied"] is True and withdrawn["reason"] == "refunds are frozen"
     assert withdrawn["to_policy"] == "policy@v2"
