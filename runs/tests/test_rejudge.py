@@ -7,14 +7,17 @@ the held calls again with it, and lets the in-process worker on the new config a
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from textwrap import dedent
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from connectors.errors import SanomaError
+from runs import services
 from runs.approvals import services as approvals
 from runs.approvals.rejudge import judge_held, rejudge_held
 from runs.approvals.rules import POLICY_ACTOR
@@ -55,20 +58,23 @@ def refunds(config: ResolvedConfig) -> list[dict]:
     return config.fakes["acme"].state["refunds"]
 
 
-@pytest.fixture
-def held(db) -> Iterator[Run]:
+def park() -> Run:
     """A run of `refund-mail` started by alice, parked on a hold for finance-lead (policy v1)."""
     make_user("alice", perms=["runs.start_workflow"])
     for name in ("finance-lead", "cfo"):
         make_user(name)
     old = configured(define_policy(holds_for("finance-lead"), version="v1"))
-    from runs import services
     run = services.start(workflow="refund-mail", input={}, started_by="alice", config=old)
     drain(old)
     run.refresh_from_db()
     assert run.status == "waiting" and run.waiting_for == "approval"
     assert refunds(old) == []
-    yield run
+    return run
+
+
+@pytest.fixture
+def held(db) -> Iterator[Run]:
+    yield park()
     set_config(None)
 
 
@@ -170,7 +176,6 @@ def test_the_same_approver_and_workflow_approvals_are_left_alone(db, held):
                                            policy=define_policy(lambda call: allow(), version="v3")),
                               app_version=VERSION)
     set_config(config)
-    from runs import services
     run = services.start(workflow="asks", input={}, started_by="alice", config=config)
     drain(config)
     found = rejudge_held(config=config)
@@ -253,3 +258,33 @@ def test_policy_versions_name_the_policy_or_none():
     from runs.policies import allow_all
     assert policy_version_of(None) == "" and policy_version_of(allow_all) == ""
     assert policy_version_of(define_policy(lambda call: allow(), version="2024-06")) == "policy@2024-06"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_rejudges_at_once_release_the_call_once():
+    """Two processes judging at once (two deploys' workers starting together): each approval is
+    locked with its run, so one releases it and the other finds it no longer pending."""
+    held = park()
+    new = configured(define_policy(lambda call: allow(), version="v2"))
+    found: list[Any] = []
+    start = threading.Barrier(2)
+
+    def judge() -> None:
+        try:
+            start.wait()
+            found.append(rejudge_held(config=new))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=judge) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(len(f.released) for f in found) == [0, 1]
+    assert len(records(held, "approval.released")) == 1
+    drain(new)
+    held.refresh_from_db()
+    assert held.status == "finished" and len(refunds(new)) == 1
+    assert verify(held.id).breaks == []
+    set_config(None)
