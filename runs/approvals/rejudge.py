@@ -33,6 +33,7 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -101,10 +102,14 @@ class Rejudged:
         return len(self.released) + len(self.reassigned) + len(self.refused)
 
 
-def held_by_policy() -> QuerySet[Approval]:
-    """Pending approvals a policy asked for, on runs that have not ended, run by run in order."""
-    return (Approval.objects.filter(status=ApprovalStatus.PENDING, requested_by=ApprovalRequester.POLICY)
-            .exclude(op="").exclude(run__status__in=ENDED_STATUSES).order_by("run_id", "seq"))
+def held_by_policy(versions: Collection[str] | None = None) -> QuerySet[Approval]:
+    """Pending approvals a policy asked for, on runs that have not ended (of `versions` only, when
+    given), run by run in order."""
+    held = (Approval.objects.filter(status=ApprovalStatus.PENDING, requested_by=ApprovalRequester.POLICY)
+            .exclude(op="").exclude(run__status__in=ENDED_STATUSES))
+    if versions is not None:
+        held = held.filter(run__app_version__in=list(versions))
+    return held.order_by("run_id", "seq")
 
 
 def operation_of(config: ResolvedConfig, op_id: str) -> Operation | None:
@@ -146,12 +151,15 @@ def judge_held(*, approval: Approval, config: ResolvedConfig, run: Run | None = 
                    fields=hold_fields(op, target, decision))
 
 
-def rejudge_held(*, config: ResolvedConfig, dry_run: bool = False) -> Rejudged:
+def rejudge_held(*, config: ResolvedConfig, dry_run: bool = False,
+                 versions: Collection[str] | None = None) -> Rejudged:
     """Judge every held call again with `config`'s policy and act on each answer (see the module);
-    with `dry_run`, only say what would be done."""
+    with `dry_run`, only say what would be done. `versions`: only the held calls of runs on these
+    versions (a deploy passes its live workflow versions: a run pinned to older code goes on with
+    that code's worker, whose policy would hold a released call again)."""
     found = Rejudged()
     version = policy_version_of(config.policy)
-    for pk, run_id in list(held_by_policy().values_list("pk", "run_id")):
+    for pk, run_id in list(held_by_policy(versions).values_list("pk", "run_id")):
         verdict = _rejudge_one(pk, run_id, config=config, version=version, dry_run=dry_run)
         if verdict is not None:
             found.add(verdict)

@@ -288,3 +288,13 @@ def test_two_rejudges_at_once_release_the_call_once():
     assert held.status == "finished" and len(refunds(new)) == 1
     assert verify(held.id).breaks == []
     set_config(None)
+
+
+def test_a_deploy_judges_only_the_held_calls_of_the_versions_it_names(held):
+    """A run pinned to older code goes on with that code's worker and its policy: a deploy passes
+    its live versions, and the held calls of other versions are left as they are."""
+    new = configured(define_policy(lambda call: allow(), version="v2"))
+    assert rejudge_held(config=new, versions={"refund-mail@older"}).changed == 0
+    assert Approval.objects.get(run=held).status == "pending"
+    found = rejudge_held(config=new, versions={held.app_version})
+    assert [r["run"] for r in found.released] == [held.id]
