@@ -298,3 +298,39 @@ def test_a_deploy_judges_only_the_held_calls_of_the_versions_it_names(held):
     assert Approval.objects.get(run=held).status == "pending"
     found = rejudge_held(config=new, versions={held.app_version})
     assert [r["run"] for r in found.released] == [held.id]
+
+
+def test_a_held_child_start_is_judged_like_a_call_and_starts_the_child_once(db):
+    """`ctx.start_run` is put to the policy as `sanoma.run.start`, its target the child's id."""
+    from runs.tests.test_child_runs import lookup, parent
+
+    make_user("alice", perms=["runs.start_workflow"])
+    make_user("bob")
+    seen: list[Any] = []
+
+    def releases(call: Any) -> Any:
+        seen.append(call)
+        return allow()
+
+    def start_with(policy: Any) -> ResolvedConfig:
+        config = resolve_on_fakes(SanomaConfig(connectors=[acme], workflows=[parent, lookup], policy=policy),
+                                  app_version=VERSION)
+        set_config(config)
+        return config
+
+    old = start_with(define_policy(lambda call: approve("bob") if call.op_id == "sanoma.run.start" else allow(),
+                                   version="h1"))
+    run = services.start(workflow="parent", input={"order_id": "1"}, started_by="alice", config=old)
+    drain(old)
+    run.refresh_from_db()
+    assert run.waiting_for == "approval" and not Run.objects.filter(parent=run).exists()
+
+    new = start_with(define_policy(releases, version="h2"))
+    found = rejudge_held(config=new)
+    assert [r["operation"] for r in found.released] == ["sanoma.run.start"]
+    assert seen[0].target == Approval.objects.get(run=run).op_input["run_id"]
+    drain(new)
+    run.refresh_from_db()
+    assert run.status == "finished", run.error
+    assert Run.objects.filter(parent=run).count() == 1
+    set_config(None)
