@@ -328,7 +328,8 @@ def test_a_held_child_start_is_judged_like_a_call_and_starts_the_child_once(db):
     new = start_with(define_policy(releases, version="h2"))
     found = rejudge_held(config=new)
     assert [r["operation"] for r in found.released] == ["sanoma.run.start"]
-    assert seen[0].target == Approval.objects.get(run=run).op_input["run_id"]
+    held_start = Approval.objects.get(run=run).op_input
+    assert isinstance(held_start, dict) and seen[0].target == held_start["run_id"]
     drain(new)
     run.refresh_from_db()
     assert run.status == "finished", run.error
