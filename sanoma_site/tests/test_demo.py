@@ -185,12 +185,13 @@ def demo(var_dir: Path, tmp_path: Path) -> Iterator[Demo]:
 
 
 def running_demo(demo: Demo) -> list[Proc]:
-    """Wait for the admin to answer; the demo's tree, with the worker and the server each in a session of its own."""
+    """Wait for the admin to answer; the demo's tree, with the worker, the pinned versions' supervisor and the
+    server each in a session of its own."""
     demo.wait_for(demo.admin_answers, within=READY_WITHIN, what="the admin to answer over HTTP")
     demo.wait_for(lambda: "worker started:" in demo.output(), within=READY_WITHIN, what="the worker to start")
     tree = demo.tree()
     children = [p for p in tree if p.ppid == demo.proc.pid]
-    assert len(children) == 2, (children, demo.describe())
+    assert len(children) == 3, (children, demo.describe())
     for child in children:
         assert child.session == child.pid == child.pgrp != demo.proc.pid, (child, demo.describe())
     assert len(tree) > 2, f"the worker's cluster is not in the tree: {tree}"

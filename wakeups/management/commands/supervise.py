@@ -31,6 +31,7 @@ from runs.engine import clock
 from runs.models import PresenceRole
 from runs.worker_lifecycle import RESTART_EXIT
 from wakeups.declare import WAKEUP_CHANNEL
+from wakeups.fleet import Fleet
 from wakeups.listen import RUNNABLE, Listener, listens
 
 log = logging.getLogger("sanoma.supervise")
@@ -59,6 +60,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--worker-arg", action="append", default=[],
                             help="an extra argument for `manage.py worker` (repeatable)")
+        parser.add_argument("--pinned-only", action="store_true",
+                            help="start only the workers of pinned versions, no worker of the latest (as ./demo, "
+                                 "which runs its own, uses it)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stopping: list[int] = []
@@ -77,16 +81,22 @@ class Command(BaseCommand):
                           f"{'LISTEN/NOTIFY' if self.listener else f'a {SQLITE_POLL:g} s poll'}")
         self.stdout.flush()
         self.next_beat = 0.0
+        self.fleet = Fleet(say=self._say)
         try:
+            if options["pinned_only"]:
+                self.tend_pinned_only()
+                return
             self.start_worker("starting up: catching up on what is due")
             while not self.stopping:
                 self.beat()
+                self.fleet.tend(quick=self.worker is not None or self.listener is None)
                 if self.worker is not None:
                     self.watch_worker()
                 else:
                     self.wait_for_work()
         finally:
             self.stop_worker()
+            self.fleet.stop()
             try:
                 presence.leave()
             except Exception:  # the row ages out instead
@@ -115,6 +125,7 @@ class Command(BaseCommand):
         manage = Path(settings.BASE_DIR) / "manage.py"
         self.worker = children.start([sys.executable, str(manage), "worker", *self.worker_args], die_with_parent=False)
         self.started_at = time.monotonic()
+        self.fleet.poke()  # the run that woke us may be a pinned version's
         log.info("worker %s started: %s", self.worker.pid, why)
 
     def watch_worker(self) -> None:
@@ -181,12 +192,26 @@ class Command(BaseCommand):
             return
         until_due = (at - LEAD - clock.now()).total_seconds() if at is not None else LONGEST_WAIT
         until_due = min(until_due, max(self.next_beat - time.monotonic(), 0.0))  # up in time for the next beat
+        until_due = min(until_due, self.fleet.wait_hint())  # and for the pinned versions' next look
         if self.listener is None:
             self._wait_fd(min(SQLITE_POLL, until_due))
             return
         notes = self.listener.wait(min(until_due, LONGEST_WAIT))
         if any(channel == RUNNABLE for channel, _ in notes):
             self.start_worker("a run became runnable")
+
+    # ---- pinned versions (wakeups/fleet.py) -----------------------------------------------------
+
+    def tend_pinned_only(self) -> None:
+        """`--pinned-only`: no worker of the latest version, only the pinned versions' workers."""
+        while not self.stopping:
+            self.beat()
+            self.fleet.tend(quick=True)
+            self._wait_fd(min(self.fleet.wait_hint(), max(self.next_beat - time.monotonic(), 0.0), 1.0))
+
+    def _say(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()
 
     def _wait_fd(self, seconds: float) -> None:
         ready, _, _ = select.select([self.wake_fd], [], [], max(seconds, 0.0))
