@@ -164,7 +164,7 @@ class Command(BaseCommand):
         return [f"{run.id} ({run.workflow})" for run in started]
 
     def _banner(self, config: Any, port: int, started: list[str], people: list[Any], secrets: list[str], *,
-                reload: bool) -> None:
+                reload: bool = False) -> None:
         url = f"http://127.0.0.1:{port}"
         width = max((len(p.username) for p in people), default=0)
         lines = [
