@@ -25,8 +25,8 @@ from runs.config.registry import set_config
 from runs.config.resolution import SanomaConfig, resolve_config
 from runs.models import LedgerKind, LedgerRecord, PresenceRole, Run, RunStatus, WorkerPresence
 from runs.testing import make_user
-from runs.versions import register_version
 from runs.tests.processes import REPO, Worker, database_url, worker_env
+from runs.versions import register_version
 
 COMPANY = REPO / "company"
 SECRET = "whsec-no-worker-0123456789"

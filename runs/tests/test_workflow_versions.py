@@ -33,7 +33,8 @@ permit(principal, action, resource);
 """
 
 
-def company(tmp_path: Path, edit: dict[str, tuple[str, str]] | None = None, files: dict[str, str] | None = None) -> Path:
+def company(tmp_path: Path, edit: dict[str, tuple[str, str]] | None = None,
+            files: dict[str, str] | None = None) -> Path:
     """A copy of the worker company, with `edit` ({file: (old, new)}) applied and `files` added."""
     root = tmp_path / f"versions_company_{next(_copies)}"
     shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns("__pycache__", "harness.py"))
