@@ -176,10 +176,11 @@ class Worker:
             self._start_pinned()
             return
         sync_workflow_entries(config)  # every workflow of the config has a row start permissions are granted on
-        for failure in worker_started(config):  # e.g. change runs stamped onto this version after a deploy
-            self.warn(f"at start: {failure}")
+        # Registered first: what runs at start (change runs stamped onto this deploy) reads the row.
         for warning in startup_report(config, promote=self.promote):
             self.warn(warning)
+        for failure in worker_started(config):  # e.g. change runs stamped onto this version after a deploy
+            self.warn(f"at start: {failure}")
         self.say(f"worker for {config.version}: {len(config.workflows)} workflow(s); {loaded_policy(config.policy)}")
         if self.stop_when_idle:
             wakeups = declared_wakeups(config)
@@ -238,7 +239,7 @@ class Worker:
                     restart = None if self.pinned else restart_requested(since=self.started_at)
                     if restart is not None:  # a deploy put new code in the live root: start again on it
                         break
-                    sweep(version=config.version, cluster=str(settings.Q_CLUSTER["name"]))
+                    sweep(versions=config.owned_versions, cluster=str(settings.Q_CLUSTER["name"]))
                     if not self.pinned:
                         firer.fire()
                     if rule is not None and rule.enabled and time.monotonic() >= next_check:
@@ -284,7 +285,7 @@ class Worker:
         check, and LONGEST_WAIT."""
         now = clock.now()
         waits = [LONGEST_WAIT]
-        for deadline in (next_sleeper(self.config.version), None if self.pinned else firer.next_due):
+        for deadline in (next_sleeper(self.config.owned_versions), None if self.pinned else firer.next_due):
             if deadline is not None:
                 waits.append((deadline - now).total_seconds() + 0.001)
         if next_check is not None:

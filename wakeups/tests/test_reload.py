@@ -15,7 +15,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -91,7 +93,7 @@ def test_an_edited_workflow_runs_on_the_new_code_without_a_restart_by_hand(tmp_p
     def output() -> str:
         return log.read_text(errors="replace")
 
-    def wait_for(condition, what: str):  # type: ignore[no-untyped-def]
+    def wait_for(condition: Callable[[], Any], what: str) -> Any:
         return wait_until(condition, within=PATIENCE, what=what, describe=lambda: output()[-6000:])
 
     def finished(run_id: str) -> Run | None:

@@ -124,7 +124,7 @@ def test_a_worker_process_leaves_runs_of_another_version_alone_and_names_them(si
     stranger = site.start("version-a", "five-posts", {"label": "A"}, "run-on-a")
     worker = site.worker("version-b").start()
     warning = worker.output()
-    assert "run-on-a (worker-company@version-a)" in warning and "left alone" in warning, worker.describe()
+    assert "run-on-a (five-posts@version-a)" in warning and "left alone" in warning, worker.describe()
     # B's own run goes through.
     site.start("version-b", "five-posts", {"label": "B"}, "run-on-b")
     worker.wait_for(lambda: Run.objects.filter(id="run-on-b", status=RunStatus.FINISHED).exists(), within=PATIENCE,
@@ -134,7 +134,7 @@ def test_a_worker_process_leaves_runs_of_another_version_alone_and_names_them(si
     time.sleep(1.0)  # a few sweeps: none may touch it either
     stranger.refresh_from_db()
     assert (stranger.status, stranger.lease_owner, stranger.app_version) == (
-        RunStatus.QUEUED, "", "worker-company@version-a")
+        RunStatus.QUEUED, "", "five-posts@version-a")
     assert not Step.objects.filter(run_id="run-on-a").exists()
     assert list(LedgerRecord.objects.filter(run_id="run-on-a").values_list("kind", flat=True)) == ["run.started"]
     assert not [e for e in site.config("version-a").fakes["tally"].state["effects"] if e["run"] == "run-on-a"]
@@ -252,8 +252,8 @@ def test_a_group_signal_the_cluster_meets_late_still_stops_the_worker(site: Site
 
 
 def test_the_banner_names_the_policy_loaded_so_a_new_one_shows(site: Site) -> None:
-    """The app version is the workflows' code, so it stays the same when only a policy changes:
-    the banner names the policy the worker loaded, with its own version."""
+    """The banner names the policy the worker loaded, with its own version; the deploy version
+    covers the policy too (every workflow's version does), so it changes with the policy."""
     root = site.tmp / "company" / "worker_company"
     shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
 
@@ -272,7 +272,7 @@ def test_the_banner_names_the_policy_loaded_so_a_new_one_shows(site: Site) -> No
         'permit(principal, action, resource);\n\nforbid(principal, action in Action::"money", resource);\n')
     after = banner()
     version = before.split(":")[0]
-    assert after.startswith(version + ":"), (before, after)  # the same app version
+    assert not after.startswith(version + ":"), (before, after)  # a policy edit is a new deploy version
     assert re.search(r"; policy cedar:[0-9a-f]{16} \(1 file, 2 policies\)$", after), after
     (root / "policies" / "tally.cedar").write_text('permit(principal, action, resource);\n')
     changed = banner()

@@ -18,6 +18,7 @@ from changes import services
 from changes.management.commands._resources import add_common, outcome_line, plan_lines
 from changes.resources.outcome import counts
 from runs.config.registry import get_config
+from runs.config.versioning import version_of
 from runs.management.commands._common import guarded
 from runs.models import RunStatus
 from runs.waiting import Watch, give_up, require_worker
@@ -51,7 +52,7 @@ class Command(BaseCommand):
                 raise CommandError("Nothing applied")
         config = get_config()
         if not here:  # the worker that ran the drift may have gone while the question was asked
-            require_worker(config.version, what="apply waits for its run")
+            require_worker(version_of(config, "apply"), what="apply waits for its run")
         run = services.start("apply", by=by, config=config)
         self.stdout.write(f"apply run {run.id}")
         named: set[str] = set()
@@ -65,7 +66,7 @@ class Command(BaseCommand):
 
         try:
             followed = services.follow(run, here=here, timeout=timeout, on_wait=waiting, through_waits=True,
-                                       config=config, watch=Watch(config.version))
+                                       config=config, watch=Watch(run.app_version))
         except KeyboardInterrupt:
             raise CommandError(f"Interrupted: {give_up(run, by=by, why='apply was interrupted')}") from None
         if followed.stranded:

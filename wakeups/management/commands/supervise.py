@@ -36,13 +36,26 @@ from wakeups.listen import RUNNABLE, Listener, listens
 
 log = logging.getLogger("sanoma.supervise")
 
-# One query: is a run of the latest version queued, and what deadline is registered?
-STATE_SQL = """
+# One query: is a run queued that the latest deploy's worker runs (its version is one of that
+# deploy's workflow versions, or one no deploy knows yet: new code a worker has not started on), and
+# what deadline is registered? A run pinned to an older deploy is not the latest worker's to run.
+_STATE_SQL = """
 SELECT
-  EXISTS (SELECT 1 FROM runs_run r WHERE r.status = 'queued' AND r.app_version = COALESCE(
-    (SELECT v.version FROM runs_appversion v ORDER BY v.promoted_at DESC LIMIT 1), r.app_version)),
+  EXISTS (SELECT 1 FROM runs_run r WHERE r.status = 'queued' AND (
+    EXISTS (SELECT 1 FROM {each}((SELECT v.workflows FROM runs_appversion v ORDER BY v.promoted_at DESC LIMIT 1)) e
+            WHERE e.value = r.app_version)
+    OR NOT EXISTS (SELECT 1 FROM runs_appversion v WHERE v.version = r.app_version
+                   OR EXISTS (SELECT 1 FROM {each}(v.workflows) e WHERE e.value = r.app_version)))),
   (SELECT w.at FROM sanoma_wakeup w WHERE w.id = 1)
 """
+
+
+def state_sql(vendor: str) -> str:
+    """STATE_SQL for the database's vendor: its JSON set-returning function differs."""
+    return _STATE_SQL.format(each="jsonb_each_text" if vendor == "postgresql" else "json_each")
+
+
+STATE_SQL = state_sql("postgresql")
 SQLITE_POLL = 1.0
 LONGEST_WAIT = 300.0  # with nothing registered and no NOTIFY, look again after this long anyway
 GRACE = 30.0  # how long a worker has to stop after SIGTERM before its group is killed
@@ -170,7 +183,7 @@ class Command(BaseCommand):
     def state(self) -> tuple[bool, datetime | None]:
         try:
             with connection.cursor() as cursor:
-                cursor.execute(STATE_SQL)
+                cursor.execute(state_sql(connection.vendor))
                 runnable, at = cursor.fetchone()
         except Exception:
             log.exception("reading the wakeup state failed; trying again")
