@@ -155,20 +155,19 @@ def record_worker_error(*, version: str, error: str) -> None:
 
 
 def retire(*, version: DeployVersion, others: list[DeployVersion]) -> bool:
-    """Retire a version no unfinished run needs: `retired_at` set (only once: the UPDATE holds
-    `retired_at IS NULL`), then its worktree removed unless a version still in use shares the
-    commit. Whether this call retired it."""
-    with transaction.atomic():
-        retired = AppVersion.objects.filter(version=version.version, retired_at__isnull=True).update(
-            retired_at=clock.now()) == 1
-    if not retired:
-        return False
+    """Retire a version no unfinished run needs: its worktree removed (unless a version still in
+    use shares the commit), then `retired_at` set, so a retired version has no worktree left. Only
+    once: the UPDATE holds `retired_at IS NULL`. Whether this call retired it."""
     shared = any(o.commit == version.commit and o.version != version.version
                  and o.state in (VersionState.LIVE, VersionState.PINNED_ONLY) for o in others)
     if version.commit and not shared:
         remove_checkout(commit=version.commit, root=version.root)
-    log.info("version %s retired: no unfinished run needs it", version.version)
-    return True
+    with transaction.atomic():
+        retired = AppVersion.objects.filter(version=version.version, retired_at__isnull=True).update(
+            retired_at=clock.now()) == 1
+    if retired:
+        log.info("version %s retired: no unfinished run needs it", version.version)
+    return retired
 
 
 def unretire(*, version: str) -> None:
