@@ -1,10 +1,11 @@
 """On-demand workers for pinned deploy versions (wakeups/fleet.py), with real git.
 
-- A real supervisor on PostgreSQL, a company root in a git repository of its own (a copy of the
-  example company) and two commits: a run sleeping on the first commit's version is pinned when the
-  second commit (without its workflow) is deployed; when it comes due the supervisor starts a worker
-  for the old version from a worktree of the first commit, the run finishes there, that worker stops
-  when idle, and the old version is retired and its worktree removed.
+- A real supervisor on the test's database (PostgreSQL, or SQLite where it polls) and a company
+  root in a git repository of its own (a copy of the example company) with two commits: a run
+  sleeping on the first commit's version is pinned when the second commit (without its workflow)
+  is deployed; when it comes due the supervisor starts a worker for the old version from a
+  worktree of the first commit, the run finishes there, that worker stops when idle, and the old
+  version is retired and its worktree removed.
 - Without a commit, or with a root no longer in git, the version's `worker_error` says why and no
   process starts; a version nothing holds is retired once, its worktree removed.
 """
@@ -170,8 +171,6 @@ def _wait(condition: Callable[[], Any], *, what: str, describe: Callable[[], str
 
 @pytest.mark.process
 def test_a_pinned_run_finishes_through_a_worker_of_its_own_commit(tmp_path: Path) -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("the supervisor test runs on PostgreSQL (LISTEN/NOTIFY)")
     from runs.testing import make_user
     from runs.tests.processes import REPO, database_url, group_members, worker_env
 

@@ -35,6 +35,13 @@ class Command(BaseCommand):
                             help="serve only the pinned runs of this deploy version, from a checkout of its commit: "
                                  "no schedules, no deploy (the supervisor starts these)")
 
+    def execute(self, *args: Any, **options: Any) -> Any:
+        # The --reload parent loads no config: its child checks the root, and a broken one waits for
+        # the next edit instead of keeping the parent from starting (as runserver does).
+        if options.get("reload"):
+            options["skip_checks"] = True
+        return super().execute(*args, **options)
+
     def handle(self, *args: Any, **options: Any) -> None:
         started_at = time.time()  # a restart asked for before this moment is the one that started us
         if options["reload"]:
