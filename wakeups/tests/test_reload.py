@@ -1,6 +1,7 @@
 """`manage.py worker --reload` as a real process: an edit to a workflow file under the config root
 stops the worker and starts another on the new code, which advances a new run of the edited
-workflow with no restart by hand; `--reload` with `--stop-when-idle` is refused.
+workflow with no restart by hand; a broken edit leaves the parent waiting for the next save;
+`--reload` with `--stop-when-idle` is refused.
 
 The config root is a copy of the example company in the test's tmp dir (its folder named
 `company`, as the demo's is); runs are started by `manage.py start` in a process of its own, so the
@@ -119,6 +120,15 @@ def test_an_edited_workflow_runs_on_the_new_code_without_a_restart_by_hand(tmp_p
         assert after.result["edited"] is True
         assert after.app_version != before.app_version
         assert proc.poll() is None, output()
+
+        # A broken edit: the worker cannot start; the parent says so and waits for the next save.
+        edited = workflow.read_text()
+        workflow.write_text(edited + "\ndef broken(:\n")
+        wait_for(lambda: "the worker exited with status" in output(), "the broken worker to exit")
+        assert proc.poll() is None, output()
+        workflow.write_text(edited)
+        wait_for(lambda: output().count("worker started:") == 3, "a worker on the mended file")
+
         first, second = [int(p) for p in _started_pids(output())[:2]]
         assert group_members(first) == []  # the first worker and its cluster are gone
         assert second != first
