@@ -180,7 +180,7 @@ def test_each_parked_kind_migrates_on_unchanged_code_and_on_an_appended_step(cod
         proof = prove(run=run, config=new.config)
         assert (proof.outcome, proof.reason, proof.step) == ("migrates", "", None), (kind, proof)
         assert proof.run_id == run.id and proof.workflow == "parks"
-        assert proof.from_version == run.app_version and proof.to_version == new.config.version
+        assert proof.from_version == run.app_version and proof.to_version == new.config.workflow_versions["parks"]
         assert proof.steps_replayed == len(Step.objects.filter(run=run))
     nothing_written(before)
     assert len(engine.fake.calls) + len(engine.config.fakes["bank"].calls) == calls  # no vendor was called
