@@ -29,6 +29,7 @@ from django_q.cluster import Cluster
 
 from runs import presence
 from runs.config.resolution import ResolvedConfig
+from runs.deploys import deploy
 from runs.engine import clock, secrets
 from runs.models import PresenceRole
 from runs.versions import loaded_policy, startup_report, sync_workflow_entries
@@ -176,7 +177,15 @@ class Worker:
             self._start_pinned()
             return
         sync_workflow_entries(config)  # every workflow of the config has a row start permissions are granted on
-        # Registered first: what runs at start (change runs stamped onto this deploy) reads the row.
+        # The deploy first: this version registered, every parked run of other versions proven and
+        # migrated or pinned, held calls judged again when the policy changed (runs.deploys).
+        try:
+            for line in deploy(config=config, promote=self.promote).lines():
+                self.say(line)
+        except Exception as err:  # the worker still runs its own runs; the deploy can be run again
+            log.exception("the deploy failed")
+            self.warn(f"the deploy failed ({type(err).__name__}: {err}): parked runs of other versions were not "
+                      "moved; run `manage.py deploy` once the cause is fixed")
         for warning in startup_report(config, promote=self.promote):
             self.warn(warning)
         for failure in worker_started(config):  # e.g. change runs stamped onto this version after a deploy

@@ -29,6 +29,7 @@ from typing import Any
 
 from runs.config.outline import outline_of
 from runs.config.workflows import WorkflowDefinition
+from runs.policies.versions import policy_version_of
 
 # Bumped whenever the runtime changes how a run replays (with STEP_LAYOUT, in resolution).
 RUNTIME_VERSION = "0.1.0"
@@ -38,14 +39,8 @@ HEX = 16
 
 def policy_version(policy: Any) -> str:
     """`"policy@<16 hex>"` of the Cedar files, `"policy@<declared>"` for a function policy, `""`
-    with no policy (every call allowed)."""
-    if policy is None or not getattr(policy, "defined", False):
-        return ""
-    version = str(getattr(policy, "version", "") or "")
-    if getattr(policy, "rules", None) is not None:  # Cedar: its own version is "cedar:<hash of its files>"
-        digest = version.split(":", 1)[1] if version.startswith("cedar:") else _hex(version)
-        return f"policy@{digest[:HEX]}"
-    return f"policy@{version}"
+    with no policy (every call allowed): the one answer the app gives (runs.policies.versions)."""
+    return policy_version_of(policy)
 
 
 def workflow_version(definition: WorkflowDefinition, *, app_name: str, policy: str,
@@ -127,10 +122,6 @@ def _schema(model: Any) -> bytes:
         return json.dumps(model.model_json_schema(mode="validation"), sort_keys=True).encode()
     except Exception:  # not a pydantic model: its name stands in
         return repr(model).encode()
-
-
-def _hex(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def version_of(config: Any, workflow: str) -> str:

@@ -48,8 +48,8 @@ def company(tmp_path: Path, edit: dict[str, tuple[str, str]] | None = None,
     return root
 
 
-def load(root: Path, **kwargs: str) -> ResolvedConfig:
-    return load_config(root, fakes="instance", **kwargs)
+def load(root: Path, app_version: str | None = None) -> ResolvedConfig:
+    return load_config(root, fakes="instance", app_version=app_version)
 
 
 def test_each_workflow_has_its_own_version_and_editing_one_changes_only_its_own(tmp_path: Path) -> None:
