@@ -28,7 +28,7 @@ from django.db import connection
 from django.test import override_settings
 
 from runs.engine import clock
-from runs.models import AppVersion, Run, RunStatus
+from runs.models import AppVersion, LedgerKind, LedgerRecord, Run, RunStatus
 from runs.version_states import VersionState, deploy_versions, runs_of_version
 from wakeups.fleet import Fleet, checkout, worktree_of
 
@@ -229,6 +229,10 @@ def test_a_pinned_run_finishes_through_a_worker_of_its_own_commit(tmp_path: Path
         assert not worktree.exists(), describe()
         assert str(worktree) not in git(repo, "worktree", "list")
         assert AppVersion.objects.get(pk=old.pk).worker_error == ""
+        # The second deploy said why it pinned the run (runs.deploys), once.
+        pinned = LedgerRecord.objects.filter(run_id="pinned-run", kind=LedgerKind.RUN_PINNED)
+        assert pinned.count() == 1 and "not in the new code" in pinned.get().body["reason"], list(
+            pinned.values_list("body", flat=True))
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

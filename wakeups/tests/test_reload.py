@@ -1,6 +1,6 @@
 """`manage.py worker --reload` as a real process: an edit to a workflow file under the config root
-stops the worker and starts another on the new code, which advances a new run of the edited
-workflow with no restart by hand; a broken edit leaves the parent waiting for the next save;
+stops the worker and starts another on the new code, whose deploy says it migrated the parked run
+and which advances a new run of the edited workflow with no restart by hand; a broken edit leaves the parent waiting for the next save;
 `--reload` with `--stop-when-idle` is refused.
 
 The config root is a copy of the example company in the test's tmp dir (its folder named
@@ -101,24 +101,32 @@ def test_an_edited_workflow_runs_on_the_new_code_without_a_restart_by_hand(tmp_p
         run = Run.objects.filter(pk=run_id).first()
         return run if run is not None and run.status in (RunStatus.FINISHED, RunStatus.FAILED) else None
 
+    def follow_up(run_id: str, after_seconds: int) -> None:
+        started = manage(env, "start", "follow-up", "--as", STARTER, "--run-id", run_id, "--set", "order_id=1001",
+                         "--set", f"after_seconds={after_seconds}")
+        assert started.returncode == 0, started
+
     try:
         wait_for(lambda: output().count("worker started:") == 1, "the first worker to start")
-        started = manage(env, "start", "refunds-report", "--as", STARTER, "--run-id", "before-edit")
-        assert started.returncode == 0, started
+        follow_up("parked", 3600)  # sleeps through the edit
+        wait_for(lambda: Run.objects.filter(pk="parked", status=RunStatus.WAITING).exists(), "the run to park")
+        follow_up("before-edit", 0)
         before = wait_for(lambda: finished("before-edit"), "the run before the edit to end")
         assert before.status == RunStatus.FINISHED and "edited" not in before.result, before.error
 
-        workflow = root / "workflows" / "refunds_report.py"
+        # An edit after the point where the parked run sleeps: the new worker's deploy migrates it.
+        workflow = root / "workflows" / "follow_up.py"
         workflow.write_text(workflow.read_text().replace(
-            '"at": ctx.now().isoformat()}', '"at": ctx.now().isoformat(), "edited": True}'))
-        wait_for(lambda: "refunds_report.py changed" in output() and output().count("worker started:") == 2,
+            '"asked_at": ctx.now().isoformat()}', '"asked_at": ctx.now().isoformat(), "edited": True}'))
+        wait_for(lambda: "follow_up.py changed" in output() and output().count("worker started:") == 2,
                  "the worker to start again on the edit")
-        started = manage(env, "start", "refunds-report", "--as", STARTER, "--run-id", "after-edit")
-        assert started.returncode == 0, started
+        assert re.search(r"deploy \S+: migrated 1 run\(s\): parked, pinned 0", output()), output()
+        follow_up("after-edit", 0)
         after = wait_for(lambda: finished("after-edit"), "the run after the edit to end, with no restart by hand")
         assert after.status == RunStatus.FINISHED, after.error
         assert after.result["edited"] is True
         assert after.app_version != before.app_version
+        assert Run.objects.get(pk="parked").app_version == after.app_version  # migrated onto the edit
         assert proc.poll() is None, output()
 
         # A broken edit: the worker cannot start; the parent says so and waits for the next save.
