@@ -1,7 +1,7 @@
 """`manage.py worker --reload` as a real process: an edit to a workflow file under the config root
 stops the worker and starts another on the new code, whose deploy says it migrated the parked run
-and which advances a new run of the edited workflow with no restart by hand; a broken edit leaves the parent waiting for the next save;
-`--reload` with `--stop-when-idle` is refused.
+and which advances a new run of the edited workflow with no restart by hand; a broken edit leaves
+the parent waiting for the next save; `--reload` with `--stop-when-idle` is refused.
 
 The config root is a copy of the example company in the test's tmp dir (its folder named
 `company`, as the demo's is); runs are started by `manage.py start` in a process of its own, so the
