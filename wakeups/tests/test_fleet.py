@@ -160,6 +160,38 @@ def test_a_version_nothing_needs_is_retired_once_and_its_worktree_removed(var_di
     assert {v.version: v.state for v in deploy_versions()}["acme@old"] is VersionState.RETIRED
 
 
+@pytest.mark.process
+def test_a_commit_that_resolves_to_another_version_says_so_on_the_version(
+        var_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deploy made with uncommitted changes cannot be rebuilt from its commit: the worker refuses
+    to start as that version, and the version's row says why."""
+    from runs.tests.processes import database_url
+
+    repo, root = company_repo(tmp_path)
+    commit = git(repo, "rev-parse", "HEAD")
+    version_row("acme@uncommitted", workflows={"follow-up": "follow-up@1"}, minutes_ago=20, commit=commit,
+                root=str(root))
+    version_row("acme@new", workflows={"follow-up": "follow-up@2"}, minutes_ago=10)
+    run_on("pinned", "follow-up@1")
+    (var_dir / "fakes").mkdir()
+    for name, value in {"DATABASE_URL": database_url(connection.settings_dict), "SANOMA_VAR_DIR": str(var_dir),
+                        "SANOMA_FAKES": "instance", "DJANGO_SETTINGS_MODULE": "sanoma_site.settings"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SANOMA_APP_VERSION", "must-not-reach-the-pinned-worker")
+    said: list[str] = []
+    fleet = Fleet(say=said.append)
+    tend_once(fleet)
+    assert list(fleet.running) == ["acme@uncommitted"], said
+    fleet.running["acme@uncommitted"].process.wait(timeout=PATIENCE)
+    tend_once(fleet)
+    error = AppVersion.objects.get(version="acme@uncommitted").worker_error
+    assert error.startswith("its worker exited with status 1: "), error
+    assert "--pinned acme@uncommitted: this config root" in error and "not to the pinned version" in error, error
+    assert fleet.running == {}  # tried again after RETRY_SECONDS, not at once
+    tend_once(fleet)
+    assert fleet.running == {}
+
+
 # ---- the whole way, with real processes -----------------------------------------------------------
 
 

@@ -4,6 +4,11 @@ runnable, and again if the worker dies; SIGTERM stops the worker (SIGTERM, then 
 process group after a grace period) and the supervisor, leaving no process behind. Starting,
 watching and stopping the worker is `runs.children`'s, as for `manage.py demo`.
 
+Beside it, the fleet (wakeups/fleet.py): a worker for each older deploy version holding a pinned
+run that has become runnable, from a git worktree of that version's commit (`worker --pinned`),
+and the retirement of versions no run needs; `--pinned-only` runs the fleet alone (as the demo,
+which runs its own worker, does).
+
 While no worker is up it waits: on PostgreSQL for a NOTIFY (a run enqueued, a deadline registered)
 or the registered time, with no query in between but its beat; on SQLite it polls once a second with
 one query. Every 20 s it says it is up (`runs.presence`), so a command waiting for a run counts on it
