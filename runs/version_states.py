@@ -2,8 +2,9 @@
 
 A deploy version (an AppVersion row) lists each workflow's own version (`workflows`). A run stores
 its workflow version; it is **pinned** when it is unfinished and its workflow version is not one
-of the latest deploy's. The deploy version that holds a pinned run is the newest (first started
-last) whose `workflows` contain the run's version: the commit a worker for it is started from.
+of the latest deploy's. The deploy version that holds a pinned run is the newest (promoted last,
+as `runs.versions.deploy_holding` has it) whose `workflows` contain the run's version: the commit a
+worker for it is started from.
 
 - **live**: the latest deploy (started or promoted last).
 - **pinned-only**: an older deploy holding at least one pinned run.
@@ -62,7 +63,8 @@ def holders(versions: list[AppVersion]) -> dict[str, str]:
     """{workflow version: the newest deploy version listing it}. A row with no workflow versions
     holds the runs stored under its own version."""
     held: dict[str, str] = {}
-    for row in sorted(versions, key=lambda v: v.first_started_at):  # newest last: it wins
+    # Newest last, so it wins: promoted last, as runs.versions.deploy_holding has it.
+    for row in sorted(versions, key=lambda v: (v.promoted_at, v.first_started_at)):
         for workflow_version in (row.workflows.values() if row.workflows else [row.version]):
             held[workflow_version] = row.version
     return held
