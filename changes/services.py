@@ -32,6 +32,7 @@ from runs.approvals.permissions import Principal, principal_of, visible_runs
 from runs.approvals.selectors import nobody_decides
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
+from runs.config.versioning import version_of
 from runs.engine import clock
 from runs.engine.advance import advance
 from runs.errors import RunCode
@@ -281,10 +282,10 @@ def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
         run_services.check_start(config=config, workflow="drift", input={}, started_by=by)
         if purpose in ("plan", "apply"):  # a worker on another policy is said as that, before "no worker"
             check_plan_policy(plan_policy_version(config))
-        require_worker(config.version, what=f"{purpose} waits for a drift run")
+        require_worker(version_of(config, "drift"), what=f"{purpose} waits for a drift run")
     run = start("drift", by=by, config=config)
     try:
-        followed = follow(run, here=here, timeout=timeout, config=config, watch=Watch(config.version))
+        followed = follow(run, here=here, timeout=timeout, config=config, watch=Watch(run.app_version))
     except KeyboardInterrupt:
         raise SanomaError(f"Interrupted: {give_up(run, by=by, why=f'{purpose} was interrupted')}",
                           code=RunCode.RUN_RUNNING, data={"run_id": run.id}) from None

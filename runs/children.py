@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
 
 from runs.worker_lifecycle import RESTART_EXIT
@@ -53,11 +54,16 @@ def _die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
-def start(argv: Sequence[str], *, env: dict[str, str] | None = None,
-          die_with_parent: bool = True) -> subprocess.Popen[bytes]:
-    """`argv` started in a new session (its pid is its process group's id), stdin closed."""
-    return subprocess.Popen(list(argv), env=env, stdin=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=_die_with_parent() if die_with_parent else None)
+def start(argv: Sequence[str], *, env: dict[str, str] | None = None, die_with_parent: bool = True,
+          output: Path | None = None) -> subprocess.Popen[bytes]:
+    """`argv` started in a new session (its pid is its process group's id), stdin closed; its
+    stdout and stderr appended to `output` when given (else this process's)."""
+    if output is None:
+        return subprocess.Popen(list(argv), env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent() if die_with_parent else None)
+    with open(output, "ab") as out:  # the child holds its own copy of the descriptor
+        return subprocess.Popen(list(argv), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=_die_with_parent() if die_with_parent else None)
 
 
 def exited(child: subprocess.Popen[bytes]) -> bool:

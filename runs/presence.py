@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.db.models.functions import Now
 
-from runs.models import PresenceRole, WorkerPresence
+from runs.models import AppVersion, PresenceRole, WorkerPresence
 
 WORKER_BEAT = 2.0
 WORKER_GONE_AFTER = timedelta(seconds=15)
@@ -97,12 +97,27 @@ class Availability:
         return f"{self.missing}: {self.fix}" if not self.ok else ""
 
 
+def runs_version(deploy: str, version: str) -> bool:
+    """Whether a worker of the deploy version `deploy` advances runs of `version`: `version` is
+    that deploy itself, or one of its workflow versions (a run's `app_version`)."""
+    return any(_runs_versions([deploy], version).values())
+
+
+def _runs_versions(deploys: list[str], version: str) -> dict[str, bool]:
+    found = {deploy: deploy == version for deploy in deploys}
+    for deploy, workflows in AppVersion.objects.filter(version__in=deploys).values_list("version", "workflows"):
+        found[deploy] = found[deploy] or version in (workflows or {}).values()
+    return found
+
+
 def worker_for(version: str) -> Availability:
-    """Is a worker of `version` up, or a supervisor that starts one? Otherwise why not."""
+    """Is a worker up that advances runs of `version` (a run's workflow version, or a deploy
+    version), or a supervisor that starts one? Otherwise why not."""
     alive = [s for s in seen() if s.alive]
     workers = [s for s in alive if s.role == PresenceRole.WORKER]
     names = tuple(s.name for s in workers)
-    if any(s.version == version for s in workers) or any(s.role == PresenceRole.SUPERVISOR for s in alive):
+    if any(s.role == PresenceRole.SUPERVISOR for s in alive) or (
+            workers and any(_runs_versions(sorted({s.version for s in workers}), version).values())):
         return Availability(True, workers=names)
     if workers:
         others = sorted({s.version for s in workers})
@@ -116,5 +131,5 @@ def worker_for(version: str) -> Availability:
     return Availability(False, missing="no worker is running", fix=WAYS_ON)
 
 
-__all__ = ["SUPERVISOR_BEAT", "WAYS_ON", "WORKER_BEAT", "Availability", "Seen", "beat", "leave", "seen",
-           "worker_for"]
+__all__ = ["SUPERVISOR_BEAT", "WAYS_ON", "WORKER_BEAT", "Availability", "Seen", "beat", "leave", "runs_version",
+           "seen", "worker_for"]

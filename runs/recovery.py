@@ -23,6 +23,7 @@ from runs import ledger, services
 from runs.approvals.permissions import Principal, check_can_operate, check_can_rerun, permission_denied, principal_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
+from runs.config.versioning import version_of
 from runs.engine import clock, transitions
 from runs.engine.fork import check_fork as check_replay
 from runs.errors import RunCode
@@ -58,7 +59,8 @@ def _copy(source: Run, *, config: ResolvedConfig, body: dict[str, Any]) -> Run:
     """A new queued run of the source's workflow, input and starter, on the current code."""
     now = clock.now()
     for _ in range(5):  # two operators rerunning one run at once: the later takes the next number
-        run = Run(id=_next_id(source), workflow=source.workflow, app_version=config.version, input=source.input,
+        run = Run(id=_next_id(source), workflow=source.workflow, app_version=version_of(config, source.workflow),
+                  input=source.input,
                   started_by=source.started_by, groups=list(source.groups or ()), source_run=source.id,
                   status=RunStatus.QUEUED, created_at=now, updated_at=now, queued_at=now)
         try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -220,8 +221,11 @@ def result(*, run_id: str, timeout: float = 30.0, viewer: str | Principal | None
         time.sleep(min(next(polls, 1.0), remaining))
 
 
-def runs_on_other_versions(*, version: str, limit: int = 5) -> tuple[list[Run], int]:
-    others = Run.objects.exclude(status__in=ENDED_STATUSES).exclude(app_version=version).order_by("created_at")
+def runs_on_other_versions(*, versions: Collection[str], limit: int = 5) -> tuple[list[Run], int]:
+    """Unfinished runs whose version is none of `versions` (a worker's workflow versions): the
+    first `limit`, oldest first, and how many there are."""
+    others = (Run.objects.exclude(status__in=ENDED_STATUSES).exclude(app_version__in=list(versions))
+              .order_by("created_at"))
     return list(others[:limit]), others.count()
 
 

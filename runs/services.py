@@ -21,6 +21,7 @@ from runs.approvals.permissions import (
 )
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
+from runs.config.versioning import version_of
 from runs.config.workflows import WorkflowDefinition
 from runs.engine import clock, transitions
 from runs.errors import RunCode
@@ -116,7 +117,8 @@ def start_or_get(
     run_id = run_id or f"{definition.name}-{uuid.uuid4().hex[:20]}"
     now = clock.now()
     run = Run(
-        id=run_id, workflow=definition.name, app_version=config.version, input=input, started_by=principal.id,
+        id=run_id, workflow=definition.name, app_version=version_of(config, definition.name), input=input,
+        started_by=principal.id,
         groups=list(principal.groups), status=RunStatus.QUEUED, created_at=now, updated_at=now, queued_at=now,
     )
     try:

@@ -1,12 +1,20 @@
-"""App versions: a worker advances only runs of its own version, and says which it leaves alone."""
+"""Versions: a worker advances only runs of its own workflow versions, and says which it leaves alone.
+
+Each deploy version a worker started on is an `AppVersion` row holding what that code was: its
+workflow versions, its policy version, the commit and root it came from (see
+runs.config.versioning for what a version covers).
+"""
 from __future__ import annotations
 
 import logging
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from runs.config.resolution import ResolvedConfig
+from runs.config.versioning import version_of
 from runs.engine import clock
 from runs.models import AppVersion, WorkflowEntry
 from runs.selectors import runs_on_other_versions
@@ -14,22 +22,58 @@ from runs.selectors import runs_on_other_versions
 log = logging.getLogger("sanoma.worker")
 
 
-def register_version(*, version: str, promote: bool) -> tuple[bool, str | None]:
-    """Record this worker's version. A version never seen becomes the latest; an older one
-    becomes latest again only when promoted. Returns (is_latest, the latest otherwise)."""
+def register_version(*, version: str, promote: bool, config: ResolvedConfig | None = None) -> tuple[bool, str | None]:
+    """Record this worker's version (with `config`: its workflow and policy versions, commit and
+    root). A version never seen becomes the latest; an older one becomes latest again only when
+    promoted. Returns (is_latest, the latest otherwise)."""
     now = clock.now()
+    described = describe_code(config) if config is not None else {}
     with transaction.atomic():
         try:
             with transaction.atomic():
-                AppVersion.objects.create(version=version, first_started_at=now, promoted_at=now)
+                AppVersion.objects.create(version=version, first_started_at=now, promoted_at=now, **described)
             return True, None
         except IntegrityError:
             pass
+        if described:  # a row made before versions were recorded, or a checkout moved: say what it is now
+            AppVersion.objects.filter(version=version).update(retired_at=None, **described)
         if promote:
             AppVersion.objects.filter(version=version).update(promoted_at=now)
             return True, None
     latest = latest_version()
     return latest == version, latest
+
+
+def describe_code(config: ResolvedConfig) -> dict[str, Any]:
+    """What an AppVersion row records of a config's code."""
+    root = config.root.resolve() if config.root is not None else None
+    return {"workflows": dict(config.workflow_versions), "policy_version": config.policy_version,
+            "commit": git_commit(root) if root is not None else "", "root": str(root) if root is not None else ""}
+
+
+def git_commit(root: Path) -> str:
+    """`git rev-parse HEAD` of the checkout holding `root`; "" outside git."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def live_versions() -> set[str]:
+    """The workflow versions of the latest deploy (empty before any worker started)."""
+    workflows = AppVersion.objects.order_by("-promoted_at").values_list("workflows", flat=True).first()
+    return set((workflows or {}).values())
+
+
+def deploy_holding(app_version: str) -> AppVersion | None:
+    """The newest deploy whose workflows include `app_version` (a run's version), if any."""
+    for row in AppVersion.objects.order_by("-promoted_at").only("version", "workflows", "commit", "root",
+                                                                 "policy_version", "promoted_at", "retired_at"):
+        if app_version in (row.workflows or {}).values():
+            return row
+    return None
 
 
 def latest_version() -> str | None:
@@ -54,13 +98,13 @@ def sync_workflow_entries(config: ResolvedConfig) -> None:
 def startup_report(config: ResolvedConfig, *, promote: bool) -> list[str]:
     """What a starting worker warns about: an older version, runs it will leave alone."""
     warnings = []
-    latest, newest = register_version(version=config.version, promote=promote)
+    latest, newest = register_version(version=config.version, promote=promote, config=config)
     if not latest:
         warnings.append(
             f"This worker runs {config.version}, older than the latest {newest}; it advances only its own runs. "
             "Start it with --promote to make it the latest again"
         )
-    others, total = runs_on_other_versions(version=config.version)
+    others, total = runs_on_other_versions(versions=config.owned_versions)
     if others:
         named = ", ".join(f"{r.id} ({r.app_version})" for r in others)
         more = f" and {total - len(others)} more" if total > len(others) else ""
@@ -72,9 +116,9 @@ def startup_report(config: ResolvedConfig, *, promote: bool) -> list[str]:
 
 
 def loaded_policy(policy: Any) -> str:
-    """What the worker's banner says of the policy it loaded. The app version is the workflows'
-    code only (runs stay on the version they started on), so a changed policy shows here: the
-    Cedar set's own version (a hash of its files), or a function policy's given version."""
+    """What the worker's banner says of the policy it loaded: the Cedar set's own version (a hash
+    of its files), or a function policy's given version. (Every workflow version covers the policy
+    version too: see runs.config.versioning.)"""
     if not getattr(policy, "defined", False):
         return "no policy (every call is allowed)"
     rules = getattr(policy, "rules", None)
@@ -83,3 +127,7 @@ def loaded_policy(policy: Any) -> str:
         return (f"policy {policy.version} ({files} file{'s' if files != 1 else ''}, "
                 f"{len(rules)} polic{'ies' if len(rules) != 1 else 'y'})")
     return f"policy {getattr(policy, 'kind', 'python')} version {policy.version}"
+
+
+__all__ = ["deploy_holding", "describe_code", "git_commit", "is_latest", "latest_version", "live_versions",
+           "loaded_policy", "register_version", "startup_report", "sync_workflow_entries", "version_of"]

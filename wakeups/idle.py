@@ -36,14 +36,15 @@ log = logging.getLogger("sanoma.wakeup")
 DEFAULT_HORIZON = timedelta(seconds=60)
 
 
-def next_sleeper(version: str) -> datetime | None:
-    return (Run.objects.filter(status=RunStatus.WAITING, app_version=version, wake_at__isnull=False)
+def next_sleeper(versions: Sequence[str]) -> datetime | None:
+    """The earliest deadline of a waiting run of `versions` (a worker's workflow versions)."""
+    return (Run.objects.filter(status=RunStatus.WAITING, app_version__in=list(versions), wake_at__isnull=False)
             .order_by("wake_at").values_list("wake_at", flat=True).first())
 
 
 def next_deadline(config: ResolvedConfig, *, now: datetime | None = None) -> datetime | None:
     now = now or clock.now()
-    found = [d for d in (next_sleeper(config.version), Firer(config).next_fire(now)) if d is not None]
+    found = [d for d in (next_sleeper(config.owned_versions), Firer(config).next_fire(now)) if d is not None]
     return min(found) if found else None
 
 
@@ -57,7 +58,7 @@ class Idleness:
 def idleness(config: ResolvedConfig, *, horizon: timedelta = DEFAULT_HORIZON) -> Idleness:
     now = clock.now()
     deadline = next_deadline(config, now=now)
-    busy = (Run.objects.filter(app_version=config.version, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
+    busy = (Run.objects.filter(app_version__in=config.owned_versions, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
             .exclude(status=RunStatus.QUEUED, waiting_for__startswith=PAUSED))  # parked by a paused workflow
     if busy.exists():
         return Idleness(False, deadline, "runs are queued or running")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -35,14 +36,14 @@ class SweepResult:
         return bool(self.woken or self.taken_over or self.resent)
 
 
-def wake_due_sleepers(version: str) -> int:
-    return transitions.wake_due_sleepers(version=version, now=clock.now(), limit=BATCH)
+def wake_due_sleepers(versions: Sequence[str]) -> int:
+    return transitions.wake_due_sleepers(versions=versions, now=clock.now(), limit=BATCH)
 
 
-def take_over_expired(version: str) -> int:
+def take_over_expired(versions: Sequence[str]) -> int:
     now = clock.now()
     expired = list(
-        Run.objects.filter(status=RunStatus.RUNNING, app_version=version, lease_until__lt=now)
+        Run.objects.filter(status=RunStatus.RUNNING, app_version__in=list(versions), lease_until__lt=now)
         .values_list("pk", "lease_owner")[:BATCH]
     )
     taken = 0
@@ -54,14 +55,14 @@ def take_over_expired(version: str) -> int:
     return taken
 
 
-def resend_lost(version: str, cluster: str) -> int:
+def resend_lost(versions: Sequence[str], cluster: str) -> int:
     now = clock.now()
     # Only a task the broker can hand out now counts: one a killed cluster had dequeued stays
     # locked for Q_CLUSTER["retry"] seconds and must not keep its run from being re-sent.
     if OrmQ.objects.filter(key=cluster, lock__lte=now).exists():
         return 0
     stale = list(
-        Run.objects.filter(status=RunStatus.QUEUED, app_version=version, queued_at__lt=now - STALE_QUEUED)
+        Run.objects.filter(status=RunStatus.QUEUED, app_version__in=list(versions), queued_at__lt=now - STALE_QUEUED)
         .exclude(waiting_for__startswith=PAUSED)  # parked by a paused workflow: the unpause enqueues them
         .values_list("pk", "queued_at")[:BATCH]
     )
@@ -72,12 +73,13 @@ def resend_lost(version: str, cluster: str) -> int:
 _next_resend = 0.0
 
 
-def sweep(*, version: str, cluster: str = "sanoma") -> SweepResult:
-    """One pass. Lost tasks are looked for only every few seconds: a run counts as lost only after
-    STALE_QUEUED, so looking on every pass would only add idle queries."""
+def sweep(*, versions: Sequence[str], cluster: str = "sanoma") -> SweepResult:
+    """One pass over the runs of `versions` (the worker's workflow versions). Lost tasks are looked
+    for only every few seconds: a run counts as lost only after STALE_QUEUED, so looking on every
+    pass would only add idle queries."""
     global _next_resend
     resent = 0
     if time.monotonic() >= _next_resend:
-        resent = resend_lost(version, cluster)
+        resent = resend_lost(versions, cluster)
         _next_resend = time.monotonic() + STALE_QUEUED.total_seconds() / 4
-    return SweepResult(woken=wake_due_sleepers(version), taken_over=take_over_expired(version), resent=resent)
+    return SweepResult(woken=wake_due_sleepers(versions), taken_over=take_over_expired(versions), resent=resent)

@@ -29,6 +29,7 @@ from django_q.cluster import Cluster
 
 from runs import presence
 from runs.config.resolution import ResolvedConfig
+from runs.deploys import deploy
 from runs.engine import clock, secrets
 from runs.models import PresenceRole
 from runs.versions import loaded_policy, startup_report, sync_workflow_entries
@@ -37,6 +38,7 @@ from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
 from wakeups.idle import StopRule, next_sleeper
 from wakeups.listen import DEADLINE, Listener, listens
+from wakeups.pinned import PinnedStopRule, pinned_problem
 from wakeups.schedules import Firer
 from wakeups.sweep import sweep
 
@@ -155,7 +157,10 @@ class Worker:
     stop_when_idle: bool = False
     started_at: float = field(default_factory=time.time)  # a restart asked for before this started us
     stop: list[int] = field(default_factory=list)  # the signals received; a handler only appends
-    rule: StopRule | None = None
+    rule: StopRule | PinnedStopRule | None = None
+    # A pinned deploy version this worker serves (wakeups/pinned.py): only its pinned runs, no
+    # schedules, no deploy, no sync, no restart requests.
+    pinned: str = ""
 
     def start(self) -> None:
         """The checks and announcements before the loop: `WorkerCannotStart` when a connector on its
@@ -168,11 +173,23 @@ class Worker:
         if problems:
             raise WorkerCannotStart("The worker cannot start: " + ", ".join(problems) + "; set each in the "
                                     "worker's environment, or store it with `manage.py credentials set NAME`")
+        if self.pinned:
+            self._start_pinned()
+            return
         sync_workflow_entries(config)  # every workflow of the config has a row start permissions are granted on
-        for failure in worker_started(config):  # e.g. change runs stamped onto this version after a deploy
-            self.warn(f"at start: {failure}")
+        # The deploy first: this version registered, every parked run of other versions proven and
+        # migrated or pinned, held calls judged again when the policy changed (runs.deploys).
+        try:
+            for line in deploy(config=config, promote=self.promote).lines():
+                self.say(line)
+        except Exception as err:  # the worker still runs its own runs; the deploy can be run again
+            log.exception("the deploy failed")
+            self.warn(f"the deploy failed ({type(err).__name__}: {err}): parked runs of other versions were not "
+                      "moved; run `manage.py deploy` once the cause is fixed")
         for warning in startup_report(config, promote=self.promote):
             self.warn(warning)
+        for failure in worker_started(config):  # e.g. change runs stamped onto this version after a deploy
+            self.warn(f"at start: {failure}")
         self.say(f"worker for {config.version}: {len(config.workflows)} workflow(s); {loaded_policy(config.policy)}")
         if self.stop_when_idle:
             wakeups = declared_wakeups(config)
@@ -181,6 +198,17 @@ class Worker:
             if not self.rule.enabled:
                 self.warn(f"--stop-when-idle: {len(wakeups)} wakeups declared (one is needed): "
                           "this worker never stops itself")
+
+    def _start_pinned(self) -> None:
+        config = self.config
+        problem = pinned_problem(config, version=self.pinned)
+        if problem:
+            raise WorkerCannotStart(problem)
+        self.say(f"worker for {config.version} (pinned: its runs only, no schedules, no deploy): "
+                 f"{len(config.workflows)} workflow(s); {loaded_policy(config.policy)}")
+        if self.stop_when_idle:
+            self.rule = PinnedStopRule(config=config,
+                                       horizon=timedelta(seconds=settings.SANOMA_IDLE_HORIZON_SECONDS))
 
     def run(self) -> dict[str, Any] | None:
         """The loop, with the cluster beside it; the restart asked for, if that is what ended it."""
@@ -216,11 +244,13 @@ class Worker:
                     if time.monotonic() >= next_beat:
                         presence.beat(role=PresenceRole.WORKER, version=config.version)
                         next_beat = time.monotonic() + presence.WORKER_BEAT
-                    restart = restart_requested(since=self.started_at)
+                    # A pinned worker's code is a fixed commit: a deploy's restart is not for it.
+                    restart = None if self.pinned else restart_requested(since=self.started_at)
                     if restart is not None:  # a deploy put new code in the live root: start again on it
                         break
-                    sweep(version=config.version, cluster=str(settings.Q_CLUSTER["name"]))
-                    firer.fire()
+                    sweep(versions=config.owned_versions, cluster=str(settings.Q_CLUSTER["name"]))
+                    if not self.pinned:
+                        firer.fire()
                     if rule is not None and rule.enabled and time.monotonic() >= next_check:
                         outcome = rule.check(closed=lambda: bool(stop))
                         next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
@@ -264,7 +294,7 @@ class Worker:
         check, and LONGEST_WAIT."""
         now = clock.now()
         waits = [LONGEST_WAIT]
-        for deadline in (next_sleeper(self.config.version), firer.next_due):
+        for deadline in (next_sleeper(self.config.owned_versions), None if self.pinned else firer.next_due):
             if deadline is not None:
                 waits.append((deadline - now).total_seconds() + 0.001)
         if next_check is not None:

@@ -39,7 +39,7 @@ def step_anatomy(config: Any, steps: int) -> dict[str, float]:
 
     run_id = services.start(workflow="steps", input={"n": 0}, started_by="bench", run_id="g-anatomy", config=config).id
     OrmQ.objects.all().delete()
-    if not claim(run_id, worker_id="g", version=config.version):
+    if not claim(run_id, worker_id="g", versions=config.owned_versions):
         raise SystemExit("(g) could not claim its run")
     run = Run.objects.get(pk=run_id)
     lease = timedelta(seconds=settings.SANOMA_LEASE_SECONDS)

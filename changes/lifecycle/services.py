@@ -23,7 +23,7 @@ from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, transitions
 from runs.errors import RunCode
-from runs.models import Run, RunStatus
+from runs.models import AppVersion, Run, RunStatus
 
 log = logging.getLogger("sanoma.changes")
 
@@ -44,6 +44,10 @@ def stamp_version(*, run_ids: Sequence[str], version: str) -> list[Stamped]:
     run is stamped by exactly one. Runs of other workflows and ended runs are left as they are.
     """
     stamped: list[Stamped] = []
+    # A deploy version stamps the change workflow's own version in that deploy (a run's version is
+    # its workflow's: runs.config.versioning); a version no deploy records is stamped as given.
+    deployed = AppVersion.objects.filter(version=version).values_list("workflows", flat=True).first() or {}
+    version = deployed.get(NAME, version)
     with transaction.atomic():
         candidates = list(
             Run.objects.filter(pk__in=list(run_ids), workflow=NAME, status__in=transitions.UNFINISHED)

@@ -14,7 +14,8 @@ imports this package):
 - `start`: the start-a-run form, built from the workflow's input JSON Schema, and its view;
 - `approvals`: the approvals inbox and the decide / withdraw page;
 - `ledger`: the append-only ledger records;
-- `workflows`: app versions and the workflows whose object permissions grant who may start them;
+- `workflows`: the workflows whose object permissions grant who may start them;
+- `versions`: the deploy versions, live, pinned-only or retired, and the runs each holds;
 - `collections`: the company's collections and their records, read-only;
 - `pauses`: pausing and unpausing connectors, operations and workflows, and the runs each holds.
 """
@@ -24,6 +25,7 @@ from runs.admin import runs  # noqa: F401
 from runs.admin import approvals  # noqa: F401
 from runs.admin import ledger  # noqa: F401
 from runs.admin import workflows  # noqa: F401
+from runs.admin import versions  # noqa: F401
 from runs.admin import collections  # noqa: F401
 from runs.admin import pauses  # noqa: F401
 # isort: on

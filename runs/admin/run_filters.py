@@ -1,6 +1,7 @@
 """The runs list's own filters and search: what a run waits for (every kind, whether or not a
-run waits for it now), a tag (`?tag=order=1001`, as the API's `tag=`), and `key=value` terms in
-the search box matching a tag exactly. A bad value is an error on the page naming it, and lists
+run waits for it now), a tag (`?tag=order=1001`, as the API's `tag=`), the deploy version that
+holds a run (`?version=`, the Versions page's links), and `key=value` terms in the search box
+matching a tag exactly. A bad value is an error on the page naming it, and lists
 nothing."""
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from django.http import HttpRequest
 from django.utils.text import smart_split, unescape_string_literal
 
 from connectors.errors import SanomaError
+from runs.models import AppVersion
 from runs.selectors import WAITING_FOR, parse_tag, runs_waiting_for, tagged
+from runs.version_states import runs_of_version
 
 
 class WaitingForFilter(admin.SimpleListFilter):
@@ -55,6 +58,32 @@ class TagFilter(admin.SimpleListFilter):
             messages.error(request, err.message)
             return queryset.none()
         return tagged(queryset, key, value)
+
+
+class VersionFilter(admin.SimpleListFilter):
+    """`?version=<deploy version>`: the runs that deploy version holds (the live one: the runs of
+    its workflow versions; an older one: its pinned runs' workflow versions), as the Versions page
+    links them. Its choices are the versions not retired."""
+
+    title = "deploy version"
+    parameter_name = "version"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        shown = list(AppVersion.objects.filter(retired_at__isnull=True).order_by("-promoted_at")
+                     .values_list("version", flat=True)[:20])
+        value = self.value()
+        if value and value not in shown:
+            shown.append(value)
+        return [(version, version) for version in shown]
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        version = self.value()
+        if not version:
+            return queryset
+        if not AppVersion.objects.filter(version=version).exists():
+            messages.error(request, f"“{version}” is not a deploy version (see the Versions page)")
+            return queryset.none()
+        return queryset.filter(app_version__in=runs_of_version(version))
 
 
 # The waiting-for filter's choices, as a person reads them.

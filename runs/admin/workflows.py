@@ -1,4 +1,4 @@
-"""App versions, and who may start each workflow: a row per workflow whose object permissions
+"""Who may start each workflow: a row per workflow whose object permissions
 (guardian's page) grant it. The catalog's page of a workflow links here ("Grant…"); the sidebar
 lists workflows once, in the catalog."""
 from __future__ import annotations
@@ -12,39 +12,16 @@ from django.shortcuts import redirect
 from django.urls import path
 from guardian.admin import GuardedModelAdmin
 
-from runs.admin.base import ReadOnlyMixin
 from runs.approvals.permissions import workflow_entry
 from runs.approvals.selectors import entry_named
 from runs.config.registry import get_config
-from runs.display import moment
-from runs.models import AppVersion, WorkflowEntry
+from runs.models import WorkflowEntry
 
 
 def _number(key: str) -> str:
     if not (key.isascii() and key.isdigit() and len(key) < 19):
         raise Http404("No such row")
     return key
-
-
-@admin.register(AppVersion)
-class AppVersionAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("version", "first_started", "promoted", "current")
-    ordering = ("-promoted_at",)
-    actions = None
-    fields = ("version", "first_started", "promoted", "current")
-    readonly_fields = fields
-
-    @admin.display(description="first run started", ordering="first_started_at")
-    def first_started(self, version: AppVersion) -> str:
-        return moment(version.first_started_at)
-
-    @admin.display(description="promoted", ordering="promoted_at")
-    def promoted(self, version: AppVersion) -> str:
-        return moment(version.promoted_at)
-
-    @admin.display(boolean=True, description="this site's version")
-    def current(self, version: AppVersion) -> bool:
-        return version.version == get_config().version
 
 
 @admin.register(WorkflowEntry)

@@ -91,11 +91,10 @@ def extensions(request: Request) -> list[tuple[str, Extension]]:
     return found
 
 
-def extend(resolved: Any, *, fakes: str = "",
-           version: Callable[[Sequence[WorkflowDefinition]], str] | None = None) -> Any:
-    """`resolved` (a `ResolvedConfig`) with what every registered provider adds; `version(workflows)`
-    recomputes its version over the workflows with the built-ins (None: the version stays, as when
-    the operator pins one). Raises `ConfigError` listing every clash."""
+def extend(resolved: Any, *, fakes: str = "") -> Any:
+    """`resolved` (a `ResolvedConfig`) with what every registered provider adds (its versions are
+    computed afterwards, over the workflows with the built-ins: `resolution.with_versions`).
+    Raises `ConfigError` listing every clash."""
     done = set(getattr(resolved, "extended_by", ()))
     found = [(n, e) for n, e in extensions(Request(tuple(resolved.connectors), resolved.root, fakes)) if n not in done]
     if not found:
@@ -135,9 +134,7 @@ def extend(resolved: Any, *, fakes: str = "",
     if problems:
         raise ConfigError(problems)
     extended = dataclasses.replace(
-        resolved, connectors=connectors, ops=ops, drivers=drivers, workflows=workflows,
-        version=version(list(workflows.values())) if version is not None else resolved.version,
-    )
+        resolved, connectors=connectors, ops=ops, drivers=drivers, workflows=workflows)
     extended.extended_by = (*done, *(n for n, _ in found))  # which providers it has: extend is idempotent
     return extended
 

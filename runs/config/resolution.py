@@ -5,10 +5,9 @@ the worker, the client, the admin and every command fail the same way.
 """
 from __future__ import annotations
 
-import hashlib
+import dataclasses
+import functools
 import importlib
-import inspect
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from connectors.operations import Connector, Operation
 from runs.collections.definition import DATA_VENDOR, Collection, data_connector
 from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
-from runs.config import extensions
+from runs.config import extensions, versioning
 from runs.config.discovery import discover_collections, discover_workflows, failure_line, import_root, kind_dirs
 from runs.config.outline import config_problems
 from runs.config.resolve_checks import (
@@ -34,10 +33,9 @@ from runs.config.workflows import WorkflowDefinition, check_name
 from runs.policies.cedar import load_cedar_policy
 from runs.policies.python_policies import allow_all
 
-RUNTIME_VERSION = "0.1.0"
-
-# Bumped whenever the per-call step sequence changes: old runs could not replay on the new layout.
-STEP_LAYOUT = 1
+# What a version covers, and how it is hashed: runs.config.versioning.
+RUNTIME_VERSION = versioning.RUNTIME_VERSION
+STEP_LAYOUT = versioning.STEP_LAYOUT
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +68,16 @@ class ResolvedConfig:
     demo: Mapping[str, str]
     collections: dict[str, Collection] = field(default_factory=dict)
     wakeups: tuple[Any, ...] = ()  # what sanoma_config.py declares in `wakeups = [...]`, as declared
+    # Each workflow's own version ({workflow: "<workflow>@<hash>"}) and the policy's ("policy@<hash>",
+    # "" with none): see runs.config.versioning. `version` is the deploy's, covering them all.
+    workflow_versions: dict[str, str] = field(default_factory=dict)
+    policy_version: str = ""
+
+    @functools.cached_property
+    def owned_versions(self) -> tuple[str, ...]:
+        """The workflow versions this config advances: a run is this worker's when its
+        `app_version` is one of them."""
+        return versioning.owned(self.workflow_versions.values())
 
     def workflow(self, name: str) -> WorkflowDefinition | None:
         return self.workflows.get(name)
@@ -84,22 +92,6 @@ class ResolvedConfig:
 
 def input_schema(definition: WorkflowDefinition) -> dict[str, Any]:
     return definition.input.model_json_schema(mode="validation")
-
-
-def compute_version(app_name: str, workflows: Sequence[WorkflowDefinition]) -> str:
-    """SHA-256 over the runtime and each workflow's name, `run` source, operations and input schema."""
-    digest = hashlib.sha256()
-    for part in (app_name, RUNTIME_VERSION, str(STEP_LAYOUT)):
-        digest.update(part.encode() + b"\0")
-    for wf in sorted(workflows, key=lambda w: w.name):
-        try:
-            source = inspect.getsource(wf.run)
-        except (OSError, TypeError):
-            source = wf.run.__code__.co_code.hex()
-        digest.update(wf.name.encode() + b"\0" + source.encode() + b"\0")
-        digest.update(json.dumps(sorted(wf.ops)).encode() + b"\0")
-        digest.update(json.dumps(input_schema(wf), sort_keys=True).encode() + b"\0")
-    return digest.hexdigest()
 
 
 def _make_drivers(
@@ -230,11 +222,10 @@ def resolve_config(
     policy = _resolve_policy(config, root, problems)
     if problems:
         raise ConfigError(problems)
-    version = f"{app_name}@{app_version or compute_version(app_name, list(workflows.values()))}"
     steps = [c.steps for c in config.connectors if isinstance(c, Connector) and c.steps is not None]
     resolved = ResolvedConfig(
         app_name=app_name,
-        version=version,
+        version="",  # set below, once the extensions' built-in workflows are in
         root=root,
         connectors=connectors,
         ops=ops,
@@ -247,8 +238,21 @@ def resolve_config(
         collections=collections,
     )
     # What a layer above adds (the declared state's connector and built-in workflows): see extensions.
-    return extensions.extend(resolved, fakes=fakes, version=None if app_version else
-                             lambda wfs: f"{app_name}@{compute_version(app_name, list(wfs))}")
+    return with_versions(extensions.extend(resolved, fakes=fakes), named=app_version)
+
+
+def with_versions(resolved: ResolvedConfig, *, named: str | None = None) -> ResolvedConfig:
+    """`resolved` with its versions computed over its workflows (built-ins included) and policy;
+    `named` (SANOMA_APP_VERSION) replaces every hash."""
+    version, workflow_versions, policy_version = versioning.versions(
+        app_name=resolved.app_name, workflows=resolved.workflows, policy=resolved.policy, operations=resolved.ops,
+        named=named)
+    extended_by = getattr(resolved, "extended_by", None)
+    versioned = dataclasses.replace(resolved, version=version, workflow_versions=workflow_versions,
+                                    policy_version=policy_version)
+    if extended_by is not None:
+        versioned.extended_by = extended_by  # type: ignore[attr-defined]
+    return versioned
 
 
 def load_config(

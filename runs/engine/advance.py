@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -21,6 +21,7 @@ from connectors.errors import InvalidInput, SanomaError, describe_issues, error_
 from runs import ledger
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
+from runs.config.versioning import version_of
 from runs.engine import clock, faults, pauses, reconnect, transitions
 from runs.engine.context import RunContext
 from runs.engine.faults import FaultPoint
@@ -46,10 +47,10 @@ class Advanced(StrEnum):
     LOST = "lost"  # taken over by another worker, or cancelled, while this advance ran
 
 
-def claim(run_id: str, *, worker_id: str, version: str) -> Run | None:
-    """Take the run's lease if it is free; the claimed run, or None."""
+def claim(run_id: str, *, worker_id: str, versions: Sequence[str]) -> Run | None:
+    """Take the run's lease if it is free and its version is one of `versions`; the claimed run, or None."""
     now = clock.now()
-    return transitions.claim(run_id=run_id, worker_id=worker_id, version=version, now=now,
+    return transitions.claim(run_id=run_id, worker_id=worker_id, versions=versions, now=now,
                              lease_until=now + timedelta(seconds=settings.SANOMA_LEASE_SECONDS))
 
 
@@ -57,13 +58,14 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
     """Advance one run by one segment and say what happened."""
     config = config or get_config()
     claimed_at = time.monotonic()
-    run = claim(run_id, worker_id=worker_id, version=config.version)
+    run = claim(run_id, worker_id=worker_id, versions=config.owned_versions)
     if run is None:
-        other = (Run.objects.filter(pk=run_id).exclude(app_version=config.version)
-                 .values_list("app_version", flat=True).first())
+        other = (Run.objects.filter(pk=run_id).exclude(app_version__in=config.owned_versions)
+                 .values_list("workflow", "app_version").first())
         if other:
-            log.warning("leaving run %s alone: it runs version %s; this worker runs %s", run_id, other,
-                        config.version, extra={"run_id": run_id})
+            workflow, version = other
+            log.warning("leaving run %s alone: it runs version %s; this worker runs %s (%s)", run_id, version,
+                        config.version, version_of(config, workflow), extra={"run_id": run_id})
         return Advanced.SKIPPED
     try:
         try:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, error_to_dict, input_issue
 from connectors.operations import Operation
+from runs.config.versioning import version_of
 from runs.engine import clock
 from runs.engine.segment import Checkpoint, Segment
 from runs.errors import RunCode
@@ -130,7 +131,9 @@ class ChildStart:
             self._record(seq, decision, error=error)
             raise error
         now = clock.now()
-        child = Run(id=self.child_id, workflow=self.workflow, app_version=parent.app_version, input=self.input,
+        # The child runs its own workflow's code, on the deploy its parent is advanced by.
+        child = Run(id=self.child_id, workflow=self.workflow,
+                    app_version=version_of(self.segment.config, self.workflow), input=self.input,
                     started_by=parent.started_by, groups=list(parent.groups or ()), parent_id=parent.id,
                     status=RunStatus.QUEUED, created_at=now, updated_at=now, queued_at=now)
         self._record(seq, decision, child=child)

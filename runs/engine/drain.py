@@ -34,11 +34,11 @@ def family_of(run_id: str) -> list[str]:
 
 def drain(config: ResolvedConfig, *, worker_id: str = "in-process", rounds: int = 1000,
           family: str | None = None) -> int:
-    """Advance every runnable run of the config's version (or of `family`) until none is: due
+    """Advance every runnable run of the config's workflow versions (or of `family`) until none is: due
     sleepers wake, queued runs advance. Returns how many advances ran."""
     advanced = 0
     for _ in range(rounds):
-        scope = Q(app_version=config.version)
+        scope = Q(app_version__in=config.owned_versions)
         if family is not None:
             members = family_of(family)
             scope &= Q(pk__in=members)
@@ -47,7 +47,7 @@ def drain(config: ResolvedConfig, *, worker_id: str = "in-process", rounds: int 
             for run_id in due:
                 transitions.wake_due(run_id=run_id, now=clock.now())
         else:
-            transitions.wake_due_sleepers(version=config.version, now=clock.now(), limit=WAKE_BATCH)
+            transitions.wake_due_sleepers(versions=config.owned_versions, now=clock.now(), limit=WAKE_BATCH)
         runnable = list(
             Run.objects.filter(scope, status=RunStatus.QUEUED)
             .exclude(waiting_for__startswith=PAUSED).order_by("created_at").values_list("pk", flat=True)

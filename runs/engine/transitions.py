@@ -105,19 +105,22 @@ def start(*, run: Run) -> None:
 
 _CLAIM_SQL = """
 UPDATE runs_run SET status = %s, lease_owner = %s, lease_until = %s, waiting_for = '', wake_at = NULL, updated_at = %s
-WHERE id = %s AND app_version = %s AND status IN (%s, %s) AND (lease_until IS NULL OR lease_until < %s)
+WHERE id = %s AND app_version = ANY(%s) AND status IN (%s, %s) AND (lease_until IS NULL OR lease_until < %s)
 RETURNING *
 """
 
 
-def claim(*, run_id: str, worker_id: str, version: str, now: datetime, lease_until: datetime) -> Run | None:
-    """queued (or running with an expired lease) -> running, held by `worker_id`; the run, or None."""
+def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime,
+          lease_until: datetime) -> Run | None:
+    """queued (or running with an expired lease) -> running, held by `worker_id`, when the run's
+    version is one of `versions` (the worker's workflow versions); the run, or None."""
     if one_statement():  # claim and read in one round trip
         claimed = list(Run.objects.raw(_CLAIM_SQL, [
-            RunStatus.RUNNING, worker_id, lease_until, now, run_id, version, RunStatus.QUEUED, RunStatus.RUNNING, now]))
+            RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions), RunStatus.QUEUED,
+            RunStatus.RUNNING, now]))
         return claimed[0] if claimed else None
     updated = (
-        Run.objects.filter(pk=run_id, app_version=version, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
+        Run.objects.filter(pk=run_id, app_version__in=list(versions), status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
         .update(status=RunStatus.RUNNING, lease_owner=worker_id, lease_until=lease_until, waiting_for="",
                 wake_at=None, updated_at=now)
@@ -271,17 +274,17 @@ def wake_due(*, run_id: str, now: datetime) -> bool:
     return bool(woken)
 
 
-def due_sleepers(*, version: str, now: datetime, limit: int) -> list[str]:
-    """Ids of this version's waiting runs whose deadline has passed, earliest first."""
+def due_sleepers(*, versions: Sequence[str], now: datetime, limit: int) -> list[str]:
+    """Ids of the waiting runs of `versions` whose deadline has passed, earliest first."""
     return list(
-        Run.objects.filter(status=RunStatus.WAITING, app_version=version, wake_at__lte=now)
+        Run.objects.filter(status=RunStatus.WAITING, app_version__in=list(versions), wake_at__lte=now)
         .order_by("wake_at").values_list("pk", flat=True)[:limit]
     )
 
 
-def wake_due_sleepers(*, version: str, now: datetime, limit: int) -> int:
-    """Wake every due sleeper of `version`, each in its own transaction; how many were woken."""
-    return sum(wake_due(run_id=run_id, now=now) for run_id in due_sleepers(version=version, now=now, limit=limit))
+def wake_due_sleepers(*, versions: Sequence[str], now: datetime, limit: int) -> int:
+    """Wake every due sleeper of `versions`, each in its own transaction; how many were woken."""
+    return sum(wake_due(run_id=run_id, now=now) for run_id in due_sleepers(versions=versions, now=now, limit=limit))
 
 
 # ---- recovery -------------------------------------------------------------------------------

@@ -311,7 +311,8 @@ def test_no_admin_page_answers_500_for_any_id(engine, alice):
             urls += [f"/admin/runs/run/{key}/cancel/", f"/admin/runs/workflowentry/{key}/permissions/"]
         query = url_quote(value)
         urls += [f"/admin/runs/run/?q={query}", f"/admin/runs/ledgerrecord/?run_id={query}",
-                 f"/admin/runs/run/?started_by={query}", f"/admin/runs/run/start/?workflow={query}"]
+                 f"/admin/runs/run/?started_by={query}", f"/admin/runs/run/start/?workflow={query}",
+                 f"/admin/runs/run/?version={query}", f"/admin/runs/appversion/?q={query}"]
     failures = []
     for url in urls:
         response = client.get(url)

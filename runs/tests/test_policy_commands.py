@@ -22,6 +22,7 @@ from runs.authoring import define_workflow
 from runs.models import Approval, DecisionMessage, PresenceRole, Run
 from runs.policies import load_cedar_policy
 from runs.testing import make_user
+from runs.versions import register_version
 
 COMPANY_POLICIES = Path(settings.BASE_DIR) / "company" / "policies"
 
@@ -68,6 +69,8 @@ def worker_while_waiting(monkeypatch):
     as a worker does (`runs.presence`), so `decide` waits for it."""
 
     def start(engine):
+        # What a worker records when it starts (the workflow versions it runs), then its beat.
+        register_version(version=engine.config.version, promote=False, config=engine.config)
         presence.beat(role=PresenceRole.WORKER, version=engine.config.version)
         fake_time = SimpleNamespace(monotonic=time.monotonic, sleep=lambda s: engine.drain())
         monkeypatch.setattr(approvals, "time", fake_time)

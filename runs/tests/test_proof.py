@@ -182,7 +182,7 @@ def test_each_parked_kind_migrates_on_unchanged_code_and_on_an_appended_step(cod
         proof = prove(run=run, config=new.config)
         assert (proof.outcome, proof.reason, proof.step) == ("migrates", "", None), (kind, proof)
         assert proof.run_id == run.id and proof.workflow == "parks"
-        assert proof.from_version == run.app_version and proof.to_version == new.config.version
+        assert proof.from_version == run.app_version and proof.to_version == new.config.workflow_versions["parks"]
         assert proof.steps_replayed == len(Step.objects.filter(run=run))
         # The same record written as a fixture and read back proves the same.
         [recorded] = load_records([run])

@@ -161,8 +161,8 @@ def test_a_run_failing_with_an_approval_pending_withdraws_it_in_the_transaction_
     run = first.run("asks")
     assert Approval.objects.get(run_id=run.id).status == "pending"
     deployed = engine_for(asks_v2)
-    transitions.stamp(run_id=run.id, from_version=first.config.version, to_version=deployed.config.version,
-                      now=clock.now())
+    transitions.stamp(run_id=run.id, from_version=run.app_version,
+                      to_version=deployed.config.workflow_versions["asks"], now=clock.now())
     transitions.wake(run_id=run.id, now=clock.now())
     deployed.drain()
 

@@ -1,4 +1,5 @@
-"""`manage.py demo` as a real process: it stops its worker and its web server when it is stopped;
+"""`manage.py demo` as a real process: it stops its worker and its web server when it is stopped,
+and reloads its worker on an edit when SANOMA_ROOT is your own folder (never the shipped example);
 and the seed service that makes its people (`runs.seed`).
 
 Each test starts `manage.py demo --port <free port> --no-runs` in its own session, on its own
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -100,12 +102,14 @@ def can_listen_on(port: int) -> bool:
 
 
 class Demo:
-    def __init__(self, var: Path, log: Path) -> None:
+    def __init__(self, var: Path, log: Path, *, root: Path | None = None) -> None:
         self.port = free_port()
         self.log = log
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PYTEST_", "DJANGO_SETTINGS", "SANOMA_")) and k != "DATABASE_URL"}
         env.update(SANOMA_VAR_DIR=str(var), DJANGO_SETTINGS_MODULE="sanoma_site.settings", PYTHONUNBUFFERED="1")
+        if root is not None:
+            env["SANOMA_ROOT"] = str(root)
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, str(REPO / "manage.py"), "demo", "--port", str(self.port), "--no-runs"],
@@ -185,12 +189,13 @@ def demo(var_dir: Path, tmp_path: Path) -> Iterator[Demo]:
 
 
 def running_demo(demo: Demo) -> list[Proc]:
-    """Wait for the admin to answer; the demo's tree, with the worker and the server each in a session of its own."""
+    """Wait for the admin to answer; the demo's tree, with the worker, the pinned versions' supervisor and the
+    server each in a session of its own."""
     demo.wait_for(demo.admin_answers, within=READY_WITHIN, what="the admin to answer over HTTP")
     demo.wait_for(lambda: "worker started:" in demo.output(), within=READY_WITHIN, what="the worker to start")
     tree = demo.tree()
     children = [p for p in tree if p.ppid == demo.proc.pid]
-    assert len(children) == 2, (children, demo.describe())
+    assert len(children) == 3, (children, demo.describe())
     for child in children:
         assert child.session == child.pid == child.pgrp != demo.proc.pid, (child, demo.describe())
     assert len(tree) > 2, f"the worker's cluster is not in the tree: {tree}"
@@ -220,6 +225,7 @@ def test_a_signal_to_the_demo_stops_its_worker_and_server(demo: Demo, signum: si
     assert "worker stopping" in output, demo.describe()  # the worker was asked to stop, not just killed
     assert "sanoma demo stopped (the worker exited 0" in output, demo.describe()
     assert "Traceback" not in output, demo.describe()
+    assert "worker --reload" not in output, demo.describe()  # the shipped example changes through its repo
 
 
 @needs_proc
@@ -248,6 +254,28 @@ def test_a_worker_asking_to_start_again_after_a_deploy_is_started_again_on_the_n
     assert demo.proc.poll() is None and demo.admin_answers(), demo.describe()  # the demo and its admin go on
     demo.proc.send_signal(signal.SIGTERM)
     assert demo.exit_code() == 0, demo.describe()
+
+
+@needs_proc
+def test_with_your_own_folder_the_demo_starts_its_worker_again_on_an_edit(var_dir: Path, tmp_path: Path) -> None:
+    root = tmp_path / "company"
+    shutil.copytree(REPO / "company", root, ignore=shutil.ignore_patterns("__pycache__"))
+    demo = Demo(var_dir, tmp_path / "demo.log", root=root)
+    try:
+        tree = running_demo(demo)
+        assert f"reload:  the worker starts again on every edit under {root}" in demo.output(), demo.describe()
+        workflow = root / "workflows" / "refunds_report.py"
+        workflow.write_text(workflow.read_text() + "\n# edited\n")
+        demo.wait_for(lambda: "refunds_report.py changed" in demo.output()
+                      and demo.output().count("worker started:") == 2, within=READY_WITHIN,
+                      what="the worker to start again on the edit")
+        tree += demo.tree()  # the new worker's session too
+        demo.proc.send_signal(signal.SIGTERM)
+        assert demo.exit_code() == 0, demo.describe()
+        assert_all_gone(demo, tree)
+        assert "worker --reload stopped" in demo.output(), demo.describe()
+    finally:
+        demo.cleanup()
 
 
 # ---- the demo's people: runs.seed ------------------------------------------------------------------

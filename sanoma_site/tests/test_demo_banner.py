@@ -39,3 +39,13 @@ def test_the_demo_banner_says_who_to_sign_in_as_with_their_groups_and_the_secret
     assert [line.split(None, 1) for line in lines[3:6]] == [
         ["admin", "superuser, operators"], ["finance-lead", "staff, finance"], ["vera", "viewers"]]
     assert "  secrets: SHOP_WEBHOOK_SECRET (a made-up value each, for this demo)" in lines
+
+
+def test_the_demo_banner_says_when_the_worker_reloads_and_where_the_versions_are(capsys):
+    config = resolve_on_fakes(SanomaConfig(connectors=[acme]))
+    Command()._banner(config, 8000, [], [], [], reload=True)
+    reloading = capsys.readouterr().out
+    assert "reload:  the worker starts again on every edit under" in reloading
+    assert "versions: http://127.0.0.1:8000/admin/runs/appversion/" in reloading
+    Command()._banner(config, 8000, [], [], [])
+    assert "reload:" not in capsys.readouterr().out

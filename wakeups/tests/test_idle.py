@@ -40,7 +40,7 @@ def make_run(config, run_id: str, *, status: str = RunStatus.WAITING, wake_in: f
              waiting_for: str = "sleep") -> Run:
     now = clock.now()
     return Run.objects.create(
-        id=run_id, workflow="nap", app_version=config.version, input={}, started_by="x", status=status,
+        id=run_id, workflow="nap", app_version=config.workflow_versions["nap"], input={}, started_by="x", status=status,
         waiting_for=waiting_for if status == RunStatus.WAITING else "",
         wake_at=now + timedelta(seconds=wake_in) if wake_in is not None else None, created_at=now, updated_at=now)
 

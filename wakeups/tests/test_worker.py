@@ -119,13 +119,21 @@ def test_a_sleeping_run_resumes_after_its_deadline_never_before(site: Site) -> N
     assert worker.terminate() == 0, worker.describe()
 
 
-def test_a_worker_process_leaves_runs_of_another_version_alone_and_names_them(site: Site) -> None:
-    # A run started on version A; only a version-B worker runs.
-    stranger = site.start("version-a", "five-posts", {"label": "A"}, "run-on-a")
+def test_a_worker_process_migrates_runs_of_another_version_at_start_and_leaves_later_ones_alone(site: Site) -> None:
+    # A run queued on version A before the version-B worker starts: its deploy proves it (the same
+    # code, nothing recorded yet) and moves it, and the worker runs it.
+    moved = site.start("version-a", "five-posts", {"label": "A"}, "run-on-a")
     worker = site.worker("version-b").start()
-    warning = worker.output()
-    assert "run-on-a (worker-company@version-a)" in warning and "left alone" in warning, worker.describe()
-    # B's own run goes through.
+    assert "migrated 1 run(s): run-on-a, pinned 0" in worker.output(), worker.describe()
+    worker.wait_for(lambda: Run.objects.filter(id="run-on-a", status=RunStatus.FINISHED).exists(), within=PATIENCE,
+                    what="the migrated run to finish")
+    moved.refresh_from_db()
+    assert moved.app_version == "five-posts@version-b"
+    assert list(LedgerRecord.objects.filter(run_id="run-on-a", kind="run.migrated").values_list("body", flat=True)) \
+        == [{"from": "five-posts@version-a", "to": "five-posts@version-b", "steps": 0,
+             "deploy": "worker-company@version-b"}]
+    # A run started on version A's code once B is up (a client on old code) is left alone until a deploy.
+    stranger = site.start("version-a", "five-posts", {"label": "A2"}, "late-on-a")
     site.start("version-b", "five-posts", {"label": "B"}, "run-on-b")
     worker.wait_for(lambda: Run.objects.filter(id="run-on-b", status=RunStatus.FINISHED).exists(), within=PATIENCE,
                     what="version B's own run to finish")
@@ -134,10 +142,11 @@ def test_a_worker_process_leaves_runs_of_another_version_alone_and_names_them(si
     time.sleep(1.0)  # a few sweeps: none may touch it either
     stranger.refresh_from_db()
     assert (stranger.status, stranger.lease_owner, stranger.app_version) == (
-        RunStatus.QUEUED, "", "worker-company@version-a")
-    assert not Step.objects.filter(run_id="run-on-a").exists()
-    assert list(LedgerRecord.objects.filter(run_id="run-on-a").values_list("kind", flat=True)) == ["run.started"]
-    assert not [e for e in site.config("version-a").fakes["tally"].state["effects"] if e["run"] == "run-on-a"]
+        RunStatus.QUEUED, "", "five-posts@version-a")
+    assert "leaving run late-on-a alone: it runs version five-posts@version-a" in worker.output(), worker.describe()
+    assert not Step.objects.filter(run_id="late-on-a").exists()
+    assert list(LedgerRecord.objects.filter(run_id="late-on-a").values_list("kind", flat=True)) == ["run.started"]
+    assert not [e for e in site.config("version-a").fakes["tally"].state["effects"] if e["run"] == "late-on-a"]
     assert worker.terminate() == 0, worker.describe()
 
 
@@ -252,8 +261,8 @@ def test_a_group_signal_the_cluster_meets_late_still_stops_the_worker(site: Site
 
 
 def test_the_banner_names_the_policy_loaded_so_a_new_one_shows(site: Site) -> None:
-    """The app version is the workflows' code, so it stays the same when only a policy changes:
-    the banner names the policy the worker loaded, with its own version."""
+    """The banner names the policy the worker loaded, with its own version; the deploy version
+    covers the policy too (every workflow's version does), so it changes with the policy."""
     root = site.tmp / "company" / "worker_company"
     shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
 
@@ -272,7 +281,7 @@ def test_the_banner_names_the_policy_loaded_so_a_new_one_shows(site: Site) -> No
         'permit(principal, action, resource);\n\nforbid(principal, action in Action::"money", resource);\n')
     after = banner()
     version = before.split(":")[0]
-    assert after.startswith(version + ":"), (before, after)  # the same app version
+    assert not after.startswith(version + ":"), (before, after)  # a policy edit is a new deploy version
     assert re.search(r"; policy cedar:[0-9a-f]{16} \(1 file, 2 policies\)$", after), after
     (root / "policies" / "tally.cedar").write_text('permit(principal, action, resource);\n')
     changed = banner()

@@ -214,7 +214,8 @@ def test_a_price_change_is_checked_held_approved_merged_deployed_and_finishes_on
     new_version = AppVersion.objects.order_by("-promoted_at").values_list("version", flat=True).first()
     assert new_version != old_version
     result = finished.result or {}
-    assert finished.app_version == new_version
+    # The change run ends on the change workflow's own version in the new deploy.
+    assert finished.app_version == AppVersion.objects.get(version=new_version).workflows["change"]
     assert result["deployed"]["revision"] == merged and result["deployed"]["version"] == new_version
     assert result["applied"]["done"] == 1
     change.refresh_from_db()

@@ -20,6 +20,7 @@ from changes.management.commands._resources import add_common, outcome_line, pla
 from changes.plan_policy import check_plan_policy
 from changes.resources.outcome import counts
 from runs.config.registry import get_config
+from runs.config.versioning import version_of
 from runs.management.commands._common import guarded
 from runs.models import RunStatus
 from runs.waiting import Watch, give_up, require_worker
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         config = get_config()
         if not here:  # the worker that ran the drift may have gone (or changed) while the question was asked
             check_plan_policy(plan["policy_version"])
-            require_worker(config.version, what="apply waits for its run")
+            require_worker(version_of(config, "apply"), what="apply waits for its run")
         run = services.start("apply", by=by, config=config)
         self.stdout.write(f"apply run {run.id}")
         named: set[str] = set()
@@ -68,7 +69,7 @@ class Command(BaseCommand):
 
         try:
             followed = services.follow(run, here=here, timeout=timeout, on_wait=waiting, through_waits=True,
-                                       config=config, watch=Watch(config.version))
+                                       config=config, watch=Watch(run.app_version))
         except KeyboardInterrupt:
             raise CommandError(f"Interrupted: {give_up(run, by=by, why='apply was interrupted')}") from None
         if followed.stranded:

@@ -18,6 +18,7 @@ from connectors.errors import SanomaError
 from runs import presence, selectors, services
 from runs.config.registry import get_config
 from runs.config.resolution import input_schema
+from runs.config.versioning import version_of
 from runs.management.commands._common import dumps, guarded, read_input, run_id_argument
 from runs.models import ENDED_STATUSES, RunStatus
 from runs.waiting import Watch, give_up, require_worker, run_here
@@ -55,7 +56,7 @@ class Command(BaseCommand):
         if options["wait"] and not options["here"]:
             # Who may start what, and the input, are checked first: their errors come before a missing worker.
             services.check_start(config=config, workflow=options["workflow"], input=data, started_by=options["user"])
-            require_worker(config.version, what="--wait waits for the run's result")
+            require_worker(version_of(config, options["workflow"]), what="--wait waits for the run's result")
         run = services.start(workflow=options["workflow"], input=data, started_by=options["user"], run_id=run_id,
                              config=config)
         if options["here"]:
@@ -65,9 +66,9 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"{run.id} {run.status}")
         if options["wait"]:
-            self.stdout.write(dumps(self._wait(run, config.version, options["wait"], options["user"])))
+            self.stdout.write(dumps(self._wait(run, run.app_version, options["wait"], options["user"])))
         elif run.status == RunStatus.QUEUED:
-            found = presence.worker_for(config.version)
+            found = presence.worker_for(run.app_version)
             if not found.ok:
                 self.stderr.write(f"{run.id} is queued until a worker runs it: {found.reason}")
 

@@ -4,7 +4,11 @@ The company runs from its own git repository, `var/demo/company` (copied from th
 `company/` the first time), with an embedded remote beside it (`var/demo/company.git`): a user
 clones the remote, changes the company on a branch, pushes, and opens a change; its deploy checks
 the merge out into `var/demo/company` and starts the worker again on it. A SANOMA_ROOT set to
-another folder is used as it is.
+another folder is used as it is, and the worker runs with `--reload` there (unless `--no-reload`):
+an edit under it starts the worker again on the new code, as `runserver` does.
+
+Beside the worker, `manage.py supervise --pinned-only` starts a worker for an older deploy version
+when one of the runs pinned to it becomes runnable (wakeups/fleet.py), from a worktree of its commit.
 
 The worker and the web server are child processes, each in its own session (so its own process
 group: the worker's django-q2 cluster forks into it). SIGTERM, SIGINT or SIGHUP to the demo stops
@@ -50,6 +54,8 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--for-seconds", type=float, default=None, help="stop after this long (for scripts)")
         parser.add_argument("--no-runs", action="store_true", help="start no example runs")
+        parser.add_argument("--no-reload", action="store_true",
+                            help="with SANOMA_ROOT set to your own folder: do not start the worker again on an edit")
         parser.add_argument("--grace-seconds", type=float, default=10.0,
                             help="how long the worker and the server get to stop after SIGTERM before SIGKILL")
 
@@ -85,8 +91,10 @@ class Command(BaseCommand):
         in_doubt = [] if options["no_runs"] else self._in_doubt_example(config)
         connections.close_all()
         base = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
+        reload = self.repo is None and not options["no_reload"]  # the user's own folder: edits apply at once
         commands = {
-            "the worker": [*base, "worker"],
+            "the worker": [*base, "worker", *(["--reload"] if reload else [])],
+            "the pinned versions' supervisor": [*base, "supervise", "--pinned-only"],
             "the admin server": [*base, "runserver", f"127.0.0.1:{options['port']}", "--noreload", "--insecure"],
         }
         children: dict[str, subprocess.Popen[bytes]] = {}
@@ -98,7 +106,7 @@ class Command(BaseCommand):
                 children[name] = child_processes.start(argv, env=os.environ.copy())
             if not signals.received:
                 started = in_doubt + ([] if options["no_runs"] else self._example_runs())
-                self._banner(config, options["port"], started, people, secrets)
+                self._banner(config, options["port"], started, people, secrets, reload=reload)
             ends = time.monotonic() + options["for_seconds"] if options["for_seconds"] else None
             while not signals.received and (ends is None or time.monotonic() < ends):
                 for name, child in list(children.items()):
@@ -155,7 +163,8 @@ class Command(BaseCommand):
             self.stderr.write(problem)
         return [f"{run.id} ({run.workflow})" for run in started]
 
-    def _banner(self, config: Any, port: int, started: list[str], people: list[Any], secrets: list[str]) -> None:
+    def _banner(self, config: Any, port: int, started: list[str], people: list[Any], secrets: list[str], *,
+                reload: bool = False) -> None:
         url = f"http://127.0.0.1:{port}"
         width = max((len(p.username) for p in people), default=0)
         lines = [
@@ -184,6 +193,11 @@ class Command(BaseCommand):
                 f"          or: SANOMA_ROOT={self.repo.with_suffix('')} .venv/bin/python manage.py change open "
                 "--branch my-change --title '...' --as alice",
             ]
+        if reload:
+            lines.append(f"  reload:  the worker starts again on every edit under {settings.SANOMA_ROOT} "
+                         "(--no-reload: not)")
+        lines.append(f"  versions: {url}/admin/runs/appversion/   (a run pinned to an older version gets a worker "
+                     "of its own)")
         start = (config.demo or {}).get("start")
         if start:
             lines.append(f"  Start with these apps: {start}")

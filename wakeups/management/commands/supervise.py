@@ -4,6 +4,11 @@ runnable, and again if the worker dies; SIGTERM stops the worker (SIGTERM, then 
 process group after a grace period) and the supervisor, leaving no process behind. Starting,
 watching and stopping the worker is `runs.children`'s, as for `manage.py demo`.
 
+Beside it, the fleet (wakeups/fleet.py): a worker for each older deploy version holding a pinned
+run that has become runnable, from a git worktree of that version's commit (`worker --pinned`),
+and the retirement of versions no run needs; `--pinned-only` runs the fleet alone (as the demo,
+which runs its own worker, does).
+
 While no worker is up it waits: on PostgreSQL for a NOTIFY (a run enqueued, a deadline registered)
 or the registered time, with no query in between but its beat; on SQLite it polls once a second with
 one query. Every 20 s it says it is up (`runs.presence`), so a command waiting for a run counts on it
@@ -31,17 +36,31 @@ from runs.engine import clock
 from runs.models import PresenceRole
 from runs.worker_lifecycle import RESTART_EXIT
 from wakeups.declare import WAKEUP_CHANNEL
+from wakeups.fleet import Fleet
 from wakeups.listen import RUNNABLE, Listener, listens
 
 log = logging.getLogger("sanoma.supervise")
 
-# One query: is a run of the latest version queued, and what deadline is registered?
-STATE_SQL = """
+# One query: is a run queued that the latest deploy's worker runs (its version is one of that
+# deploy's workflow versions, or one no deploy knows yet: new code a worker has not started on), and
+# what deadline is registered? A run pinned to an older deploy is not the latest worker's to run.
+_STATE_SQL = """
 SELECT
-  EXISTS (SELECT 1 FROM runs_run r WHERE r.status = 'queued' AND r.app_version = COALESCE(
-    (SELECT v.version FROM runs_appversion v ORDER BY v.promoted_at DESC LIMIT 1), r.app_version)),
+  EXISTS (SELECT 1 FROM runs_run r WHERE r.status = 'queued' AND (
+    EXISTS (SELECT 1 FROM {each}((SELECT v.workflows FROM runs_appversion v ORDER BY v.promoted_at DESC LIMIT 1)) e
+            WHERE e.value = r.app_version)
+    OR NOT EXISTS (SELECT 1 FROM runs_appversion v WHERE v.version = r.app_version
+                   OR EXISTS (SELECT 1 FROM {each}(v.workflows) e WHERE e.value = r.app_version)))),
   (SELECT w.at FROM sanoma_wakeup w WHERE w.id = 1)
 """
+
+
+def state_sql(vendor: str) -> str:
+    """STATE_SQL for the database's vendor: its JSON set-returning function differs."""
+    return _STATE_SQL.format(each="jsonb_each_text" if vendor == "postgresql" else "json_each")
+
+
+STATE_SQL = state_sql("postgresql")
 SQLITE_POLL = 1.0
 LONGEST_WAIT = 300.0  # with nothing registered and no NOTIFY, look again after this long anyway
 GRACE = 30.0  # how long a worker has to stop after SIGTERM before its group is killed
@@ -59,6 +78,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--worker-arg", action="append", default=[],
                             help="an extra argument for `manage.py worker` (repeatable)")
+        parser.add_argument("--pinned-only", action="store_true",
+                            help="start only the workers of pinned versions, no worker of the latest (as ./demo, "
+                                 "which runs its own, uses it)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stopping: list[int] = []
@@ -77,16 +99,22 @@ class Command(BaseCommand):
                           f"{'LISTEN/NOTIFY' if self.listener else f'a {SQLITE_POLL:g} s poll'}")
         self.stdout.flush()
         self.next_beat = 0.0
+        self.fleet = Fleet(say=self._say)
         try:
+            if options["pinned_only"]:
+                self.tend_pinned_only()
+                return
             self.start_worker("starting up: catching up on what is due")
             while not self.stopping:
                 self.beat()
+                self.fleet.tend(quick=self.worker is not None or self.listener is None)
                 if self.worker is not None:
                     self.watch_worker()
                 else:
                     self.wait_for_work()
         finally:
             self.stop_worker()
+            self.fleet.stop()
             try:
                 presence.leave()
             except Exception:  # the row ages out instead
@@ -115,6 +143,7 @@ class Command(BaseCommand):
         manage = Path(settings.BASE_DIR) / "manage.py"
         self.worker = children.start([sys.executable, str(manage), "worker", *self.worker_args], die_with_parent=False)
         self.started_at = time.monotonic()
+        self.fleet.poke()  # the run that woke us may be a pinned version's
         log.info("worker %s started: %s", self.worker.pid, why)
 
     def watch_worker(self) -> None:
@@ -159,7 +188,7 @@ class Command(BaseCommand):
     def state(self) -> tuple[bool, datetime | None]:
         try:
             with connection.cursor() as cursor:
-                cursor.execute(STATE_SQL)
+                cursor.execute(state_sql(connection.vendor))
                 runnable, at = cursor.fetchone()
         except Exception:
             log.exception("reading the wakeup state failed; trying again")
@@ -181,12 +210,26 @@ class Command(BaseCommand):
             return
         until_due = (at - LEAD - clock.now()).total_seconds() if at is not None else LONGEST_WAIT
         until_due = min(until_due, max(self.next_beat - time.monotonic(), 0.0))  # up in time for the next beat
+        until_due = min(until_due, self.fleet.wait_hint())  # and for the pinned versions' next look
         if self.listener is None:
             self._wait_fd(min(SQLITE_POLL, until_due))
             return
         notes = self.listener.wait(min(until_due, LONGEST_WAIT))
         if any(channel == RUNNABLE for channel, _ in notes):
             self.start_worker("a run became runnable")
+
+    # ---- pinned versions (wakeups/fleet.py) -----------------------------------------------------
+
+    def tend_pinned_only(self) -> None:
+        """`--pinned-only`: no worker of the latest version, only the pinned versions' workers."""
+        while not self.stopping:
+            self.beat()
+            self.fleet.tend(quick=True)
+            self._wait_fd(min(self.fleet.wait_hint(), max(self.next_beat - time.monotonic(), 0.0), 1.0))
+
+    def _say(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()
 
     def _wait_fd(self, seconds: float) -> None:
         ready, _, _ = select.select([self.wake_fd], [], [], max(seconds, 0.0))

@@ -1,0 +1,36 @@
+"""`manage.py deploy [--json]`: what a worker does when it starts on new code, on its own.
+
+Registers this code's version, proves every parked run of other versions against it, moves each
+run that migrates (with its `run.migrated` record), pins the others (`run.pinned`, with the
+reason), and judges held calls again when the policy changed (`runs.deploys`). Safe to run again
+and beside a starting worker: a run is never moved twice.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from runs.config.registry import get_config
+from runs.deploys import deploy
+from runs.management.commands._common import guarded
+
+
+class Command(BaseCommand):
+    help = ("Deploy this code: prove every parked run of other versions against it, migrate those that "
+            "replay to the same point, pin the others, and judge held calls again if the policy changed.")
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument("--promote", action="store_true",
+                            help="make this version the latest again when a newer one has run")
+
+    @guarded
+    def handle(self, *args: Any, **options: Any) -> None:
+        report = deploy(config=get_config(), promote=options["promote"])
+        if options["json"]:
+            self.stdout.write(json.dumps(report.as_json(), indent=2))
+            return
+        for line in report.lines(shown=20):
+            self.stdout.write(line)
