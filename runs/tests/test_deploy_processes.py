@@ -157,12 +157,14 @@ def test_editing_one_workflow_leaves_the_parked_runs_of_another_on_their_version
     worker.wait_for(lambda: Run.objects.filter(pk="parked", status=RunStatus.WAITING).exists(), within=PATIENCE,
                     what="the run to wait for its message")
     assert worker.terminate() == 0, worker.describe()
-    before = AppVersion.objects.get()
+    before = AppVersion.objects.order_by("-promoted_at").first()
+    assert before is not None
     # One string in another workflow's file; the worker restarts on it.
     (site.root / "workflows" / "kid.py").write_text(_source("kid", FILES["kid"][0].replace("kid went", "kid left")))
     worker = site.worker()
     assert "migrated 0 run(s), pinned 0" in worker.output(), worker.describe()
-    after = AppVersion.objects.exclude(pk=before.pk).get()
+    after = AppVersion.objects.order_by("-promoted_at").first()
+    assert after is not None and after.pk != before.pk
     assert after.workflows["kid"] != before.workflows["kid"]
     assert {n: v for n, v in after.workflows.items() if n != "kid"} == \
         {n: v for n, v in before.workflows.items() if n != "kid"}
@@ -202,28 +204,32 @@ def _own_backend() -> int:
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the connection is cut with pg_terminate_backend")
 def test_a_deploy_migrates_or_pins_every_parked_run_once_riding_out_a_cut_connection(site: Site) -> None:
     parked = _park_every_way(site, per_workflow=3)
-    old = AppVersion.objects.get()
+    old = AppVersion.objects.order_by("-promoted_at").first()
+    assert old is not None
     effects_before = site.effects()
     write_code(site.root, new=True)
     # The deploy will block on the last run's row, held by the owner; its connection is cut there.
     held = max(parked, key=lambda run_id: (run_id.startswith("wait-then-post"), run_id))
     name = connection.settings_dict["NAME"]
     mine = _own_backend()
-    with db_roles_setup.owner_connect(autocommit=False) as owner:
-        owner.execute("SELECT 1 FROM runs_run WHERE id = %s FOR UPDATE", [held])
+    # Two owner connections: one holds the row (a transaction), the other watches and cuts (each
+    # of its statements a transaction of its own: pg_stat_activity is read afresh every time).
+    with db_roles_setup.owner_connect(autocommit=False) as holder, \
+            db_roles_setup.owner_connect(autocommit=True) as watcher:
+        holder.execute("SELECT 1 FROM runs_run WHERE id = %s FOR UPDATE", [held])
         deploying = site.deploy()
         ends = time.monotonic() + PATIENCE
         cut: list[int] = []
         while not cut and time.monotonic() < ends and deploying.poll() is None:
-            rows = owner.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> %s AND pid <> pg_backend_pid() "
-                "AND wait_event_type = 'Lock'", [name, mine]).fetchall()
+            rows = watcher.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> %s AND wait_event_type = 'Lock' "
+                "AND pid NOT IN (pg_backend_pid(), %s)", [name, mine, holder.info.backend_pid]).fetchall()
             cut = [int(pid) for (pid,) in rows]
             time.sleep(0.02)
-        assert cut, deploying.communicate()
         for pid in cut:
-            owner.execute("SELECT pg_terminate_backend(%s)", [pid])
-        owner.rollback()  # the row lock goes
+            watcher.execute("SELECT pg_terminate_backend(%s)", [pid])
+        holder.rollback()  # the row lock goes
+    assert cut, "the deploy never waited on the held row"
     out, err = deploying.communicate(timeout=PATIENCE)
     assert deploying.returncode == 0, err
     assert "connection was lost" in err, err
@@ -234,7 +240,8 @@ def test_a_deploy_migrates_or_pins_every_parked_run_once_riding_out_a_cut_connec
         assert pin["reason"] == "step 2 was wait go, now call tally.entry.post" and pin["step"] == 2, pin
 
     worker = site.worker()  # its own deploy finds every run moved or pinned already
-    new = AppVersion.objects.exclude(pk=old.pk).get()
+    new = AppVersion.objects.order_by("-promoted_at").first()
+    assert new is not None and new.pk != old.pk
     assert new.workflows["kid"] == old.workflows["kid"]  # an unchanged workflow keeps its version
     assert f"pinned {len([w for w in parked.values() if w in PINS])}" in worker.output(), worker.describe()
     for run_id, workflow in parked.items():
@@ -264,7 +271,8 @@ def test_a_deploy_migrates_or_pins_every_parked_run_once_riding_out_a_cut_connec
     for run_id in migrated:
         run = Run.objects.get(pk=run_id)
         expected = RESULTS[parked[run_id]]
-        assert (len(run.result) if isinstance(expected, int) else run.result) == expected, (run_id, run.result)
+        got: Any = run.result
+        assert (len(got) if isinstance(expected, int) else got) == expected, (run_id, got)
         assert run.app_version == new.workflows[parked[run_id]]
     pinned = [r for r, w in parked.items() if w in PINS]
     time.sleep(1.0)  # a few sweeps: the new worker leaves the pinned runs alone
