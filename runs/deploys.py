@@ -24,6 +24,8 @@ is pinned with that reason, and proven again at the next deploy.
 """
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -33,14 +35,17 @@ from django.db import transaction
 from runs import ledger
 from runs.approvals.rejudge import Rejudged, rejudge_held
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock
+from runs.engine import clock, reconnect
 from runs.engine.dispatch import enqueue
 from runs.engine.proof import Proof, parked_runs, prove_runs
 from runs.models import AppVersion, LedgerKind, LedgerRecord, Run, RunStatus
 from runs.versions import register_version
 
+log = logging.getLogger("sanoma.deploy")
+
 DEPLOY_ACTOR = "sanoma:deploy"
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
+RIDE_OUT_SECONDS = 60.0  # how long a lost database connection is waited out before the deploy fails
 PASSES = 2  # a run that moved on while it was proven is proven once more, then left to the next deploy
 BUSY = "it was running on a worker of its version during the deploy (proven again at the next deploy)"
 
@@ -86,14 +91,40 @@ def _first(proofs: list[Proof], shown: int, *, why: bool = False) -> str:
 
 def deploy(*, config: ResolvedConfig, promote: bool = False) -> DeployReport:
     """Register `config`'s version and prove, move or pin every parked run of other versions; see
-    the module. `promote` makes an older version the latest again (as `worker --promote`)."""
+    the module. `promote` makes an older version the latest again (as `worker --promote`).
+
+    A database connection lost on the way (a restart, a failover) is ridden out: the deploy starts
+    over on a new connection, which is safe because every step of it is conditional (a moved run
+    is on a live version and is not proven again; a pin's record id holds the deploy version)."""
+    report = DeployReport(version=config.version)
+    backoff: reconnect.Backoff | None = None
+    while True:
+        try:
+            _deploy(config=config, promote=promote, report=report)
+            break
+        except Exception as err:
+            if not (reconnect.connection_lost(err) and reconnect.can_reconnect()):
+                raise
+            log.warning("deploy %s: the database connection was lost (%s); deploying again on a new one",
+                        config.version, str(err).strip().split("\n")[0])
+            reconnect.discard()
+            backoff = backoff or reconnect.Backoff(deadline=time.monotonic() + RIDE_OUT_SECONDS)
+            delay = backoff.next_delay()
+            if delay is None:
+                raise
+            clock.sleep(delay)
+    report.pinned = list({p.run_id: p for p in report.pinned if p.run_id not in
+                          {m.run_id for m in report.migrated}}.values())
+    return report
+
+
+def _deploy(*, config: ResolvedConfig, promote: bool, report: DeployReport) -> None:
     previous = (AppVersion.objects.exclude(version=config.version).order_by("-promoted_at")
                 .values_list("policy_version", flat=True).first())
     latest, newest = register_version(version=config.version, promote=promote, config=config)
-    report = DeployReport(version=config.version)
     if not latest:
         report.note = (f"not the latest version ({newest} is): no run moved, this worker runs only its own runs")
-        return report
+        return
     live = list(config.owned_versions)
     candidates = list(parked_runs(exclude_versions=live))
     for _ in range(PASSES):
@@ -112,9 +143,8 @@ def deploy(*, config: ResolvedConfig, promote: bool = False) -> DeployReport:
             else:
                 report.pinned.append(proof)
         candidates = list(Run.objects.filter(pk__in=changed, status__in=UNFINISHED).exclude(app_version__in=live))
-    if previous is not None and previous != config.policy_version:
+    if previous is not None and previous != config.policy_version and report.rejudged is None:
         report.rejudged = rejudge_held(config=config)
-    return report
 
 
 def _busy(proof: Proof) -> Proof:
