@@ -101,12 +101,12 @@ def table(section: Mapping[str, Any] | None) -> list[dict[str, str]]:
         where = f"at step {row['step']}: " if row.get("step") is not None else ""
         rows.append({"outcome": "pinned", "run": str(row.get("run")), "workflow": str(row.get("workflow") or ""),
                      "what": f"stays on {row.get('from')}: {where}{row.get('reason') or 'cannot be proven'}"})
-    for kind, outcome in (("released", "released"), ("reassigned", "reassigned"), ("refused", "refused")):
+    for kind, outcome in (("released", "released"), ("reassigned", "reassigned"), ("refused", "refused"),
+                          ("failed", "unjudged")):
         for held in section.get(kind) or []:
-            what = {"released": f"{held.get('operation')} held for {held.get('from')}: now allowed, the call goes "
-                                "ahead",
-                    "reassigned": f"{held.get('operation')} held for {held.get('from')}: now for {held.get('to')}",
-                    "refused": f"{held.get('operation')} held for {held.get('from')}: now denied"}[kind]
+            what = f"{held.get('operation')} held for {held.get('from')}: " + {
+                "released": "now allowed, the call goes ahead", "reassigned": f"now for {held.get('to')}",
+                "refused": "now denied", "failed": "the head's policy cannot judge it; it stays held"}[kind]
             if held.get("reason"):
                 what += f" ({held['reason']})"
             rows.append({"outcome": outcome, "run": str(held.get("run")), "workflow": "", "what": what})
@@ -141,8 +141,9 @@ def section_of(replay: Mapping[str, Any], rejudge: Mapping[str, Any], *, leave_o
         else:
             pinned.append({"run": row.get("run"), "workflow": row.get("workflow"), "from": row.get("from"),
                            "to": row.get("to"), "step": row.get("step"), "reason": row.get("reason") or ""})
+    # `failed`: held calls the head's policy could not judge (they stay held): shown, never counted.
     held = {kind: [dict(h) for h in rejudge.get(kind) or [] if h.get("run") not in skip]
-            for kind in ("released", "reassigned", "refused")}
+            for kind in ("released", "reassigned", "refused", "failed")}
     section: dict[str, Any] = {
         "tree_version": str(replay.get("version") or ""), "policy_version": str(rejudge.get("policy_version") or ""),
         "migrates": len(migrated), "pins": len(pinned), "unchanged": unchanged,

@@ -61,7 +61,8 @@ def test_the_table_puts_pinned_runs_first_then_the_held_calls_then_what_migrates
     section = in_flight.section_of(
         replayed(run("refund-a", steps=1), run("refund-b", "pinned", step=4, reason="step 4 was call x, now call y")),
         {**NONE_HELD, "released": [held(9, "refund-h")], "reassigned": [held(8, "refund-r", to="sam")],
-         "refused": [held(7, "refund-d", reason="refunds over 500.00 are never made by a workflow")]})
+         "refused": [held(7, "refund-d", reason="refunds over 500.00 are never made by a workflow")],
+         "failed": [held(6, "refund-f", reason="the policy failed")]})
     assert in_flight.table(section) == [
         {"outcome": "pinned", "run": "refund-b", "workflow": "refund",
          "what": f"stays on {V1}: at step 4: step 4 was call x, now call y"},
@@ -72,6 +73,9 @@ def test_the_table_puts_pinned_runs_first_then_the_held_calls_then_what_migrates
         {"outcome": "refused", "run": "refund-d", "workflow": "",
          "what": "shop.order.refund held for finance-lead: now denied (refunds over 500.00 are never made by a "
                  "workflow)"},
+        {"outcome": "unjudged", "run": "refund-f", "workflow": "",
+         "what": "shop.order.refund held for finance-lead: the head's policy cannot judge it; it stays held (the "
+                 "policy failed)"},
         {"outcome": "migrates", "run": "refund-a", "workflow": "refund", "what": f"{V1} \u2192 {V2}, 1 step replayed"},
     ]
     assert section["said"] == ("migrates 1 parked run, pins 1: refund-b at step 4 (step 4 was call x, now call y); "
