@@ -109,6 +109,11 @@ class Ctx(Protocol):
         """Business keys to find the run by: `ctx.tag(order="1001")`."""
         ...
 
+    def patched(self, name: str) -> bool:
+        """True for a run that reaches this point on code with the patch `name` (recorded), False for
+        a run recorded before it: `if ctx.patched("name"): new path, else: old path`."""
+        ...
+
     def sleep(self, until: datetime | str | int | None = None, *, ms: float = 0, seconds: float = 0,
               minutes: float = 0, hours: float = 0, days: float = 0) -> None:
         """Wait until a moment (an aware datetime, ISO 8601 with an offset, or epoch ms) or for a

@@ -33,13 +33,14 @@ from runs.engine.requests import (
     as_model,
     check_approval_request,
     check_call_options,
+    check_patch_name,
     check_result_model,
     check_sleep,
     check_tags,
     check_wait_message,
     check_wait_run,
 )
-from runs.engine.segment import Checkpoint, Segment
+from runs.engine.segment import APPROVAL, Checkpoint, Segment
 from runs.engine.stops import Suspend
 from runs.errors import RunCode
 from runs.models import Approval, ApprovalRequester, DecisionMessage, LedgerKind, LedgerRecord, Run, StepKind
@@ -82,6 +83,12 @@ class RunContext:
         self._holds = Holds(segment, approvals, messages)
         self._calls = Calls(segment, self._holds, attempts)
         self._in_all = False
+        # The last seq the run recorded anything at before this advance (a step, an approval, a
+        # call it began): a `ctx.patched` before it belongs to a run recorded before the patch.
+        history = self._calls.history
+        self._recorded_until = max((*segment.steps, *self._holds.approvals, *history.attempts, *history.doubts,
+                                    *(a.op_seq for a in self._holds.approvals.values() if a.op_seq is not None)),
+                                   default=0)
 
     # ---- the built-ins ----------------------------------------------------------------------
 
@@ -120,6 +127,27 @@ class RunContext:
         segment.check_time()
         step = segment.step(seq, StepKind.TAG, "tag", output={"tags": tags})
         segment.commit(Checkpoint(step, [segment.record(LedgerKind.RUN_TAGGED, seq, {"tags": tags})], tags=tags))
+
+    @builtin("patched", declared=False)
+    def patched(self, name: str) -> bool:
+        """Whether this run takes the new path of a change made on purpose (`if ctx.patched("name"):
+        new code, else: the old`): True for a run that reaches it on code that has it (recorded as a
+        patch step), False for a run recorded before the patch was there. The False answer takes
+        no step, so the old path's recorded steps keep their numbers and the run replays."""
+        segment = self._segment
+        name = check_patch_name(name)
+        seq = segment.next_seq
+        while (step := segment.steps.get(seq)) is not None and step.kind == StepKind.PATCH:
+            if step.name == name:
+                segment.next_seq = seq + 1  # any patch steps before it were retired from the code
+                return bool((step.output or {}).get("patched"))
+            seq += 1
+        if seq <= self._recorded_until:
+            return False  # the run went past this point before the patch: it keeps the old path
+        seq = segment.take_seq()
+        segment.check_time()
+        segment.commit(Checkpoint(segment.step(seq, StepKind.PATCH, name, output={"patched": True})))
+        return True
 
     @builtin("sleep")
     def sleep(self, until: Any = None, **duration: Any) -> None:
@@ -247,6 +275,7 @@ class RunContext:
         """
         approver_id, cover_ids, link_list = check_approval_request(title, approver, covers, links, details)
         seq = self._segment.take_seq()
+        self._segment.replayed(seq, APPROVAL, title)  # a step recorded at its seq means the code changed
         approval = self._holds.approvals.get(seq)
         if approval is None:
             self._segment.check_time()

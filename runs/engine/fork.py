@@ -2,16 +2,18 @@
 
 A fork of run R from step N reuses R's steps before N and goes on live from N on the current
 code. That is only sound when the current code, replayed over those steps, makes the very same
-calls in the same order and reaches step N. This replays it with nothing written (the body stops
-as it takes step N) and answers which steps it reuses, or why the fork cannot be made.
+calls in the same order and reaches step N. This replays it dry, over the steps before N, with
+nothing written (`runs.engine.segment.DrySegment`, as the proof of a parked run does: the body
+stops as it takes step N) and answers which steps it reuses, or why the fork cannot be made.
 """
 from __future__ import annotations
 
 from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, error_code, input_issue
 from runs.config.resolution import ResolvedConfig
 from runs.engine.context import RunContext
-from runs.engine.segment import Segment
-from runs.engine.stops import ReachedStep, Suspend
+from runs.engine.recorded import Recorded
+from runs.engine.segment import DrySegment
+from runs.engine.stops import Diverged, ReachedStep, Suspend
 from runs.errors import RunCode
 from runs.models import Approval, Run
 
@@ -41,14 +43,19 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
         payload = definition.input.model_validate(source.input)
     except Exception as err:
         raise _refused(f"Run {source.id}'s input no longer matches {definition.name}'s schema: {err}") from None
-    segment = Segment(run=source, config=config, worker_id="fork-check", steps=reused, segment_seconds=3600.0,
-                      replay_until=from_step)
-    ctx = RunContext(segment, definition=definition,
-                     approvals=list(Approval.objects.filter(run=source, seq__lt=from_step)))
+    approvals = list(Approval.objects.filter(run=source, seq__lt=from_step))
+    begun = Recorded(run=source, steps=reused, approvals=approvals).pending()
+    segment = DrySegment(run=source, config=config, steps=reused, until=from_step,
+                         pending={seq: what for seq, what in begun.items() if seq < from_step})
+    ctx = RunContext(segment, definition=definition, approvals=approvals)
     try:
         definition.run(ctx, payload)
     except ReachedStep:
         return sorted(reused)
+    except Diverged as differs:
+        raise _refused(f"Run {source.id} cannot be forked from step {from_step} onto the current code: "
+                       f"{differs.message}",
+                       diverged={"seq": differs.seq, "was": differs.was, "now": differs.now}) from None
     except Suspend as waiting:
         raise _refused(f"The current code of {definition.name} waits ({waiting.waiting_for}) before step "
                        f"{from_step} over run {source.id}'s recorded steps; fork from an earlier step") from None

@@ -223,3 +223,16 @@ def check_tags(keys: dict[str, Any]) -> dict[str, str]:
                                data={"issues": [input_issue([key], "bad value", IssueCode.INVALID)]})
         tags[key] = text
     return tags
+
+
+PATCH_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,99}$")
+
+
+def check_patch_name(name: Any) -> str:
+    """A patch's name: what its step is recorded under, lowercase letters, digits, `_ . -`."""
+    if not isinstance(name, str) or not PATCH_NAME.match(name):
+        shown = repr(name) if isinstance(name, str) else type(name).__name__
+        raise InvalidInput(f"ctx.patched takes a patch's name (lowercase letters, digits, _ . -, at most 100); "
+                           f"got {shown}",
+                           data={"issues": [input_issue(["name"], "bad patch name", IssueCode.INVALID)]})
+    return name

@@ -24,12 +24,17 @@ from runs.approvals.permissions import grant_approver
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
 from runs.engine.faults import FaultPoint
-from runs.engine.stops import Cancelled, LeaseLost, ReachedStep, Suspend
+from runs.engine.stops import Cancelled, Diverged, LeaseLost, ReachedStep, Suspend
 from runs.engine.transitions import LeaseCheck
 from runs.errors import RunCode
-from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunTag, Step
+from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunTag, Step, StepKind
 
 log = logging.getLogger("sanoma.engine")
+
+# What `ctx.approval` replays as: an approval is asked at a seq of its own, with no step row.
+APPROVAL = "approval"
+# What a policy's approval of a held call takes its seq as (never reached by a body: the call is).
+HOLD = "hold"
 
 # Records whose step's unique (run, seq) already guards them: written without a savepoint.
 FAST_KINDS = (LedgerKind.OP_CALLED, LedgerKind.SLEEP_STARTED)
@@ -94,11 +99,16 @@ class Segment:
     # ---- steps --------------------------------------------------------------------------------
 
     def take_seq(self) -> int:
-        """The next step's number (a dry replay stops here once it reaches its step)."""
+        """The next step's number (a dry replay stops here once it reaches its step).
+
+        A recorded patch step the code no longer asks about (`ctx.patched` removed once every run
+        took its new path) is stepped over: the code after it keeps its recorded numbers."""
         seq = self.next_seq
+        while (patch := self.steps.get(seq)) is not None and patch.kind == StepKind.PATCH:
+            seq += 1
         if self.replay_until is not None and seq >= self.replay_until:
             raise ReachedStep(seq)
-        self.next_seq += 1
+        self.next_seq = seq + 1
         return seq
 
     def skip_past(self, seq: int) -> None:
@@ -300,3 +310,83 @@ class Segment:
             if renew:
                 self._lease_renewed()
         return written
+
+
+def shown(kind: str, name: str, group: dict[str, Any] | None = None) -> str:
+    """A step as a sentence names it: `call shop.order.get`, `wait shipped (ctx.all member 2 of 3)`."""
+    member = f" (ctx.all member {group['index'] + 1} of {group['size']})" if group else ""
+    return f"{kind if name in ('', kind) else f'{kind} {name}'}{member}"
+
+
+class DrySegment(Segment):
+    """A replay of a run's record with nothing written and no vendor called: checking a fork, or
+    proving a parked run on new code (`runs.engine.proof`).
+
+    The recorded steps answer as in a live replay. `pending` holds what the run began at a seq
+    but has no step for: a call held for an approval, in doubt or waiting for its next try
+    (`("call", op)`), an approval asked by `ctx.approval` (`("approval", title)`) or by a policy
+    (`("hold", op)`). The body stops as it reaches `until` (`ReachedStep`), or a pending call (the
+    run's parked point: `ReachedStep` at its seq). Anything else the record does not have before
+    then raises `Diverged`, naming the step, before any effect or write. `groups` (seq -> the
+    `ctx.all` group its records carry) is checked where known: a changed fan-out diverges too.
+    """
+
+    def __init__(self, *, run: Run, config: ResolvedConfig, steps: dict[int, Step], until: int,
+                 pending: dict[int, tuple[str, str]] | None = None,
+                 groups: dict[int, dict[str, Any] | None] | None = None) -> None:
+        super().__init__(run=run, config=config, worker_id="dry-replay", steps=steps, segment_seconds=86400.0,
+                         replay_until=until)
+        self.pending = pending or {}
+        self.groups = groups or {}
+        self._group_sizes = {g["id"]: g["size"] for g in self.groups.values() if g}
+
+    def take_seq(self) -> int:
+        try:
+            return super().take_seq()
+        except ReachedStep:
+            self._check_group_size(self.next_seq, "goes on")
+            raise
+
+    def replayed(self, seq: int, kind: str, name: str) -> Step | None:
+        step = self.steps.get(seq)
+        was = (step.kind, step.name) if step is not None else self.pending.get(seq)
+        now = shown(kind, name, self.group)
+        if was is None:
+            raise Diverged(seq, None, now)
+        recorded = self.groups.get(seq)
+        if was[0] != kind or (was[1] != name and kind != APPROVAL):
+            raise Diverged(seq, shown(was[0], was[1], recorded), now)
+        if seq in self.groups and _member(recorded) != _member(self.group):
+            raise Diverged(seq, shown(was[0], was[1], recorded), now)
+        self._check_group_size(seq, now)
+        if step is None and kind == StepKind.CALL:
+            raise ReachedStep(seq)  # the call the run is parked on: held, in doubt, or due a retry
+        return step
+
+    def _check_group_size(self, seq: int, now: str) -> None:
+        group = self.group
+        if group is not None and self._group_sizes.get(group["id"], group["size"]) != group["size"]:
+            was = self._group_sizes[group["id"]]
+            raise Diverged(seq, None, now, f"the ctx.all around step {seq} had {was} members, now {group['size']}")
+
+    def commit(self, checkpoint: Checkpoint, *, point: FaultPoint | None = None, call_seconds: float = 0.0) -> None:
+        # Never reached while `replayed` guards every step; kept so nothing is ever written.
+        step = checkpoint.step
+        seq = step.seq if step is not None else checkpoint.records[0].seq if checkpoint.records else self.next_seq
+        what = shown(step.kind, step.name) if step is not None else (
+            checkpoint.records[0].kind if checkpoint.records else "a write")
+        raise Diverged(seq, None, what, f"the code now writes {what} at step {seq}, which the run did not record")
+
+    @contextmanager
+    def guarded(self) -> Iterator[None]:
+        raise Diverged(self.next_seq, None, "a write", "the code now writes before the run's parked point")
+        yield  # pragma: no cover
+
+    @contextmanager
+    def heartbeat(self) -> Iterator[None]:
+        raise Diverged(self.next_seq, None, "a call", "the code now calls a vendor before the run's parked point")
+        yield  # pragma: no cover
+
+
+def _member(group: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    return None if group is None else (group.get("id"), group.get("index"), group.get("size"))

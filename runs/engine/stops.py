@@ -31,3 +31,16 @@ class ReachedStep(BaseException):
     def __init__(self, seq: int) -> None:
         super().__init__(seq)
         self.seq = seq
+
+
+class Diverged(BaseException):
+    """A dry replay met a step the record does not have: `was` what the run recorded at `seq` (None
+    when nothing), `now` what the code makes there. The message is the sentence an operator reads."""
+
+    def __init__(self, seq: int, was: str | None, now: str, message: str = "") -> None:
+        self.seq = seq
+        self.was = was
+        self.now = now
+        self.message = message or (f"step {seq} was {was}, now {now}" if was is not None
+                                   else f"the run has no step {seq}; the code now makes {now} there")
+        super().__init__(self.message)

@@ -20,6 +20,7 @@ RULES: dict[str, str] = {
     "import": "an import beyond what a workflow may use",
     "outline": "a workflow body its outline cannot draw (the worker refuses it too): call ctx directly in run",
     "uses": "a ctx call the workflow's `uses` does not list: add it, or leave `uses` out to derive it",
+    "patch": "a ctx.patched(...) name that is not one literal, used once: ctx.patched(\"<name>\")",
     "syntax": "a file that is not valid Python",
     "policy": "a policy file the policy loader refuses",
     "data-file": "a data file problem (see manage.py resources)",

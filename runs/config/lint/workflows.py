@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from runs.config.lint.problems import LintProblem
 from runs.config.outline import outlines_in_source
+from runs.engine.requests import PATCH_NAME
 
 # --- what a workflow may import -------------------------------------------------------------------
 
@@ -143,7 +144,36 @@ def lint_workflow(rel: str, source: str, allowed: Allowed) -> list[LintProblem]:
         return [LintProblem(rel, 1, 1, f"syntax: {err}: the file is not valid Python", "syntax")]
     checker = _Checker(rel, tree, allowed, source.splitlines())
     checker.check()
-    return sorted({*checker.problems, *_outline_problems(rel, source, tree)})
+    found = {*checker.problems, *_outline_problems(rel, source, tree), *_patch_problems(rel, tree, checker.lines)}
+    return sorted(found)
+
+
+def _patch_problems(rel: str, tree: ast.Module, lines: list[str]) -> list[LintProblem]:
+    """A patch is found again by its name on every replay, and retired by it: `ctx.patched` takes
+    one string literal, each name once in a file."""
+    found: list[LintProblem] = []
+    seen: dict[str, int] = {}
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr == "patched" and isinstance(node.func.value, ast.Name)]
+    for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+        column = len(lines[call.lineno - 1].encode("utf-8")[:call.col_offset].decode("utf-8", "ignore")) + 1 \
+            if 0 < call.lineno <= len(lines) else call.col_offset + 1
+        where = (rel, call.lineno, column)
+        arg = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            found.append(LintProblem(*where, "patch: ctx.patched takes the patch's name as one string literal "
+                                     "(ctx.patched(\"new-refund\")): a replay finds the patch by it", "patch"))
+            continue
+        if not PATCH_NAME.match(arg.value):
+            found.append(LintProblem(*where, f"patch: the patch name {arg.value!r} must be lowercase letters, digits "
+                                     "and _ . - (at most 100)", "patch"))
+        elif arg.value in seen:
+            found.append(LintProblem(*where, f"patch: the patch name {arg.value!r} is used again (first on line "
+                                     f"{seen[arg.value]}): give each change its own name, so each is retired on "
+                                     "its own", "patch"))
+        else:
+            seen[arg.value] = call.lineno
+    return found
 
 
 def _outline_problems(rel: str, source: str, tree: ast.Module) -> list[LintProblem]:

@@ -160,7 +160,12 @@ class Statements(Base):
                 arms.append(("else", orelse))
                 has_else = True
             break
-        return before + self.branch(s, [(label, self.block(body, where)) for label, body in arms], has_else)
+        drawn = self.branch(s, [(label, self.block(body, where)) for label, body in arms], has_else)
+        patch = patch_name(s.test)
+        if patch is not None:
+            for draft in drawn:
+                draft.info["patch"] = patch  # the branch a patch marker chooses: new path, or the old
+        return before + drawn
 
     def branch(self, at: ast.AST, arms: Sequence[tuple[str, tuple[list[Draft], str | None]]],
                covered: bool) -> list[Draft]:
@@ -235,3 +240,14 @@ class Statements(Base):
         if not any(section.nodes or section.ends for section in sections):
             return []
         return [Draft("try", s, sections=sections)]
+
+
+def patch_name(test: ast.expr) -> str | None:
+    """The patch an `if ctx.patched("name")` (or `if not ctx.patched("name")`) tests, else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "patched"
+            and isinstance(test.func.value, ast.Name) and len(test.args) == 1 and not test.keywords
+            and isinstance(test.args[0], ast.Constant) and isinstance(test.args[0].value, str)):
+        return test.args[0].value
+    return None
