@@ -3,6 +3,8 @@ with its latest drift verdict and the fields that differ, the data files' proble
 `file:line:column`, a *Run drift* button, the plan after the latest finished drift run with the
 policy's verdict for the viewer on each call, how many of its changes the policy will refuse, an
 *Apply* button (not offered when the policy refuses every change), and how the latest apply ended.
+The plan names the policy version it was judged with, and warns when the workers hold another (an
+apply is then refused with `plan_policy_changed`: the page's own version is posted with it).
 
 The buttons start runs of the built-in workflows as the signed-in user (the policy decides on each
 call for them, held changes wait for their approvers); a worker runs them. While one of those runs
@@ -23,6 +25,7 @@ from django.urls import path
 from changes import services
 from changes.errors import StateCode
 from changes.models import DriftVerdict
+from changes.plan_policy import policy_changed
 from changes.resources.outcome import OUTCOMES, counts, said
 from changes.selectors import declared_resources
 from connectors.errors import SanomaError
@@ -107,6 +110,8 @@ class ResourcesAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "stuck": services.stuck_text(plan) if plan else "",
             "apply_label": services.apply_label(plan) if plan else "",
             "may_apply": plan is not None and not plan["empty"] and not plan["all_refused"],
+            # The workers hold another policy than the one this plan was judged with: an apply is refused.
+            "policy_changed": policy_changed(plan["policy_version"]) if plan else None,
             "apply": apply_outcome(last_apply, viewer),
             # The plan is from before the latest apply: what the vendors hold now, a drift tells.
             "applied_since": bool(last_apply and latest and last_apply.ended_at and latest.ended_at
@@ -122,7 +127,7 @@ class ResourcesAdmin(ReadOnlyMixin, admin.ModelAdmin):
             return redirect("admin:index")
         try:
             if workflow == "apply":  # a page shown before the policy changed may still offer it
-                services.check_apply(by=me(request))
+                services.check_apply(by=me(request), plan_version=request.POST.get("policy_version"))
             run = services.start(workflow, by=me(request))
         except SanomaError as err:
             messages.error(request, refusal(err))

@@ -9,10 +9,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from changes import services as resource_services
+from changes.errors import StateCode
+from changes.plan_policy import plan_policy_version, policy_changed
 from changes.selectors import declared_resources
 from connectors.errors import InvalidInput, IssueCode, SanomaError
-from runs.api.base import SanomaAPIView, errors, me
+from runs.api.base import ApiError, SanomaAPIView, errors, me
 from runs.api.serializers import ErrorSerializer
+from runs.config.registry import get_config
 from runs.errors import RunCode
 from runs.models import Run
 from runs.selectors import visible_run
@@ -82,20 +85,42 @@ class DriftView(SanomaAPIView):
         return _started(resource_services.start("drift", by=me(request)))
 
 
+class ApplyRequestSerializer(serializers.Serializer):
+    policy_version = serializers.CharField(
+        required=False, allow_blank=True,
+        help_text="the `policy_version` of the plan you apply (GET /api/resources/plan): refused with "
+                  "`plan_policy_changed` when the workers hold another; default the policy of this server's code")
+
+
 class ApplyView(SanomaAPIView):
     @extend_schema(
-        operation_id="resources_apply", request=None, summary="Start an apply run",
+        operation_id="resources_apply", request=ApplyRequestSerializer, summary="Start an apply run",
         description="Makes the vendors hold what the data files declare, as the signed-in user: a run of the "
                     "built-in workflow `apply` (input {}). Each change goes through the policy; held changes wait "
                     "for their approvers. Answers 202 with its id. The run finishes when every change of its plan "
                     "was made; otherwise it fails with `apply_incomplete`, its error's data counting the changes "
-                    "`applied`, `denied`, `rejected`, `failed` and `skipped` (of `planned`), with the `report`.",
-        responses={202: StartedSerializer, **errors(400, 403)},
+                    "`applied`, `denied`, `rejected`, `failed` and `skipped` (of `planned`), with the `report`. "
+                    "Refused with 409 `plan_policy_changed` (nothing started) when the workers up hold another "
+                    "policy version than the plan's (`policy_version`, default the one this server's plan is "
+                    "judged with): the apply would be decided by other rules than the plan shows.",
+        responses={202: StartedSerializer, **errors(400, 403),
+                   409: OpenApiResponse(ErrorSerializer, description="plan_policy_changed: the workers hold another "
+                                                                     "policy version than the plan's")},
     )
     def post(self, request: Request) -> Response:
-        if request.data not in ({}, None):
-            raise InvalidInput("POST /api/resources/apply takes no body (or {})",
-                               data={"issues": [{"path": [], "message": "takes no input", "code": IssueCode.EXTRA}]})
+        body = request.data if request.data is not None else {}
+        if not isinstance(body, dict) or set(body) - {"policy_version"}:
+            raise InvalidInput("POST /api/resources/apply takes no body, {} or {\"policy_version\": <the plan's>}",
+                               data={"issues": [{"path": [], "message": "takes only policy_version",
+                                                 "code": IssueCode.EXTRA}]})
+        given = body.get("policy_version")
+        if given is not None and not isinstance(given, str):
+            raise InvalidInput("policy_version must be text: the plan's policy_version",
+                               data={"issues": [{"path": ["policy_version"], "message": "must be a string",
+                                                 "code": IssueCode.TYPE}]})
+        changed = policy_changed(plan_policy_version(get_config()) if given is None else given)
+        if changed is not None:
+            raise ApiError(changed.message, code=StateCode.PLAN_POLICY_CHANGED, http_status=409, data=changed.data)
         return _started(resource_services.start("apply", by=me(request)))
 
 
@@ -108,7 +133,8 @@ class PlanView(SanomaAPIView):
                     "the policy will refuse it (`refused`: one of its calls is denied); `refused` counts them and "
                     "`all_refused` says an apply by this user would make none of them. A held call nobody could "
                     "decide (the user is the approving group's only member, or the approver) says why in its "
-                    "verdict's `nobody`; such a change is `stuck`, and `stuck` counts them.",
+                    "verdict's `nobody`; such a change is `stuck`, and `stuck` counts them. `policy_version` names the "
+                    "policy the verdicts were judged with (pass it to POST /api/resources/apply).",
         parameters=[OpenApiParameter("run", str, required=False, description="a finished drift run's id")],
         responses={200: dict, **errors(400, 404)},
     )

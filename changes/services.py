@@ -7,6 +7,9 @@ run ends or waits for an approval: the approvals it waits for are named. Without
 starts nothing when no worker would run it (`no_worker`, naming `manage.py worker` and `--here`),
 and stops following when the worker goes away (`runs.waiting`); a drift run it stops waiting for
 (that, the timeout, Ctrl-C) is cancelled if it has not begun, else left and said so.
+
+A plan names the policy version it was judged with; `plan` and `apply` start nothing when the
+workers up hold another policy (`plan_policy_changed`, see `changes.plan_policy`).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any
 from django.db import transaction
 
 from changes.models import DriftVerdict
+from changes.plan_policy import check_plan_policy, plan_policy_version
 from changes.resources.outcome import report_of_failed
 from changes.resources.plan import make_plan, summary
 from changes.resources.workflows import RECORD_OP, STATUSES
@@ -207,7 +211,7 @@ def plan(drift: dict[str, Any], *, by: str, config: ResolvedConfig | None = None
     counts = summary(changes)
     refused = sum(1 for change in changes if change["refused"])
     stuck = sum(1 for change in changes if change["stuck"])
-    return {"changes": changes, "summary": counts, "empty": not changes,
+    return {"changes": changes, "summary": counts, "empty": not changes, "policy_version": plan_policy_version(config),
             "refused": refused, "all_refused": bool(changes) and refused == len(changes), "stuck": stuck,
             "holds": {approver: waits.count(approver) for approver in dict.fromkeys(waits)},
             "drift": drift.get("summary", dict.fromkeys(STATUSES, 0)), "problems": drift.get("problems", [])}
@@ -250,10 +254,13 @@ def apply_label(plan: dict[str, Any]) -> str:
     return f"Apply ({'; '.join(said)})" if said else "Apply"
 
 
-def check_apply(*, by: str | Principal, config: ResolvedConfig | None = None) -> None:
-    """Refuse an apply the plan after the latest drift already shows the policy refuses whole:
+def check_apply(*, by: str | Principal, config: ResolvedConfig | None = None, plan_version: str | None = None) -> None:
+    """Refuse an apply the workers would decide with another policy than the plan's
+    (`plan_policy_changed`: `plan_version`, the one the plan shown was judged with, default this
+    config's), or one the plan after the latest drift already shows the policy refuses whole:
     every change of it denied for `by` (`policy_denied`). An empty plan, or one with a change the
     policy lets through or holds, may be applied."""
+    check_plan_policy(plan_policy_version(config or get_config()) if plan_version is None else plan_version)
     viewer = principal_of(by)
     latest = latest_drift(viewer)
     if latest is None:
@@ -272,6 +279,8 @@ def drift(*, by: str | Principal, here: bool = False, timeout: float = 600.0,
     config = _config(config)
     if not here:
         run_services.check_start(config=config, workflow="drift", input={}, started_by=by)
+        if purpose in ("plan", "apply"):  # a worker on another policy is said as that, before "no worker"
+            check_plan_policy(plan_policy_version(config))
         require_worker(config.version, what=f"{purpose} waits for a drift run")
     run = start("drift", by=by, config=config)
     try:

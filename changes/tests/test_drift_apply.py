@@ -22,6 +22,7 @@ from runs.approvals.services import decide
 from runs.config.registry import set_config
 from runs.config.resolution import SanomaConfig, resolve_config
 from runs.models import LedgerKind, LedgerRecord, Run
+from runs.policies.versions import policy_version_of
 from runs.testing import make_user
 
 COMPANY = Path(__file__).resolve().parents[2] / "company"
@@ -257,7 +258,7 @@ def test_the_commands(acme, monkeypatch):
     assert out.getvalue().splitlines()[-1] == "23 clean, 0 drifted, 0 gone, 0 error"
     out = io.StringIO()
     call_command("plan", "--as", "ops", "--here", stdout=out)
-    assert out.getvalue().strip() == "no changes"
+    assert out.getvalue().strip().splitlines() == [f"judged with policy {policy_version_of(acme.policy)}", "no changes"]
 
 
 def test_the_commands_refuse_bad_input(acme):

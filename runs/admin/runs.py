@@ -22,6 +22,7 @@ from runs.admin.run_filters import WAITING_LABELS, TagFilter, WaitingForFilter, 
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
+from runs.approvals.rules import POLICY_ACTOR
 from runs.approvals.selectors import (
     covered_ops,
     decided_said,
@@ -94,7 +95,7 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
     @admin.display(description="decided by")
     def decided_by_said(self, approval: Approval) -> str:
         """Who, or why the runtime withdrew it, as the approval's own page says it."""
-        if approval.decided_by == RUNTIME_ACTOR:
+        if approval.decided_by in (RUNTIME_ACTOR, POLICY_ACTOR):
             return decided_said(approval)
         return approval.decided_by or "-"
 

@@ -16,7 +16,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db.models import Exists, OuterRef, Q, QuerySet
-from guardian.shortcuts import assign_perm
+from guardian.shortcuts import assign_perm, remove_perm
 
 from connectors.errors import ErrorCode, SanomaError
 from runs.approvals.approver import Approver
@@ -227,6 +227,12 @@ def grant_approver(approval: Approval) -> None:
     holder = approver_holder(approval.approver)
     assign_perm("runs.decide_approval", holder, approval)
     assign_perm("runs.view_run", holder, approval.run)
+
+
+def revoke_approver(approval: Approval) -> None:
+    """The approval's approver may no longer decide it (a new policy holds it for someone else);
+    they keep seeing its run."""
+    remove_perm("runs.decide_approval", approver_holder(approval.approver), approval)
 
 
 def approver_holder(approver: str) -> Any:

@@ -11,6 +11,10 @@ from runs.approvals.approver import Approver
 from runs.errors import RunCode
 from runs.models import Approval, ApprovalRequester, ApprovalStatus
 
+# Who decided an approval the policy itself closed: a deploy's newer policy released the held call,
+# or withdrew the hold because it now denies the call (`runs.approvals.rejudge`).
+POLICY_ACTOR = "sanoma:policy"
+
 
 def rejection_error(approval: Approval) -> SanomaError:
     if approval.status == ApprovalStatus.WITHDRAWN:

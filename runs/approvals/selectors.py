@@ -13,7 +13,7 @@ from connectors.errors import ConfigError
 from connectors.operations import Operation, summarize
 from runs.approvals.approver import Approver
 from runs.approvals.permissions import Principal, decidable_approvals, principal_of, visible_runs
-from runs.approvals.rules import SELF_APPROVAL_ALLOWED, SELF_APPROVAL_KEY, self_approval_allowed
+from runs.approvals.rules import POLICY_ACTOR, SELF_APPROVAL_ALLOWED, SELF_APPROVAL_KEY, self_approval_allowed
 from runs.config.registry import get_config
 from runs.engine.transitions import RUNTIME_ACTOR
 from runs.models import (
@@ -137,9 +137,13 @@ def nobody_decides_approval(approval: Approval) -> str | None:
 def decided_said(approval: Approval) -> str:
     """Who ended a decided approval and why, in words: `approved by bob`, `withdrawn by alice`, and
     for one the runtime withdrew as its run ended, why and by whom: `withdrawn: its run was
-    cancelled by admin ("wrong order")`. "" while pending."""
+    cancelled by admin ("wrong order")`; for one a new policy closed, `released by the policy (the
+    policy now allows it)` or `withdrawn by the policy (<why it denies the call>)`. "" while pending."""
     if approval.status == ApprovalStatus.PENDING:
         return ""
+    if approval.decided_by == POLICY_ACTOR:  # a new policy closed it: released, or denied the call
+        return f"{approval.status} by the policy ({approval.note})" if approval.note else \
+            f"{approval.status} by the policy"
     if approval.status != ApprovalStatus.WITHDRAWN or approval.decided_by != RUNTIME_ACTOR:
         return f"{approval.status} by {approval.decided_by}"
     said = f"withdrawn: {approval.note or 'its run ended'}"

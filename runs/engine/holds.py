@@ -5,6 +5,10 @@ an approval at the next step and suspends the run until the approval is decided;
 after the decision, the call is asked about again (an approver who already let this very call
 through is not asked twice). `ctx.approval` asks one directly. Decision messages sent to a pending
 approval are applied here, in arrival order, each under the lease.
+
+A deploy with new policies judges each held call again (`runs.approvals.rejudge`): a hold the new
+policy lets through is `released` and the call is asked about again; one it denies is withdrawn by
+the policy (`POLICY_ACTOR`, the reason in its note) and the call is refused as a denied call is.
 """
 from __future__ import annotations
 
@@ -15,7 +19,13 @@ from connectors.errors import ErrorCode, SanomaError, error_code
 from connectors.operations import Operation
 from runs import ledger
 from runs.approvals.approver import Approver
-from runs.approvals.rules import may_decide, rejection_error, self_approval_allowed, self_approval_details
+from runs.approvals.rules import (
+    POLICY_ACTOR,
+    may_decide,
+    rejection_error,
+    self_approval_allowed,
+    self_approval_details,
+)
 from runs.config.workflows import Approved
 from runs.engine import clock, faults, reconnect
 from runs.engine.faults import FaultPoint
@@ -30,10 +40,49 @@ from runs.models import (
     LedgerKind,
     LedgerRecord,
     MessageOutcome,
+    Run,
 )
 from runs.policies.calls import build_policy_call
 from runs.policies.decisions import Decision as PolicyDecision
 from runs.policies.decisions import DecisionKind
+from runs.policies.versions import policy_version_of
+
+
+def judge_call(*, policy: Any, op: Operation, input_json: dict, target: str | None, run: Run,
+               approvals: Iterable[Approval]) -> PolicyDecision:
+    """What `policy` decides about this call of `run`, given the run's approvals so far: the one
+    way a call is put to a policy (a run's advance, and `rejudge` of a held call at a deploy)."""
+    call = build_policy_call(
+        op=op, input_json=input_json, target=target, actor=run.started_by, groups=run.groups or (),
+        run_id=run.id, workflow=run.workflow, approvals=approvals,
+    )
+    try:
+        return policy.decide(call)
+    except SanomaError:
+        raise
+    except Exception as err:
+        raise SanomaError(f"The policy failed deciding {op.id}: {err}",
+                          code=error_code(err) or ErrorCode.POLICY_FAILED, data={"op": op.id}) from err
+
+
+def hold_fields(op: Operation, target: str | None, decision: PolicyDecision) -> dict[str, Any]:
+    """What an approval asked by a hold says: its title, approver, what it covers, and the
+    policy's permission for the starter to decide it."""
+    approver = decision.approver or ""
+    return {
+        "title": decision.title or f"{op.id} needs {Approver.parse(approver).shown}",
+        "approver": approver,
+        "covers": list(dict.fromkeys([op.cover(target), *decision.covers])),
+        "details": self_approval_details(None, decision.self_approval),
+    }
+
+
+def call_target(op: Operation, input_json: dict) -> str | None:
+    """The target of a call with this input (None when the operation declares none)."""
+    if op.target is None:
+        return None
+    target = op.target(op.input.model_validate(input_json))
+    return target if isinstance(target, str) else None
 
 
 class Holds:
@@ -60,39 +109,28 @@ class Holds:
             if any(a.status == ApprovalStatus.APPROVED and a.approver == decision.approver for a in held[:index]):
                 return decision, None  # that approver already let this very call through
             if index == len(held):
-                approver = decision.approver or ""
-                shown = Approver.parse(approver).shown
-                self.request(
-                    seq=self.segment.take_seq(), title=decision.title or f"{op.id} needs {shown}",
-                    approver=approver, requested_by=ApprovalRequester.POLICY,
-                    covers=list(dict.fromkeys([op.cover(target), *decision.covers])),
-                    op=op.id, op_input=input_json, op_seq=seq,
-                    details=self_approval_details(None, decision.self_approval),
-                )
+                self.request(seq=self.segment.take_seq(), requested_by=ApprovalRequester.POLICY, op=op.id,
+                             op_input=input_json, op_seq=seq, **hold_fields(op, target, decision))
                 raise Suspend("approval")
             approval = held[index]
             self.segment.skip_past(approval.seq)
             self.settle(approval)
             if approval.status == ApprovalStatus.PENDING:
                 raise Suspend("approval")
+            if approval.status == ApprovalStatus.RELEASED:
+                continue  # a newer policy let the call through (`rejudge`): the policy is asked again
+            if approval.status == ApprovalStatus.WITHDRAWN and approval.decided_by == POLICY_ACTOR:
+                # A newer policy denies the held call (`rejudge`): refused as a denied call is.
+                return PolicyDecision(kind=DecisionKind.DENY, reason=approval.note,
+                                      policy_version=approval.decided_with), None
             if approval.status != ApprovalStatus.APPROVED:
                 return decision, approval
         raise SanomaError(f"The policy kept holding {op.id} after {len(held)} approvals; check its @approve rules",
                           code=ErrorCode.POLICY_FAILED, data={"op": op.id})
 
     def policy_decision(self, op: Operation, input_json: dict, target: str | None) -> PolicyDecision:
-        run = self.segment.run
-        call = build_policy_call(
-            op=op, input_json=input_json, target=target, actor=run.started_by, groups=run.groups or (),
-            run_id=run.id, workflow=run.workflow, approvals=self.approvals.values(),
-        )
-        try:
-            return self.segment.config.policy.decide(call)
-        except SanomaError:
-            raise
-        except Exception as err:
-            raise SanomaError(f"The policy failed deciding {op.id}: {err}",
-                              code=error_code(err) or ErrorCode.POLICY_FAILED, data={"op": op.id}) from err
+        return judge_call(policy=self.segment.config.policy, op=op, input_json=input_json, target=target,
+                          run=self.segment.run, approvals=self.approvals.values())
 
     # ---- approvals ----------------------------------------------------------------------------
 
@@ -111,6 +149,8 @@ class Holds:
                 "covers": list(covers)}
         if op:
             body["op"] = op
+        if requested_by == ApprovalRequester.POLICY:  # which policy held it: a deploy's `rejudge` names it
+            body["policy_version"] = policy_version_of(self.segment.config.policy)
         record = self.segment.record(LedgerKind.APPROVAL_REQUESTED, seq, body, key=approval.approval_id)
         self.segment.commit(Checkpoint(records=[record], approval=approval))
         self.approvals[seq] = approval

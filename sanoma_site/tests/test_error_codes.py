@@ -14,7 +14,7 @@ from runs.errors import RunCode
 def test_each_code_is_declared_once_by_the_domain_that_raises_it():
     assert set(code_domains()) == {ErrorCode, RunCode, RemoteCode, CredentialCode, StateCode}
     values = [member.value for enum in code_domains() for member in enum]
-    assert len(values) == len(set(values)) == len(all_codes()) == 41
+    assert len(values) == len(set(values)) == len(all_codes()) == 42
     assert set(KNOWN_CODES) == set(values)
     assert all_codes()["merge_conflict"] is RemoteCode.MERGE_CONFLICT
 

@@ -8,6 +8,7 @@ from django.core.management.base import CommandParser
 
 from changes.resources.outcome import OUTCOMES
 from changes.services import held_text, refused_text, stuck_text
+from runs.policies.versions import shown
 
 DEFAULT_USER = "admin"
 
@@ -58,7 +59,7 @@ def verdict_text(verdict: dict[str, Any]) -> str:
 
 
 def plan_lines(plan: dict[str, Any], *, by: str | None = None) -> list[str]:
-    lines = []
+    lines = [f"judged with policy {shown(plan.get('policy_version', ''))}"]
     for change in plan["changes"]:
         what = change["name"] or change["import_id"]
         where = (f"  ({change['file']}:{change['line']})" if change["file"]

@@ -4,9 +4,10 @@ change of the plan. Exit status 0 when every change was made, 1 when one was not
 failed or skipped: the run fails with `apply_incomplete`) or nothing could be applied, 3 when the
 run still waits (an approval) as `--timeout` runs out.
 
-With no worker up (and no `--here`) it starts nothing and says so; a worker that goes away while
-it follows, or Ctrl-C, stops it: an apply run that has not begun is cancelled (nothing was
-applied), one that has begun is left to go on when a worker runs, and said so."""
+With no worker up (and no `--here`) it starts nothing and says so, and so when the workers up hold
+another policy than the one the plan was judged with (`plan_policy_changed`, exit 1, naming both);
+a worker that goes away while it follows, or Ctrl-C, stops it: an apply run that has not begun is
+cancelled (nothing was applied), one that has begun is left to go on when a worker runs, and said so."""
 from __future__ import annotations
 
 import sys
@@ -16,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from changes import services
 from changes.management.commands._resources import add_common, outcome_line, plan_lines
+from changes.plan_policy import check_plan_policy
 from changes.resources.outcome import counts
 from runs.config.registry import get_config
 from runs.management.commands._common import guarded
@@ -50,7 +52,8 @@ class Command(BaseCommand):
             if answer not in ("y", "yes"):
                 raise CommandError("Nothing applied")
         config = get_config()
-        if not here:  # the worker that ran the drift may have gone while the question was asked
+        if not here:  # the worker that ran the drift may have gone (or changed) while the question was asked
+            check_plan_policy(plan["policy_version"])
             require_worker(config.version, what="apply waits for its run")
         run = services.start("apply", by=by, config=config)
         self.stdout.write(f"apply run {run.id}")
