@@ -64,7 +64,7 @@ def said(section: Mapping[str, Any]) -> str:
             runs += f", pins {pins}" + (f": {named}" if named else "") + (f", and {more} more" if more > 0 else "")
     elif unchanged:
         runs = f"leaves {_plural(unchanged, 'parked run')} as {'it is' if unchanged == 1 else 'they are'} " \
-               "(their code is unchanged)"
+               "(the head does not change their version)"
     else:
         runs = "no parked runs"
     # "releases 3 held calls, reassigns 2": the first that happens says what is counted.

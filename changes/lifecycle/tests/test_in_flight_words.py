@@ -89,7 +89,7 @@ def test_runs_already_on_the_heads_version_and_the_changes_own_run_are_not_moved
         {**NONE_HELD, "released": [held(1, "change-1")]}, leave_out=["change-1"])
     assert in_flight.counts(section) == dict.fromkeys(in_flight.COUNTS, 0)
     assert section["unchanged"] == 2
-    assert section["said"] == "leaves 2 parked runs as they are (their code is unchanged)"
+    assert section["said"] == "leaves 2 parked runs as they are (the head does not change their version)"
     assert in_flight.table(section) == []
 
 
