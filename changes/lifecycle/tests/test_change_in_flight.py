@@ -35,6 +35,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from changes.lifecycle import in_flight
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.services import open_change
 from changes.lifecycle.tests.gitco import POLICY, gitco_site, push
@@ -251,3 +252,19 @@ def test_a_changes_review_says_which_parked_runs_migrate_which_stay_pinned_and_w
     # The check decided nothing: the refund still waits for finance.
     assert Approval.objects.get(run_id=refund, status=ApprovalStatus.PENDING).approver == "group:finance"
     assert Run.objects.get(pk=refund).status == RunStatus.WAITING
+
+
+def test_a_proof_that_cannot_run_fails_the_check_with_its_own_words(tmp_path):
+    """`replay --tree` on a folder that is no company's root exits 2: the check fails saying why."""
+    tree = tmp_path / "not_a_company"
+    tree.mkdir()
+    made, section = in_flight.check(tree, live_root=tmp_path, timeout=120)
+    assert section is None and not made["ok"] and made["summary"] == "the work in flight could not be proven"
+    [problem] = made["problems"]
+    assert problem["message"].startswith("manage.py replay --tree exited 2: "), problem
+    assert str(tree) in problem["message"]
+
+    report = in_flight.add_to({"ok": True, "failed": [], "checks": [{"name": "config", "ok": True}]}, tree,
+                              live_root=tmp_path, timeout=120)
+    assert (report["ok"], report["failed"], report["checks"][-1]["name"]) == (False, ["in_flight"], "in_flight")
+    assert "in_flight" not in report
