@@ -229,7 +229,8 @@ def test_a_changes_review_says_which_parked_runs_migrate_which_stay_pinned_and_w
     pinned = sorted(section["pinned"], key=lambda p: p["run"])
     assert [(p["run"], p["step"]) for p in pinned] == [(parcels[0], 2), (parcels[1], 2)]
     reason = pinned[0]["reason"]
-    assert "shop.customer.notify" in reason, reason
+    assert reason == "step 2 was wait shipped, now call shop.customer.notify", reason
+    assert pinned[1]["reason"] == reason
     assert section["said"] == (f"migrates {len(moved_along)} parked run{'' if moved_along else 's'}, pins 2: "
                                + ", ".join(f"{p['run']} at step 2 ({p['reason']})" for p in section["pinned"]))
     every_surface_says(run, approval, section, "group:operators")  # the policy read context.input.in_flight
