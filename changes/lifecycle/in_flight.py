@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -177,12 +178,20 @@ def _child(command: str, tree: Path, *, live_root: Path, timeout: float) -> tupl
     env = {k: v for k, v in os.environ.items() if k != "SANOMA_APP_VERSION"}  # the head's versions are its code's
     env.update(DATABASE_URL=live_database_url(), SANOMA_ROOT=str(live_root))
     argv = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), command, "--tree", str(tree), "--json"]
+    # A session of its own: `replay --tree` starts a process of the tree's, and a child that takes
+    # too long is ended with every process it started.
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                             env=env, cwd=settings.BASE_DIR, start_new_session=True)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=settings.BASE_DIR,
-                              stdin=subprocess.DEVNULL)
+        out, err = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        child.communicate()
         return -1, "", f"manage.py {command} --tree did not finish within {timeout:g} s"
-    return done.returncode, done.stdout, done.stderr
+    return child.returncode, out, err
 
 
 def _problem(message: str) -> dict[str, Any]:

@@ -270,3 +270,9 @@ def test_a_proof_that_cannot_run_fails_the_check_with_its_own_words(tmp_path):
                               live_root=tmp_path, timeout=120)
     assert (report["ok"], report["failed"], report["checks"][-1]["name"]) == (False, ["in_flight"], "in_flight")
     assert "in_flight" not in report
+
+
+def test_a_proof_that_takes_too_long_is_ended_and_fails_the_check_saying_so(tmp_path):
+    made, section = in_flight.check(tmp_path, live_root=tmp_path, timeout=0.2)  # no Django starts in 0.2 s
+    assert section is None and not made["ok"]
+    assert [p["message"] for p in made["problems"]] == ["manage.py replay --tree did not finish within 0.2 s"]
