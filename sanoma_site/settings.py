@@ -330,6 +330,8 @@ SANOMA_REPO_URL = _read(env.str, "SANOMA_REPO_URL", "")
 SANOMA_GITHUB_URL = _read(env.str, "SANOMA_GITHUB_URL", "https://github.com")
 SANOMA_GITHUB_API_URL = _read(env.str, "SANOMA_GITHUB_API_URL", "https://api.github.com")
 SANOMA_CHECKS_TIMEOUT_SECONDS = _read(env.float, "SANOMA_CHECKS_TIMEOUT_SECONDS", 900.0, validate=_POSITIVE)
+# How long each of the in-flight check's processes (`replay --tree`, `rejudge --tree`) may take.
+SANOMA_IN_FLIGHT_TIMEOUT_SECONDS = _read(env.float, "SANOMA_IN_FLIGHT_TIMEOUT_SECONDS", 300.0, validate=_POSITIVE)
 
 # django-q2 is the dispatch vehicle, never the source of truth: store no
 # successes, ack failures (the engine owns retries), poll often, prefetch little, and keep

@@ -23,7 +23,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from pydantic import ValidationError
 
-from changes.lifecycle import selectors, services
+from changes.lifecycle import in_flight, selectors, services
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.workflow import NAME, ChangeInput
 from changes.resources.workflows import READ_OP
@@ -149,10 +149,16 @@ def patch_lines(patch: str) -> list[tuple[str, str]]:
 
 def review_of(row: ChangeRun) -> dict[str, Any]:
     """What whoever lets the change merge reads: its checks (each with its result), its plan (each
-    call with the policy's verdict) and what the checked commit brings into the base (its diff)."""
+    call with the policy's verdict), what it does to the work in flight (the runs it migrates and
+    pins, the held calls it releases, reassigns or refuses) and what the checked commit brings into
+    the base (its diff)."""
     report = row.checks or {}
     diff = report.get("diff") or {}
+    flight = report.get("in_flight") or None
     return {"checked": bool(report), "checks": checks_rows(report), "checks_ok": report.get("ok"),
+            "in_flight": flight, "in_flight_limit": in_flight.LISTED,
+            "in_flight_rows": [{**r, "url": reverse("admin:runs_run_change", args=[quote(r["run"])])}
+                               for r in in_flight.table(flight)],
             "checked_sha": report.get("sha") or "", "plan": row.plan or None,
             "plan_rows": plan_rows(row.plan, selectors.drifted_fields(row.plan, selectors.declared_here())),
             "diff": diff, "diff_lines": patch_lines(str(diff.get("patch") or "")), "base": row.base,
@@ -172,7 +178,7 @@ MERGE_OP = "sanoma.change.merge"
 
 def merge_approval_extra(approval: Approval, full: bool) -> Extra | None:
     """The approval a merge waits for: in the inbox, a link to its change; on the approval's page,
-    the change's checks, plan and diff, so the approver sees what they let merge."""
+    the change's checks, plan, work in flight and diff, so the approver sees what they let merge."""
     if approval.op != MERGE_OP or approval.run.workflow != NAME:
         return None
     link = ("the change: its checks, plan and diff", reverse("admin:lifecycle_changerun_change",

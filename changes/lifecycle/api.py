@@ -131,6 +131,12 @@ class ChangeSerializer(serializers.Serializer):
                                                             "truncated}`, or `{problem}` when the remote cannot say.")
     plan = serializers.JSONField(allow_null=True, help_text="What apply would do with the change's tree, each "
                                                             "call with the policy's verdict (allow, held, deny).")
+    in_flight = serializers.JSONField(
+        allow_null=True, help_text="What the merge would do to the live work in flight, proven on the checked head: "
+                                   "`{said, migrates, pins, unchanged, releases, reassigns, refuses, pinned: [{run, "
+                                   "workflow, from, to, step, reason}], migrated: [{run, workflow, from, to, steps}], "
+                                   "released|reassigned|refused: [{approval, run, operation, from, to, reason}], "
+                                   "tree_version, policy_version, truncated}`; null until the checks proved it.")
     approvals = WaitingApprovalSerializer(many=True, help_text="The approvals the run waits for.")
     merged = serializers.CharField(allow_null=True, help_text="The commit the merge made.")
     deployed = DeployedSerializer(allow_null=True)

@@ -1,6 +1,8 @@
 """Running a change's checks from the worker: the commit's files exported into a temporary folder of
 their own, `manage.py change_checks` in a separate process with that folder as its root and a
-database of its own, its report read back, the folder removed. The live root is never touched."""
+database of its own, its report read back, then (`then`) what else is asked of the exported tree
+while it is on disk (the `in_flight` check, on the live database), the folder removed. The live
+root is never touched."""
 from __future__ import annotations
 
 import json
@@ -9,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +23,11 @@ from connectors.remotes import Remote
 _OWN = ("DATABASE_URL", "SANOMA_ROOT", "SANOMA_VAR_DIR", "SANOMA_FAKES", "SANOMA_APP_VERSION")
 
 
-def run(remote: Remote, *, url: str, sha: str, root_name: str, timeout: float) -> dict[str, Any]:
+def run(remote: Remote, *, url: str, sha: str, root_name: str, timeout: float,
+        then: Callable[[dict[str, Any], Path], dict[str, Any]] | None = None) -> dict[str, Any]:
     """The report of the checks on commit `sha` of `url`; a check process that dies or hangs is a
-    failed report saying so, never an exception the change cannot read."""
+    failed report saying so, never an exception the change cannot read. `then(report, tree)`, given,
+    adds to the report while the commit's tree is still exported."""
     workdir = Path(tempfile.mkdtemp(prefix="sanoma-checks-"))
     try:
         tree = workdir / root_name
@@ -48,7 +53,7 @@ def run(remote: Remote, *, url: str, sha: str, root_name: str, timeout: float) -
             return _failed(sha, f"the check process exited {done.returncode} without a report: "
                                 + " / ".join(said[-5:]))
         report["sha"] = sha
-        return report
+        return then(report, tree) if then is not None else report
     finally:  # a remote that cannot give the commit's files fails the call (which may be retried)
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -23,6 +23,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from changes.lifecycle import checks, live
 from changes.lifecycle.diff import diff_of
+from changes.lifecycle.in_flight import UNPROVEN, WORDS_MAX
+from changes.lifecycle.in_flight import add_to as add_in_flight
 from changes.lifecycle.remotes import RemoteEnvironment, remote_of
 from changes.lifecycle.states import ChangeState
 from changes.resources import managed
@@ -76,6 +78,8 @@ class Report(BaseModel):
     declared: dict[str, Any] = Field(default_factory=dict)
     # What the commit brings into the base (`changes.lifecycle.diff_of`): what an approver lets merge.
     diff: dict[str, Any] = Field(default_factory=dict)
+    # What the merge would do to the live work in flight (`changes.lifecycle.in_flight`).
+    in_flight: dict[str, Any] = Field(default_factory=dict)
 
 
 class PlanInput(BaseModel):
@@ -97,6 +101,18 @@ class Plan(BaseModel):
     problems: list[Any] = Field(default_factory=list)
 
 
+class InFlightCounts(BaseModel):
+    """What the merge does to the work in flight, as its policy reads it (`context.input.in_flight`)."""
+
+    model_config = {"extra": "forbid"}
+
+    migrates: int = Field(default=0, ge=0, description="parked runs the head's code migrates")
+    pins: int = Field(default=0, ge=0, description="parked runs that stay pinned to their own code")
+    releases: int = Field(default=0, ge=0, description="held calls the head's policies now allow")
+    reassigns: int = Field(default=0, ge=0, description="held calls the head's policies hold for another approver")
+    refuses: int = Field(default=0, ge=0, description="held calls the head's policies now deny")
+
+
 class MergeInput(BaseModel):
     model_config = {"extra": "forbid"}
 
@@ -106,6 +122,9 @@ class MergeInput(BaseModel):
     base: str = Field(default="main", min_length=1, max_length=200, pattern=BRANCH)
     title: str = Field(default="", max_length=200)
     description: str = Field(default="", max_length=5000)
+    in_flight: InFlightCounts = Field(default_factory=InFlightCounts)
+    # The same in words, for the approval's summary ("migrates 41 parked runs, pins 3: ...").
+    work_in_flight: str = Field(default=UNPROVEN, min_length=1, max_length=WORDS_MAX)
 
 
 class Merged(BaseModel):
@@ -127,7 +146,9 @@ class AppsOutput(BaseModel):
 
 def change_connector() -> Connector:
     """The operations, their driver not yet attached (see `connector_for`)."""
-    timeout = float(settings.SANOMA_CHECKS_TIMEOUT_SECONDS) + 60
+    # The checks' process, then the in-flight proof's two processes, each with its own limit.
+    timeout = (float(settings.SANOMA_CHECKS_TIMEOUT_SECONDS) + 2 * float(settings.SANOMA_IN_FLIGHT_TIMEOUT_SECONDS)
+               + 60)
     # The built-in remotes' variables (GITHUB_TOKEN, the webhook secret) are this connector's, so the
     # credentials store takes them.
     return define_connector(VENDOR, {
@@ -138,13 +159,14 @@ def change_connector() -> Connector:
             "check": op(effect="read", input=CheckInput, output=Report, idempotent=True, timeout=timeout,
                         target=lambda i: i.branch,
                         description="Check the commit's tree in its own process: config, Django's checks, "
-                                    "lint, scenarios, declared resources"),
+                                    "lint, scenarios, declared resources; and prove the live work in flight "
+                                    "against it"),
             "plan": op(effect="read", input=PlanInput, output=Plan, idempotent=True,
                        description="What apply would change at the vendors, each call with the policy's verdict"),
             # Approved per commit: a push after the approval needs an approval of its own.
             "merge": op(effect="write", input=MergeInput, output=Merged, idempotent=True,
                         target=lambda i: f"{i.branch}@{i.head_sha}", approve_each_target=True,
-                        summary="Merge {branch} ({head_sha}) into {base}",
+                        summary="Merge {branch} ({head_sha}) into {base}: {work_in_flight}",
                         description="Merge the branch through the repository's remote, its head pinned"),
         },
         "apps": {
@@ -176,9 +198,15 @@ def connector_for(root: Path | None, connectors: Callable[[], Sequence[Connector
 
     def check(i: CheckInput, c: CallContext) -> dict[str, Any]:
         remote = remote_of(i.url, connectors())
-        name = (root or Path(settings.SANOMA_ROOT)).name
-        report = checks.run(remote, url=i.url, sha=i.sha, root_name=name,
-                            timeout=float(settings.SANOMA_CHECKS_TIMEOUT_SECONDS))
+        live_root = root or Path(settings.SANOMA_ROOT)
+
+        def prove(report: dict[str, Any], tree: Path) -> dict[str, Any]:
+            # The change's own run is in flight too; it moves by its own stamp, not by the proof.
+            return add_in_flight(report, tree, live_root=live_root, leave_out=[c.run_id],
+                                    timeout=float(settings.SANOMA_IN_FLIGHT_TIMEOUT_SECONDS))
+
+        report = checks.run(remote, url=i.url, sha=i.sha, root_name=live_root.name,
+                            timeout=float(settings.SANOMA_CHECKS_TIMEOUT_SECONDS), then=prove)
         # The tree's declared resources with what earlier applies created: the read apply plans from.
         report.setdefault("declared", {})["managed"] = managed.rows()
         report["diff"] = diff_of(remote, url=i.url, sha=i.sha, base=i.base)

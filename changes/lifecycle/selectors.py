@@ -5,6 +5,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from changes.lifecycle import in_flight
 from changes.lifecycle.models import ChangeRun
 from changes.lifecycle.workflow import NAME
 from changes.selectors import declared_resources
@@ -51,8 +52,9 @@ def change_of(run_id: str, viewer: str | Principal | None) -> tuple[ChangeRun, R
 
 
 def picture(row: ChangeRun, run: Run) -> dict[str, Any]:
-    """A change as the surfaces show it: what it is, how far it got, its checks and plan, what
-    waits (the merge's approval), what was merged and deployed, and how the run ended."""
+    """A change as the surfaces show it: what it is, how far it got, its checks and plan, what it
+    does to the work in flight, what waits (the merge's approval), what was merged and deployed,
+    and how the run ended."""
     pending = list(Approval.objects.filter(run_id=run.id, status=ApprovalStatus.PENDING)
                    .values("id", "title", "approver", "op"))
     return {
@@ -60,8 +62,9 @@ def picture(row: ChangeRun, run: Run) -> dict[str, Any]:
         "branch": row.branch, "base": row.base, "title": row.title, "description": row.description,
         "pull_request": row.pull_request or None, "repository": row.repo_url, "opened_by": row.opened_by,
         "opened_at": row.opened_at.isoformat(), "head": row.head_sha or None,
-        "checks": {k: v for k, v in row.checks.items() if k != "diff"} if row.checks else None,
-        "diff": (row.checks or {}).get("diff") or None, "plan": row.plan or None, "approvals": pending,
+        "checks": {k: v for k, v in row.checks.items() if k not in ("diff", "in_flight")} if row.checks else None,
+        "diff": (row.checks or {}).get("diff") or None, "plan": row.plan or None,
+        "in_flight": (row.checks or {}).get("in_flight") or None, "approvals": pending,
         "merged": row.merged_sha or None,
         "deployed": ({"revision": row.deployed_revision, "version": row.deployed_version}
                      if row.deployed_revision else None),
@@ -153,6 +156,14 @@ def describe(p: dict[str, Any]) -> list[str]:
         lines.append(f"  plan: {change.get('action')} {change.get('resource') or change.get('type')}: {verdicts}")
     if plan and plan.get("empty"):
         lines.append("  plan: nothing to change at the vendors")
+    flight = p.get("in_flight")
+    if flight:
+        lines.append(f"  work in flight: {flight.get('said') or in_flight.said(flight)}")
+        for row in in_flight.table(flight):
+            of = f" ({row['workflow']})" if row["workflow"] else ""
+            lines.append(f"    {row['outcome']:<10} {row['run']}{of}: {row['what']}")
+        if flight.get("truncated"):
+            lines.append(f"    (each kind cut at {in_flight.LISTED} rows; the counts are whole)")
     for approval in p["approvals"]:
         lines.append(f"  waiting for {approval['approver']} to approve {approval['title']!r} ({approval['op']})")
     if p["merged"]:

@@ -6,12 +6,16 @@ failed waits for a new push before it ends `checks_failed`; 0, the default, ends
 
 1. `sanoma.change.resolve`: the branch's head.
 2. `sanoma.change.check`: the head's tree checked in its own process (with what it brings into
-   the base, its diff, for the merge's approver). Failed: wait for `pushed`
-   (then from 1 again) or end `checks_failed`, naming each problem at `file:line`.
+   the base, its diff, for the merge's approver), and the live work in flight proven against it
+   (`in_flight`: which parked runs it migrates and pins, which held calls its policies release,
+   reassign or refuse). Failed: wait for `pushed` (then from 1 again) or end `checks_failed`,
+   naming each problem at `file:line`.
 3. The tree's declared resources read at their vendors through `ctx` (drift's imports), then
    `sanoma.change.plan`: what apply would do, each call with the policy's verdict.
-4. `sanoma.change.merge`, its head pinned; the policy may hold it for an approver. The branch moved
-   since its checks (`head_changed`): from 1 again, so what merges is what was checked.
+4. `sanoma.change.merge`, its head pinned, with what it does to the work in flight (counts the
+   policy reads as `context.input.in_flight`, and the sentence its approval shows); the policy may
+   hold it for an approver. The branch moved since its checks (`head_changed`): from 1 again, so
+   what merges is what was checked.
 5. Deploy: apply the declared **host** resources (their revision is now the merge). A host that
    moved asks the workers to start again on the new code; the run waits for `deployed`, which the
    new version's worker sends once it has stamped this run onto its version (only when its change
@@ -32,6 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from changes.lifecycle import in_flight
 from changes.lifecycle.checks import problems_of
 from changes.lifecycle.errors import RemoteCode
 from changes.resources.workflows import (
@@ -136,10 +141,13 @@ def change_body(types: Mapping[str, ResourceType], declares: bool) -> Any:
                 seen = observe(ctx, types, read=report.declared)
                 plan = ctx.sanoma.change.plan({"sha": head.sha, "drift": report_of(seen), "only": sorted(changed),
                                                "delete_types": sorted(removed_types)})
+            flight = report.in_flight or {}
             try:
                 merged = ctx.sanoma.change.merge({
                     "url": head.url, "branch": head.branch, "head_sha": head.sha, "base": head.base,
-                    "title": input.title or head.title or head.branch, "description": input.description})
+                    "title": input.title or head.title or head.branch, "description": input.description,
+                    "in_flight": in_flight.counts(flight),
+                    "work_in_flight": in_flight.words(flight)})
             except SanomaError as err:
                 if error_code(err) == RemoteCode.HEAD_CHANGED:
                     continue  # what merges must be what was checked: check the new head first

@@ -36,11 +36,11 @@ FILES = {
 }
 
 
-def write_root(folder: Path) -> Path:
-    """The company's files in a root under `folder` with a package name of its own (a config root
-    is imported by its folder's name, once per process)."""
+def write_root(folder: Path, files: dict[str, str] | None = None) -> Path:
+    """The company's files (with `files` added or in their place) in a root under `folder` with a
+    package name of its own (a config root is imported by its folder's name, once per process)."""
     root = folder / f"gitco_{uuid.uuid4().hex[:8]}"
-    for name, text in FILES.items():
+    for name, text in {**FILES, **(files or {})}.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     return root
@@ -66,10 +66,10 @@ def git(*args: str, cwd: Path) -> str:
 
 
 @contextmanager
-def gitco_site(tmp_path: Path) -> Iterator[tuple[Path, Path, ResolvedConfig]]:
-    """The gitco company: its live root, its embedded remote and a clone to push from; the live
-    config while inside."""
-    root = write_root(tmp_path / "site")
+def gitco_site(tmp_path: Path, files: dict[str, str] | None = None) -> Iterator[tuple[Path, Path, ResolvedConfig]]:
+    """The gitco company (with `files` added or in their place): its live root, its embedded remote
+    and a clone to push from; the live config while inside."""
+    root = write_root(tmp_path / "site", files)
     remote = tmp_path / "gitco.git"
     init_embedded(root, remote)
     clone = tmp_path / "clone"

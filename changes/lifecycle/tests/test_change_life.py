@@ -195,7 +195,8 @@ def test_a_price_change_is_checked_held_approved_merged_deployed_and_finishes_on
     change = ChangeRun.objects.get(pk=run_id)
     assert change.head_sha == head
     assert change.checks["ok"], change.checks
-    assert [c["name"] for c in change.checks["checks"]] == ["config", "django", "lint", "scenarios", "declared"]
+    assert [c["name"] for c in change.checks["checks"]] == ["config", "django", "lint", "scenarios", "declared",
+                                                          "in_flight"]
     updates = (change.plan or {})["changes"]
     assert [(c["action"], c["type"], c["name"]) for c in updates] == [("update", "shop.product", "mug")], updates
     assert [call["verdict"]["decision"] for call in updates[0]["calls"]] == ["allow"]

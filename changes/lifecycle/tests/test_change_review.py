@@ -123,14 +123,17 @@ def test_the_merge_approval_shows_the_changes_checks_plan_and_diff_and_links_to_
     change_url = f"/admin/lifecycle/changerun/{quote(run.id)}/change/"
 
     inbox = desk("sam").get("/admin/runs/approval/").content.decode()
-    assert f'<strong class="sanoma-summary">Merge hello ({head}) into main</strong>' in inbox
+    # What the merge does to the work in flight: nothing here parks (the change's own run is left out).
+    assert f'<strong class="sanoma-summary">Merge hello ({head}) into main: no parked runs</strong>' in inbox
     assert f'<a class="sanoma-extra" href="{change_url}">the change: its checks, plan and diff</a>' in inbox
 
     page = desk("sam").get(f"/admin/runs/approval/{approval.pk}/change/").content.decode()
     assert 'id="change-link">the change\'s page</a>' in page and f'href="{change_url}"' in page
     # Each check with its result, the plan (gitco declares nothing at vendors), the diff.
     checked = re.findall(r'<tr class="sanoma-check \w+">\s*<th>(\w+)</th><td>(\w+)</td>', page)
-    assert checked == [("config", "ok"), ("django", "ok"), ("lint", "ok"), ("scenarios", "ok"), ("declared", "ok")]
+    assert checked == [("config", "ok"), ("django", "ok"), ("lint", "ok"), ("scenarios", "ok"), ("declared", "ok"),
+                       ("in_flight", "ok")]
+    assert "<caption>Work in flight: no parked runs</caption>" in page
     assert f"<caption>Checks: passed ({head[:12]})</caption>" in page
     assert "Nothing to plan: this company declares no resources at its vendors" in page
     assert ChangeRun.objects.get(pk=run.id).state == "checks_passed"
