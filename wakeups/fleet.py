@@ -16,8 +16,9 @@ by its deploy, or NO_COMMIT). Whatever else keeps a worker from starting (a root
 git repository, a worktree git refuses, a worker that exits with an error) is written on the
 version's row (`worker_error`, shown on the desk's Versions page) and tried again after
 RETRY_SECONDS; nothing here raises into the supervisor. A version no unfinished run needs any
-more is retired: `retired_at` set, its `worker_error` cleared and its worktree removed (`git worktree remove --force`, then `git worktree
-prune`), unless another version still in use was deployed from the same commit.
+more is retired: `retired_at` set, its `worker_error` cleared and its worktree removed (`git
+worktree remove --force`, then `git worktree prune`), unless another version still in use was deployed from the same
+commit.
 
 The worker's own output goes to `$SANOMA_VAR_DIR/versions/<commit>.log`; the last line of a failed
 start is what `worker_error` says.
