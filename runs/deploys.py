@@ -3,8 +3,8 @@
 `deploy(config=...)` runs at every worker's start (and as `manage.py deploy`):
 
 1. The deploy version is registered (`AppVersion`: its workflow versions, policy version, commit
-   and root). A worker started on an older version than the latest (an on-demand worker for
-   pinned runs) deploys nothing: it only runs its own runs.
+   and root; no commit when files under the root are uncommitted, see runs.versions). A deploy of
+   an older version than the latest deploys nothing and leaves its row as it was, unless promoted.
 2. Every unfinished run whose version is not one of the new code's workflow versions (waiting on
    an approval, a sleep, a message or a child; queued; in doubt; running on a worker that died) is
    proven against the new code (`runs.engine.proof.prove_runs`: a replay with no effects).
@@ -123,7 +123,8 @@ def _deploy(*, config: ResolvedConfig, promote: bool, report: DeployReport) -> N
                 .values_list("policy_version", flat=True).first())
     latest, newest = register_version(version=config.version, promote=promote, config=config)
     if not latest:
-        report.note = (f"not the latest version ({newest} is): no run moved, this worker runs only its own runs")
+        report.note = (f"not the latest version ({newest} is): nothing deployed, no run moved, the version's "
+                       "row left as it was; run with --promote to make it the latest")
         return
     live = list(config.owned_versions)
     candidates = list(parked_runs(exclude_versions=live))

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from runs.config.resolution import ResolvedConfig
@@ -35,30 +36,60 @@ def register_version(*, version: str, promote: bool, config: ResolvedConfig | No
             return True, None
         except IntegrityError:
             pass
-        if described:  # a row made before versions were recorded, or a checkout moved: say what it is now
-            AppVersion.objects.filter(version=version).update(retired_at=None, **described)
         if promote:
             AppVersion.objects.filter(version=version).update(promoted_at=now)
-            return True, None
-    latest = latest_version()
+        latest = latest_version()
+        # Only a deploy that is (or becomes) the latest says what the code is now (a row made before
+        # versions were recorded, or a checkout moved); a refused one changes nothing of the row.
+        if described and latest == version:
+            AppVersion.objects.filter(version=version).update(retired_at=None, **described)
     return latest == version, latest
 
 
+UNCOMMITTED = ("deployed from uncommitted changes: no commit holds this code, so no worker can be started for "
+               "it; runs pinned here can only be migrated (a patch marker), forked or cancelled. Commit before "
+               "deploying runs you want on-demand workers for")
+
+
 def describe_code(config: ResolvedConfig) -> dict[str, Any]:
-    """What an AppVersion row records of a config's code."""
+    """What an AppVersion row records of a config's code: no commit, and UNCOMMITTED as its
+    worker_error, when files under the root differ from HEAD (no commit holds that code)."""
     root = config.root.resolve() if config.root is not None else None
+    commit = git_commit(root) if root is not None else ""
+    dirty = bool(commit) and root is not None and bool(uncommitted_files(root))
     return {"workflows": dict(config.workflow_versions), "policy_version": config.policy_version,
-            "commit": git_commit(root) if root is not None else "", "root": str(root) if root is not None else ""}
+            "commit": "" if dirty else commit, "root": str(root) if root is not None else "",
+            "worker_error": UNCOMMITTED if dirty else ""}
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30,
+                              check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def git_commit(root: Path) -> str:
     """`git rev-parse HEAD` of the checkout holding `root`; "" outside git."""
-    try:
-        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
+    done = _git(root, "rev-parse", "HEAD")
+    return done.stdout.strip() if done is not None and done.returncode == 0 else ""
+
+
+def uncommitted_files(root: Path) -> list[str]:
+    """The files under `root` that differ from HEAD (modified, added, deleted or untracked), as
+    `git status --porcelain` names them; not the var dir (SANOMA_VAR_DIR, when under the root) nor
+    Python's byte-code caches, which the config never reads. A git that fails counts as a change:
+    the commit cannot be shown to hold the code."""
+    args = ["status", "--porcelain", "--", "."]
+    var = Path(settings.VAR_DIR).resolve()
+    if var.is_relative_to(root):
+        args.append(f":(exclude){var.relative_to(root).as_posix()}")
+    done = _git(root, *args)
+    if done is None or done.returncode != 0:
+        return ["(git status failed)"]
+    return [line[3:] for line in done.stdout.splitlines()
+            if line.strip() and "__pycache__/" not in line and not line.endswith((".pyc", "__pycache__"))]
 
 
 def live_versions() -> set[str]:
@@ -110,7 +141,9 @@ def startup_report(config: ResolvedConfig, *, promote: bool) -> list[str]:
         more = f" and {total - len(others)} more" if total > len(others) else ""
         warnings.append(
             f"{total} unfinished run(s) are on other versions and are left alone by this worker: {named}{more}. "
-            "Run a worker of their version to finish them, or cancel them"
+            "The supervisor starts a worker of their version when it was deployed from a commit (see the "
+            "Versions page); one deployed from uncommitted changes has none: migrate its runs (a patch "
+            "marker), fork or cancel them"
         )
     return warnings
 
@@ -129,5 +162,6 @@ def loaded_policy(policy: Any) -> str:
     return f"policy {getattr(policy, 'kind', 'python')} version {policy.version}"
 
 
-__all__ = ["deploy_holding", "describe_code", "git_commit", "is_latest", "latest_version", "live_versions",
-           "loaded_policy", "register_version", "startup_report", "sync_workflow_entries", "version_of"]
+__all__ = ["UNCOMMITTED", "deploy_holding", "describe_code", "git_commit", "is_latest", "latest_version",
+           "live_versions", "loaded_policy", "register_version", "startup_report", "sync_workflow_entries",
+           "uncommitted_files", "version_of"]

@@ -10,12 +10,15 @@ holds the version's recorded root; the config root sits inside it at the same re
 without SANOMA_APP_VERSION, so the tree resolves to its own versions. The worker stops when its
 pinned runs are idle; the next runnable one starts it again.
 
-Whatever keeps a worker from starting (no commit recorded, a root no longer in a git repository,
-a worktree git refuses, a worker that exits with an error) is written on the version's row
-(`worker_error`, shown on the desk's Versions page) and tried again after RETRY_SECONDS; nothing
-here raises into the supervisor. A version no unfinished run needs any more is retired:
-`retired_at` set and its worktree removed (`git worktree remove --force`, then `git worktree
-prune`), unless another version still in use was deployed from the same commit.
+A version with no commit (deployed from uncommitted changes, or from outside git) never gets a
+worker and is not tried again: its row's `worker_error` says so (runs.versions.UNCOMMITTED, written
+by its deploy, or NO_COMMIT). Whatever else keeps a worker from starting (a root no longer in a
+git repository, a worktree git refuses, a worker that exits with an error) is written on the
+version's row (`worker_error`, shown on the desk's Versions page) and tried again after
+RETRY_SECONDS; nothing here raises into the supervisor. A version no unfinished run needs any
+more is retired: `retired_at` set, its `worker_error` cleared and its worktree removed (`git
+worktree remove --force`, then `git worktree prune`), unless another version still in use was deployed from the same
+commit.
 
 The worker's own output goes to `$SANOMA_VAR_DIR/versions/<commit>.log`; the last line of a failed
 start is what `worker_error` says.
@@ -52,6 +55,9 @@ GAP_SECONDS = 3.0  # the least time between two starts of one version's worker (
 LEAD = timedelta(seconds=5)  # a sleeping pinned run's worker starts this long before its wake time
 GRACE = 30.0
 GIT_SECONDS = 120.0
+NO_COMMIT = ("no commit was recorded for this version (its config root was not in a git repository when it was "
+             "deployed), so no worker can be started for it; runs pinned here can only be migrated (a patch "
+             "marker), forked or cancelled")
 
 
 class CodeUnavailable(Exception):
@@ -84,8 +90,7 @@ def _git(cwd: Path, *args: str) -> str:
 def _repository(root: str, *, commit: str) -> tuple[Path, str]:
     """The top of the repository holding `root`, and root's path inside it."""
     if not commit:
-        raise CodeUnavailable("no commit was recorded for this version (its config root was not in a git "
-                              "repository when it was deployed), so its code cannot be checked out")
+        raise CodeUnavailable(NO_COMMIT)
     folder = Path(root) if root else None
     if folder is None or not folder.is_dir():
         raise CodeUnavailable(f"its config root {root or '(none recorded)'} is not a folder on this machine")
@@ -164,7 +169,7 @@ def retire(*, version: DeployVersion, others: list[DeployVersion]) -> bool:
         remove_checkout(commit=version.commit, root=version.root)
     with transaction.atomic():
         retired = AppVersion.objects.filter(version=version.version, retired_at__isnull=True).update(
-            retired_at=clock.now()) == 1
+            retired_at=clock.now(), worker_error="") == 1  # a retired version needs no worker: no problem left
     if retired:
         log.info("version %s retired: no unfinished run needs it", version.version)
     return retired
@@ -258,11 +263,19 @@ class Fleet:
                     until = (version.next_wake - LEAD - clock.now()).total_seconds()
                     at = time.monotonic() + max(until, 0.0)
                     due = at if due is None else min(due, at)
-                if version.runnable and version.version not in self.running:
+                if not version.commit:
+                    self._no_commit(version)
+                elif version.runnable and version.version not in self.running:
                     self._start(version)
             elif version.state is VersionState.UNUSED and version.version not in self.running:
                 retire(version=version, others=versions)
         return due
+
+    def _no_commit(self, version: DeployVersion) -> None:
+        """A version with no commit never gets a worker: say so on its row once (keeping what its
+        deploy wrote there, e.g. runs.versions.UNCOMMITTED), never try again."""
+        if not version.worker_error:
+            record_worker_error(version=version.version, error=NO_COMMIT)
 
     def _start(self, version: DeployVersion) -> None:
         if time.monotonic() < self.not_before.get(version.version, 0.0):

@@ -23,6 +23,7 @@ from runs.admin.base import ReadOnlyMixin
 from runs.display import moment
 from runs.models import ENDED_STATUSES, AppVersion, Run
 from runs.version_states import DeployVersion, VersionState, deploy_versions
+from runs.versions import UNCOMMITTED
 
 # The pinned runs a version's page lists (the run list, filtered, has them all).
 PINNED_SHOWN = 50
@@ -73,7 +74,11 @@ class AppVersionAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="commit", ordering="commit")
     def commit_short(self, version: AppVersion) -> str:
-        return version.commit[:12] if version.commit else "(none: not a git repository)"
+        if version.commit:
+            return version.commit[:12]
+        if version.worker_error == UNCOMMITTED:
+            return "(none: deployed from uncommitted changes)"
+        return "(none: not a git repository)"
 
     @admin.display(description="started", ordering="first_started_at")
     def started(self, version: AppVersion) -> str:
@@ -125,6 +130,7 @@ class AppVersionAdmin(ReadOnlyMixin, admin.ModelAdmin):
                                 ((reverse("admin:runs_run_change", args=[quote(r.pk)]), r.pk, r.workflow, r.status,
                                   reverse("admin:runs_run_fork", args=[quote(r.pk)])) for r in runs))
         more = f" (the first {PINNED_SHOWN}; all on its runs list)" if found.unfinished > len(runs) else ""
-        return format_html("<p>A worker of this version finishes them; or fork one onto the latest version from a "
-                           "chosen step (cancel it first: a fork is made from an ended run){}.</p><ul>{}</ul>",
-                           more, rows)
+        who = ("A worker of this version finishes them; or fork one" if version.commit else
+               "No worker can run them (no commit holds this code): migrate them with a patch marker, or fork one")
+        return format_html("<p>{} onto the latest version from a chosen step (cancel it first: a fork is made from an "
+                           "ended run){}.</p><ul>{}</ul>", who, more, rows)

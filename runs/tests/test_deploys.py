@@ -6,11 +6,15 @@ another (the new code).
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management.base import CommandError
 from django.db import DatabaseError, connection
+from django.test import override_settings
 from django_q.models import OrmQ
 
 from runs.authoring import define_workflow
@@ -20,6 +24,7 @@ from runs.policies import allow, approve, define_policy
 from runs.services import send_message
 from runs.tests import db_roles_setup
 from runs.tests.fixtures import GET, REFUND, SEND, acme
+from runs.versions import UNCOMMITTED
 
 USES: list[Any] = [GET, SEND, REFUND, "wait_message", "sleep"]
 
@@ -136,7 +141,7 @@ def test_a_run_is_never_moved_twice_and_an_older_version_deploys_nothing(code):
     assert len(records(run, LedgerKind.RUN_MIGRATED)) == 1
     # A worker of the old code starting again (for its pinned runs) is not the latest: it moves nothing back.
     back = deploy(config=old.config)
-    assert back.note.startswith("not the latest version") and back.migrated == []
+    assert back.note.startswith("not the latest version") and "--promote" in back.note and back.migrated == []
     run.refresh_from_db()
     assert run.app_version == new.config.workflow_versions["parks"]
 
@@ -234,3 +239,81 @@ def test_deploy_json_says_what_it_did(code, capsys):
     assert (said["released"], said["reassigned"], said["refused"]) == (0, 0, 0)
     assert Counter(r.kind for r in LedgerRecord.objects.filter(run_id=run.id))[LedgerKind.RUN_PINNED] == 1
 
+
+
+# ---- what the row records of the code: a commit only when it holds the code -------------------------
+
+GIT = ["git", "-c", "user.name=sanoma tests", "-c", "user.email=tests@example.com", "-c", "init.defaultBranch=main"]
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run([*GIT, "-C", str(cwd), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def committed_root(tmp_path: Path) -> Path:
+    """A config root at `company/` of a git repository, committed, with a var dir under it (untracked)."""
+    root = tmp_path / "repo" / "company"
+    (root / "workflows").mkdir(parents=True)
+    (root / "workflows" / "parks.py").write_text("# the workflow\n")
+    git(tmp_path, "init", "-q", str(tmp_path / "repo"))
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the company")
+    (root / "var").mkdir()
+    (root / "var" / "sanoma.log").write_text("a log\n")
+    (root / "workflows" / "__pycache__").mkdir()
+    (root / "workflows" / "__pycache__" / "parks.cpython-311.pyc").write_bytes(b"")
+    return root
+
+
+def test_a_deploy_from_uncommitted_changes_records_no_commit_and_says_why(code, tmp_path):
+    root = committed_root(tmp_path)
+    old = code(waits)
+    old.config.root = root
+    with override_settings(VAR_DIR=root / "var"):
+        deploy(config=old.config)
+        row = AppVersion.objects.get(version=old.config.version)
+        # The var dir and byte-code caches under the root are not code: HEAD holds this code.
+        assert (row.commit, row.root, row.worker_error) == (git(root, "rev-parse", "HEAD"), str(root.resolve()), "")
+        (root / "workflows" / "parks.py").write_text("# edited, not committed\n")
+        new = code(inserted)
+        new.config.root = root
+        report = deploy(config=new.config)
+        assert report.note == ""
+        row = AppVersion.objects.get(version=new.config.version)
+        assert row.commit == "" and row.root == str(root.resolve())
+        assert row.worker_error == UNCOMMITTED and row.worker_error.startswith("deployed from uncommitted changes")
+        git(root, "commit", "-qam", "the edit")  # committed, deployed again: the row now names the commit
+        (root / "workflows" / "new.py").write_text("# untracked: read by the config\n")
+        deploy(config=new.config)
+        assert AppVersion.objects.get(version=new.config.version).commit == ""
+        (root / "workflows" / "new.py").unlink()
+        deploy(config=new.config)
+        row = AppVersion.objects.get(version=new.config.version)
+        assert (row.commit, row.worker_error) == (git(root, "rev-parse", "HEAD"), "")
+
+
+def test_a_refused_deploy_names_promote_and_leaves_the_row_as_it_was(code, tmp_path):
+    from django.core.management import call_command
+
+    from runs.config.registry import set_config
+    old = code(waits)
+    deploy(config=old.config)
+    new = code(appended)
+    deploy(config=new.config)
+    before = AppVersion.objects.get(version=old.config.version)
+    old.config.root = committed_root(tmp_path)  # the older version's code, from a worktree elsewhere
+    report = deploy(config=old.config)
+    assert report.lines() == [f"deploy {old.config.version}: not the latest version ({new.config.version} is): "
+                              "nothing deployed, no run moved, the version's row left as it was; run with "
+                              "--promote to make it the latest"]
+    after = AppVersion.objects.get(version=old.config.version)
+    assert (after.root, after.commit, after.promoted_at) == (before.root, before.commit, before.promoted_at)
+    set_config(old.config)
+    with pytest.raises(CommandError, match="run with --promote to make it the latest"):
+        call_command("deploy")
+    assert AppVersion.objects.get(version=old.config.version).root == before.root
+    with override_settings(VAR_DIR=old.config.root / "var"):  # promoted: the latest again, and the row says
+        call_command("deploy", "--promote")                    # where its code is now
+    after = AppVersion.objects.get(version=old.config.version)
+    assert after.root == str(old.config.root.resolve()) and after.commit == git(old.config.root, "rev-parse", "HEAD")
+    assert AppVersion.objects.order_by("-promoted_at").first() == after

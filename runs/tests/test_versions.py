@@ -66,7 +66,9 @@ def test_a_worker_leaves_runs_of_another_version_alone_and_names_them(engine_for
     assert "leaving run" in caplog.text and run.id in caplog.text
     assert Run.objects.get(pk=run.id).status == RunStatus.QUEUED
     warnings = startup_report(engine.config, promote=False)
-    assert any(run.id in w and "left alone by this worker" in w for w in warnings)
+    [left] = [w for w in warnings if run.id in w and "left alone by this worker" in w]
+    assert "The supervisor starts a worker of their version when it was deployed from a commit" in left
+    assert left.endswith("migrate its runs (a patch marker), fork or cancel them")
 
 
 def test_an_older_worker_warns_unless_promoted(engine_for):

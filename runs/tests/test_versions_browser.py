@@ -14,6 +14,7 @@ from runs.models import AppVersion, Run, RunStatus
 from runs.tests import browser_support as support
 from runs.tests.browser_support import BROWSER_TESTS, EC, By, StaleElementReferenceException, WebDriverWait, log_in
 from runs.tests.browser_support import staff_user as _staff_user
+from runs.versions import UNCOMMITTED
 
 browser = support.browser
 shots = support.shots
@@ -84,6 +85,23 @@ def test_an_operator_sees_a_pinned_version_and_follows_it_to_its_runs(live_serve
     row_of(browser, "acme@old").find_element(By.LINK_TEXT, "acme@old").click()
     until(browser, EC.presence_of_element_located((By.LINK_TEXT, "fork onto the latest version…"))).click()
     until(browser, lambda b: "/admin/runs/run/refund-pinned/fork/" in b.current_url)
+
+
+def test_a_version_deployed_from_uncommitted_changes_says_it_has_no_commit_and_why(live_server, browser):
+    operator("olga")
+    deploy("acme@dirty", workflows={"refund": "refund@1111"}, minutes_ago=60, error=UNCOMMITTED)
+    deploy("acme@new", workflows={"refund": "refund@3333"}, minutes_ago=5, commit="3d" * 20)
+    run("refund-pinned", "refund@1111")
+    log_in(browser, live_server.url, "olga", then="/admin/runs/appversion/")
+    until(browser, EC.presence_of_element_located((By.ID, "result_list")))
+    dirty = row_of(browser, "acme@dirty").text
+    assert "pinned-only" in dirty and "(none: deployed from uncommitted changes)" in dirty, dirty
+    assert "no commit holds this code" in dirty and "forked or cancelled" in dirty, dirty
+    row_of(browser, "acme@dirty").find_element(By.LINK_TEXT, "acme@dirty").click()
+    said = until(browser, EC.presence_of_element_located((By.LINK_TEXT, "fork onto the latest version…")))
+    assert said is not None
+    page = browser.find_element(By.ID, "content").text
+    assert "No worker can run them (no commit holds this code): migrate them with a patch marker" in page, page
 
 
 def test_a_version_that_is_not_one_lists_no_runs_and_says_so(live_server, browser):

@@ -6,11 +6,14 @@
   is deployed; when it comes due the supervisor starts a worker for the old version from a
   worktree of the first commit, the run finishes there, that worker stops when idle, and the old
   version is retired and its worktree removed.
-- Without a commit, or with a root no longer in git, the version's `worker_error` says why and no
-  process starts; a version nothing holds is retired once, its worktree removed.
+- Without a commit (deployed from uncommitted changes, or from outside git), or with a root no
+  longer in git, the version's `worker_error` says why and no process starts (a version with no
+  commit is not tried again); a version nothing holds is retired once, its worktree removed and
+  its `worker_error` cleared.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -27,9 +30,11 @@ from django.conf import settings
 from django.db import connection
 from django.test import override_settings
 
+from runs.config.registry import get_config
 from runs.engine import clock
 from runs.models import AppVersion, LedgerKind, LedgerRecord, Run, RunStatus
 from runs.version_states import VersionState, deploy_versions, runs_of_version
+from runs.versions import UNCOMMITTED, describe_code
 from wakeups.fleet import Fleet, checkout, worktree_of
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -111,7 +116,35 @@ def test_a_version_with_no_commit_says_why_it_has_no_worker_and_nothing_starts(v
     assert fleet.running == {} and said == []
     error = AppVersion.objects.get(version="acme@old").worker_error
     assert error.startswith("no commit was recorded for this version"), error
+    assert error.endswith("runs pinned here can only be migrated (a patch marker), forked or cancelled"), error
     assert AppVersion.objects.get(version="acme@old").retired_at is None  # a run still needs it
+    assert "acme@old" not in fleet.not_before  # never tried again: nothing would change
+
+
+def test_a_version_deployed_from_uncommitted_changes_keeps_saying_so_and_gets_no_worker(
+        var_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """What the user did: a deploy (`worker --reload`) from a root with an uncommitted edit, a run
+    pinned there later. The row has no commit and says why; the fleet starts nothing, retries
+    nothing, and leaves that sentence for the Versions page."""
+    repo, root = company_repo(tmp_path)
+    (root / "workflows" / "follow_up.py").write_text((root / "workflows" / "follow_up.py").read_text() + "\n# edit\n")
+    config = dataclasses.replace(get_config(), root=root)
+    described = describe_code(config)
+    assert (described["commit"], described["worker_error"]) == ("", UNCOMMITTED)
+    at = clock.now() - timedelta(minutes=20)
+    AppVersion.objects.create(version="acme@dirty", first_started_at=at, promoted_at=at,
+                              **{**described, "workflows": {"follow-up": "follow-up@1"}})
+    version_row("acme@new", workflows={"follow-up": "follow-up@2"}, minutes_ago=10)
+    run_on("pinned", "follow-up@1")
+    said: list[str] = []
+    fleet = Fleet(say=said.append)
+    for _ in range(2):
+        tend_once(fleet)
+    assert fleet.running == {} and said == [] and "acme@dirty" not in fleet.not_before
+    assert "trying again" not in caplog.text
+    assert AppVersion.objects.get(version="acme@dirty").worker_error == UNCOMMITTED
+    assert UNCOMMITTED.startswith("deployed from uncommitted changes: no commit holds this code")
+    assert {v.version: v.worker_error for v in deploy_versions()}["acme@dirty"] == UNCOMMITTED
 
 
 def test_a_root_no_longer_in_git_says_so(var_dir: Path, tmp_path: Path) -> None:
@@ -145,6 +178,7 @@ def test_a_version_nothing_needs_is_retired_once_and_its_worktree_removed(var_di
     assert tree == worktree_of(first) / "company" and (tree / "workflows" / "follow_up.py").is_file()
     assert str(worktree_of(first)) in git(repo, "worktree", "list")
     run_on("done-later", "follow-up@1", status=RunStatus.WAITING)
+    AppVersion.objects.filter(version="acme@old").update(worker_error="its worker exited with status 1: boom")
     fleet = Fleet(say=lambda text: None)
     tend_once(fleet)
     assert AppVersion.objects.get(version="acme@old").retired_at is None  # the waiting run needs it
@@ -152,6 +186,7 @@ def test_a_version_nothing_needs_is_retired_once_and_its_worktree_removed(var_di
     tend_once(fleet)
     retired = AppVersion.objects.get(version="acme@old").retired_at
     assert retired is not None
+    assert AppVersion.objects.get(version="acme@old").worker_error == ""  # retired: no worker problem shown
     assert not worktree_of(first).exists()
     assert str(worktree_of(first)) not in git(repo, "worktree", "list")
     tend_once(fleet)

@@ -3,14 +3,15 @@
 Registers this code's version, proves every parked run of other versions against it, moves each
 run that migrates (with its `run.migrated` record), pins the others (`run.pinned`, with the
 reason), and judges held calls again when the policy changed (`runs.deploys`). Safe to run again
-and beside a starting worker: a run is never moved twice.
+and beside a starting worker: a run is never moved twice. From an older version's code it deploys
+nothing and fails (exit 1) naming the latest, unless `--promote` makes it the latest again.
 """
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from runs.config.registry import get_config
 from runs.deploys import deploy
@@ -29,6 +30,8 @@ class Command(BaseCommand):
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
         report = deploy(config=get_config(), promote=options["promote"])
+        if report.note:  # refused: an older version, not promoted
+            raise CommandError(report.lines()[0])
         if options["json"]:
             self.stdout.write(json.dumps(report.as_json(), indent=2))
             return
