@@ -17,7 +17,8 @@
    worker of that version finishes it.
 5. When the policy version differs from the previous deploy's (the one promoted before this one;
    the first deploy has none to differ from, and deploying the latest version again changes
-   nothing), every call a policy held is judged again (`runs.approvals.rejudge.rejudge_held`): released, reassigned or refused.
+   nothing), every call a policy held is judged again (`runs.approvals.rejudge.rejudge_held`):
+   released, reassigned or refused.
 
 A run that an old worker is still advancing (running, its lease fresh) is not moved under it: it
 is pinned with that reason, and proven again at the next deploy.

@@ -16,8 +16,8 @@ from django.db import IntegrityError, transaction
 from runs.config.resolution import ResolvedConfig
 from runs.config.versioning import version_of
 from runs.engine import clock
-from runs.policies.versions import policy_version_of
 from runs.models import AppVersion, WorkflowEntry
+from runs.policies.versions import policy_version_of
 from runs.selectors import runs_on_other_versions
 
 log = logging.getLogger("sanoma.worker")
