@@ -15,9 +15,10 @@
 4. A run that stays **pinned** gets a `run.pinned` record {version, deploy, reason, step}, once
    per run and deploy version (its record id holds the deploy version). It keeps its version: a
    worker of that version finishes it.
-5. When the policy version differs from the previous deploy's (the first deploy has none to
-   differ from), every call a policy held is judged
-   again (`runs.approvals.rejudge.rejudge_held`): released, reassigned or refused.
+5. When the policy version differs from the previous deploy's (the one promoted before this one;
+   the first deploy has none to differ from, and deploying the latest version again changes
+   nothing), every call a policy held is judged again (`runs.approvals.rejudge.rejudge_held`):
+   released, reassigned or refused.
 
 A run that an old worker is still advancing (running, its lease fresh) is not moved under it: it
 is pinned with that reason, and proven again at the next deploy.
@@ -119,8 +120,9 @@ def deploy(*, config: ResolvedConfig, promote: bool = False) -> DeployReport:
 
 
 def _deploy(*, config: ResolvedConfig, promote: bool, report: DeployReport) -> None:
-    previous = (AppVersion.objects.exclude(version=config.version).order_by("-promoted_at")
-                .values_list("policy_version", flat=True).first())
+    # The deploy promoted before this one, read before this one registers (else it would be this
+    # deploy's own row, or the version before it when this one was already the latest).
+    previous = AppVersion.objects.order_by("-promoted_at").values_list("version", "policy_version").first()
     latest, newest = register_version(version=config.version, promote=promote, config=config)
     if not latest:
         report.note = (f"not the latest version ({newest} is): nothing deployed, no run moved, the version's "
@@ -144,7 +146,8 @@ def _deploy(*, config: ResolvedConfig, promote: bool, report: DeployReport) -> N
             else:
                 report.pinned.append(proof)
         candidates = list(Run.objects.filter(pk__in=changed, status__in=UNFINISHED).exclude(app_version__in=live))
-    if previous is not None and previous != config.policy_version and report.rejudged is None:
+    if (previous is not None and previous[0] != config.version and previous[1] != config.policy_version
+            and report.rejudged is None):
         report.rejudged = rejudge_held(config=config)
 
 

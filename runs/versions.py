@@ -18,6 +18,7 @@ from runs.config.resolution import ResolvedConfig
 from runs.config.versioning import version_of
 from runs.engine import clock
 from runs.models import AppVersion, WorkflowEntry
+from runs.policies.versions import policy_version_of
 from runs.selectors import runs_on_other_versions
 
 log = logging.getLogger("sanoma.worker")
@@ -149,17 +150,18 @@ def startup_report(config: ResolvedConfig, *, promote: bool) -> list[str]:
 
 
 def loaded_policy(policy: Any) -> str:
-    """What the worker's banner says of the policy it loaded: the Cedar set's own version (a hash
-    of its files), or a function policy's given version. (Every workflow version covers the policy
+    """What the worker's banner says of the policy it loaded: its version as a deploy, a plan and
+    the ledger name it (`policy@...`: a hash of the Cedar files, or a function policy's given
+    version). (Every workflow version covers the policy
     version too: see runs.config.versioning.)"""
     if not getattr(policy, "defined", False):
         return "no policy (every call is allowed)"
     rules = getattr(policy, "rules", None)
     if rules is not None:
         files = len({rule.file for rule in rules})
-        return (f"policy {policy.version} ({files} file{'s' if files != 1 else ''}, "
+        return (f"policy {policy_version_of(policy)} ({files} file{'s' if files != 1 else ''}, "
                 f"{len(rules)} polic{'ies' if len(rules) != 1 else 'y'})")
-    return f"policy {getattr(policy, 'kind', 'python')} version {policy.version}"
+    return f"policy {policy_version_of(policy)} ({getattr(policy, 'kind', 'python')})"
 
 
 __all__ = ["UNCOMMITTED", "deploy_holding", "describe_code", "git_commit", "is_latest", "latest_version",

@@ -49,7 +49,7 @@ from connectors.operations import Operation
 from runs import ledger
 from runs.approvals.permissions import grant_approver, revoke_approver
 from runs.approvals.rules import POLICY_ACTOR
-from runs.config.resolution import ResolvedConfig
+from runs.config.resolution import ResolvedConfig, root_below
 from runs.engine import clock
 from runs.engine.advance import wake
 from runs.engine.children import START_RUN
@@ -245,7 +245,7 @@ def rejudge_tree(*, tree: Path, timeout: float = TREE_SECONDS) -> dict[str, Any]
     if not tree.is_dir():
         raise TreeError(f"--tree {tree}: no such folder")
     if not (tree / "sanoma_config.py").is_file():
-        raise TreeError(f"--tree {tree}: not a company root (it has no sanoma_config.py)")
+        raise TreeError(f"--tree {tree}: not a company root (it has no sanoma_config.py){root_below(tree)}")
     env = {**os.environ, "SANOMA_ROOT": str(tree.resolve()), "DATABASE_URL": connection_url()}
     try:
         done = subprocess.run([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "rejudge", "--json",

@@ -255,6 +255,16 @@ def with_versions(resolved: ResolvedConfig, *, named: str | None = None) -> Reso
     return versioned
 
 
+def root_below(folder: Path) -> str:
+    """"; did you mean <folder>/<sub>?" when exactly one folder right under `folder` holds a
+    sanoma_config.py (a checkout given where its config root was meant), else ""."""
+    try:
+        found = [sub for sub in folder.iterdir() if sub.is_dir() and (sub / "sanoma_config.py").is_file()]
+    except OSError:
+        return ""
+    return f"; did you mean {found[0]}?" if len(found) == 1 else ""
+
+
 def load_config(
     root: Path, *, fakes: str = "", fake_dir: Path | None = None, app_version: str | None = None
 ) -> ResolvedConfig:
@@ -262,7 +272,7 @@ def load_config(
     root = Path(root).resolve()
     if not (root / "sanoma_config.py").is_file():
         problem = (f"{root} is not a folder" if not root.is_dir()
-                   else f"{root} has no sanoma_config.py defining `config = SanomaConfig(...)`")
+                   else f"{root} has no sanoma_config.py defining `config = SanomaConfig(...)`{root_below(root)}")
         raise ConfigError([Problem(problem, kind=ProblemKind.ROOT)])
     package = import_root(root)
     try:

@@ -197,6 +197,34 @@ def test_a_policy_change_judges_held_calls_again(code):
     assert (run.status, run.result) == (RunStatus.FINISHED, "refunded")
 
 
+def test_the_deploy_says_the_policy_changed_only_when_it_did(code, capsys):
+    """As a user does it: `manage.py deploy` twice on the latest code says nothing of the policy
+    (the second compares with the first, not with the version before it); an edit of the policy
+    is said once, and deploying it again says nothing more."""
+    from django.core.management import call_command
+
+    from runs.config.registry import set_config
+
+    def deployed(engine, *args: str) -> str:
+        set_config(engine.config)
+        call_command("deploy", *args)
+        return capsys.readouterr().out
+
+    first = code(waits, policy=define_policy(hold_refunds, version="v1"))
+    parked(first)
+    assert "policy" not in deployed(first)  # the first deploy: no policy before it
+    assert "policy" not in deployed(first)
+    edited = code(waits, policy=define_policy(refunds_open, version="v2"))
+    said = deployed(edited)
+    assert said.count("the policy changed") == 1, said
+    assert f"deploy {edited.config.version}: the policy changed: released 0 held call(s)" in said
+    again = deployed(edited)
+    assert "policy" not in again, again  # the same policy as the deploy before it
+    assert "policy" not in deployed(edited)
+    assert "the policy changed" in deployed(first, "--promote")  # the older version back: its policy differs
+    assert "policy" not in deployed(first)
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="a trigger that fails the record's insert: PostgreSQL")
 @pytest.mark.django_db(transaction=True)
 def test_the_move_and_its_record_are_one_transaction(code):

@@ -160,6 +160,12 @@ def test_bad_input_is_refused_with_exit_2_and_nothing_changes(site, tmp_path: Pa
     not_a_root = manage(site["env"], "--tree", str(tmp_path))
     assert not_a_root.returncode == 2 and "has no sanoma_config.py" in not_a_root.stderr
 
+    checkout = tmp_path / "checkout"  # a checkout given where its config root (a subfolder) was meant
+    (checkout / "company").mkdir(parents=True)
+    (checkout / "company" / "sanoma_config.py").write_text("")
+    meant = manage(site["env"], "--tree", str(checkout))
+    assert meant.returncode == 2 and f"did you mean {checkout / 'company'}?" in meant.stderr, meant.stderr
+
     edit_shop_policy(site["head"], "forbid(principal, action in Action::\"money\", resource);",
                      "forbid(principal, action in Action::\"money\" resource);")
     broken = manage(site["env"], "--tree", str(site["head"]))

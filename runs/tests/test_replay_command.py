@@ -166,3 +166,17 @@ def test_a_tree_that_does_not_resolve_exits_2_naming_why(tmp_path, live):
     done = replay(tmp_path, "--tree", str(broken))
     assert done.returncode == 2
     assert f"the tree {broken} does not resolve" in done.stderr and "has no sanoma_config.py" in done.stderr
+
+
+def test_a_checkout_holding_the_root_in_a_subfolder_says_which_was_meant(tmp_path, live):
+    """As a user gives it: `--tree` names the checkout, whose config root is its `company` folder."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(COMPANY, checkout / "company", ignore=shutil.ignore_patterns("__pycache__"))
+    (checkout / "docs").mkdir()
+    done = replay(tmp_path, "--tree", str(checkout))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "has no sanoma_config.py" in done.stderr and f"did you mean {checkout / 'company'}?" in done.stderr
+    (checkout / "other").mkdir()
+    (checkout / "other" / "sanoma_config.py").write_text("")
+    done = replay(tmp_path, "--tree", str(checkout))  # two roots under it: no guess
+    assert done.returncode == 2 and "has no sanoma_config.py" in done.stderr and "did you mean" not in done.stderr

@@ -79,3 +79,15 @@ def test_an_older_worker_warns_unless_promoted(engine_for):
     assert any("older than the latest" in w for w in startup_report(old, promote=False))
     assert not any("older than the latest" in w for w in startup_report(old, promote=True))
     assert any("older than the latest" in w for w in startup_report(new, promote=False))
+
+
+def test_the_banner_names_a_function_policy_as_plans_and_the_ledger_do() -> None:
+    """The worker's banner names the policy version as the deploy, a plan and the ledger do."""
+    from runs.policies import allow, define_policy
+    from runs.policies.versions import policy_version_of
+    from runs.versions import loaded_policy
+
+    policy = define_policy(lambda call: allow(), version="2026-12")
+    assert policy_version_of(policy) == "policy@2026-12"
+    assert loaded_policy(policy) == "policy policy@2026-12 (python)"
+    assert loaded_policy(None) == "no policy (every call is allowed)"

@@ -282,8 +282,8 @@ def test_the_banner_names_the_policy_loaded_so_a_new_one_shows(site: Site) -> No
     after = banner()
     version = before.split(":")[0]
     assert not after.startswith(version + ":"), (before, after)  # a policy edit is a new deploy version
-    assert re.search(r"; policy cedar:[0-9a-f]{16} \(1 file, 2 policies\)$", after), after
+    assert re.search(r"; policy policy@[0-9a-f]{16} \(1 file, 2 policies\)$", after), after
     (root / "policies" / "tally.cedar").write_text('permit(principal, action, resource);\n')
     changed = banner()
-    assert re.search(r"; policy cedar:[0-9a-f]{16} \(1 file, 1 policy\)$", changed), changed
+    assert re.search(r"; policy policy@[0-9a-f]{16} \(1 file, 1 policy\)$", changed), changed
     assert changed.split("; policy ")[1].split()[0] != after.split("; policy ")[1].split()[0]

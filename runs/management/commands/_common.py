@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from django.core.management.base import CommandError
 
@@ -31,15 +33,30 @@ def _check_arguments(options: dict[str, Any]) -> None:
 
 
 def guarded(fn: Any) -> Any:
+    """A command's `handle`: sanoma's errors become one-line command errors, and a closed pipe
+    (`manage.py show RUN | head`) ends the command quietly."""
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _check_arguments(kwargs)
         try:
-            return fn(*args, **kwargs)
+            done = fn(*args, **kwargs)
+            sys.stdout.flush()  # a reader that left shows here, not at the interpreter's exit
+            return done
+        except BrokenPipeError:
+            _reader_left()
         except ConfigError as err:
             raise CommandError(str(err)) from None
         except SanomaError as err:
             raise command_error(err) from None
     return wrapper
+
+
+def _reader_left() -> NoReturn:
+    """The reader of the output closed it (`| head`): it has what it wanted, so exit 0, with no
+    traceback, and with stdout pointed at /dev/null so the exit's own flush cannot fail again
+    (Python's documented way: https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
 
 
 def run_id_argument(value: Any) -> str:

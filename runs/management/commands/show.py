@@ -7,6 +7,8 @@ from django.core.management.base import BaseCommand
 from runs import selectors
 from runs.approvals import selectors as approval_selectors
 from runs.management.commands._common import dumps, guarded, run_id_argument
+from runs.models import LedgerKind
+from runs.policies.versions import shown
 
 
 class Command(BaseCommand):
@@ -39,13 +41,30 @@ class Command(BaseCommand):
         # listed as written, a call let through by an approval comes after it, as it happened.
         self.stdout.write("ledger (in the order written; the number is the step each record belongs to):")
         for record in sorted(records, key=lambda r: r["at"]):
-            extra = ""
-            if record["type"] == "op.called":
-                outcome = record.get("error", {}).get("message") if record.get("error") else "ok"
-                extra = f" {record['op']} ({record['effect']}) {record['decision']['kind']}: {outcome}"
-            elif record["type"].startswith("approval."):
-                extra = f" {record.get('approval')} {record.get('decision') or record.get('approver') or ''}"
             group = ""
             if record.get("group"):
-                group = f" [{record['group']['id']} {record['group']['index'] + 1}/{record['group']['size']}]"
-            self.stdout.write(f"  {record['seq']:>3} {record['type']}{extra}{group}")
+                group = f"[{record['group']['id']} {record['group']['index'] + 1}/{record['group']['size']}]"
+            line = " ".join(part for part in (f"{record['seq']:>3}", record["type"], said(record), group) if part)
+            self.stdout.write("  " + line)
+
+
+def said(record: dict[str, Any]) -> str:
+    """What a ledger line shows of its record's body ("" for a record whose kind says it all)."""
+    kind = record["type"]
+    if kind == "op.called":
+        outcome = record.get("error", {}).get("message") if record.get("error") else "ok"
+        return f"{record['op']} ({record['effect']}) {record['decision']['kind']}: {outcome}"
+    if kind == LedgerKind.RUN_MIGRATED:
+        steps = record.get("steps")
+        return f"from {record.get('from')} to {record.get('to')} ({steps} step{'' if steps == 1 else 's'} replayed)"
+    if kind == LedgerKind.RUN_PINNED:
+        return f"on {record.get('version')}: {record.get('reason') or 'no reason recorded'}"
+    if kind == LedgerKind.APPROVAL_REASSIGNED:
+        return f"{record.get('approval')} from {record.get('from')} to {record.get('to')}"
+    if kind == LedgerKind.APPROVAL_RELEASED:
+        return (f"{record.get('approval')} (policy {shown(str(record.get('from_policy') or ''))} -> "
+                f"{shown(str(record.get('to_policy') or ''))})")
+    if kind.startswith("approval."):
+        return " ".join(str(part) for part in (record.get("approval"),
+                                               record.get("decision") or record.get("approver")) if part)
+    return ""
