@@ -14,7 +14,7 @@ from changes.plan_policy import plan_policy_version, policy_changed
 from changes.selectors import declared_resources
 from connectors.errors import InvalidInput, IssueCode, SanomaError
 from runs.api.base import ApiError, SanomaAPIView, errors, me
-from runs.api.serializers import ErrorSerializer
+from runs.api.serializers import ErrorSerializer, StrictCharField, StrictSerializer
 from runs.config.registry import get_config
 from runs.errors import RunCode
 from runs.models import Run
@@ -85,8 +85,8 @@ class DriftView(SanomaAPIView):
         return _started(resource_services.start("drift", by=me(request)))
 
 
-class ApplyRequestSerializer(serializers.Serializer):
-    policy_version = serializers.CharField(
+class ApplyRequestSerializer(StrictSerializer):
+    policy_version = StrictCharField(
         required=False, allow_blank=True,
         help_text="the `policy_version` of the plan you apply (GET /api/resources/plan): refused with "
                   "`plan_policy_changed` when the workers hold another; default the policy of this server's code")

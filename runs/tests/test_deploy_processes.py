@@ -37,7 +37,9 @@ from runs.services import send_message, start
 from runs.testing import make_user
 from runs.tests import db_roles_setup
 from runs.tests.processes import REPO, Worker, database_url, worker_env
-from wakeups.tests.worker_company.harness import ROOT
+
+# The worker test company (a data folder beside the wakeups tests; read as files, not imported).
+ROOT = Path(__file__).resolve().parents[2] / "wakeups" / "tests" / "worker_company"
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 

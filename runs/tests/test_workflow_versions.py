@@ -22,7 +22,9 @@ from runs.selectors import runs_on_other_versions
 from runs.services import start
 from runs.testing import make_user
 from runs.versions import deploy_holding, live_versions, register_version, version_of
-from wakeups.tests.worker_company.harness import ROOT
+
+# The worker test company (a data folder beside the wakeups tests; read as files, not imported).
+ROOT = Path(__file__).resolve().parents[2] / "wakeups" / "tests" / "worker_company"
 
 pytestmark = pytest.mark.django_db
 
