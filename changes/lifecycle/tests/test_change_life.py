@@ -36,7 +36,7 @@ from django.db import connection
 from changes.lifecycle.embedded import prepare_live_root
 from changes.lifecycle.models import ChangeRun
 from runs.config.datafiles import read_datafiles
-from runs.models import ENDED_STATUSES, AppVersion, LedgerRecord, Run, RunStatus
+from runs.models import ENDED_STATUSES, AppVersion, LedgerRecord, PresenceRole, Run, RunStatus, WorkerPresence
 from runs.seed import seed_from_datafiles
 from runs.tests.processes import REPO, database_url, group_members, wait_until, worker_env
 
@@ -104,6 +104,9 @@ class Site:
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         self.clone = tmp_path / "clone"
         _git("clone", "--quiet", str(self.remote), str(self.clone), cwd=tmp_path)
+        # Commands refuse to wait for a run with no worker or supervisor up: wait until it says so.
+        self.wait(lambda: WorkerPresence.objects.filter(role=PresenceRole.SUPERVISOR).exists(),
+                  "the supervisor to be up")
 
     def logs(self) -> str:
         runs = list(Run.objects.filter(workflow="change").values("id", "status", "waiting_for", "app_version", "error"))

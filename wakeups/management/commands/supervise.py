@@ -104,6 +104,7 @@ class Command(BaseCommand):
             if options["pinned_only"]:
                 self.tend_pinned_only()
                 return
+            self.beat()  # first: a command run right after the supervisor starts counts on it
             self.start_worker("starting up: catching up on what is due")
             while not self.stopping:
                 self.beat()
