@@ -28,10 +28,10 @@ import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
 
 from django.conf import settings
-from django.db import connection
+
+from runs.config.trees import process_env
 
 NAME = "in_flight"
 COUNTS = ("migrates", "pins", "releases", "reassigns", "refuses")
@@ -160,23 +160,11 @@ def section_of(replay: Mapping[str, Any], rejudge: Mapping[str, Any], *, leave_o
 # ---- the check, in child processes ---------------------------------------------------------------
 
 
-def live_database_url() -> str:
-    """A DATABASE_URL naming the database this process is connected to: the site's own URL (its
-    user, password and options) with the name this connection really uses (under a test runner,
-    the test database's); with no DATABASE_URL, the SQLite file the settings chose."""
-    name = str(connection.settings_dict["NAME"])
-    given = os.environ.get("DATABASE_URL", "")
-    if connection.vendor == "sqlite":
-        return "sqlite://" + str(Path(name).resolve())
-    parts = urlsplit(given)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + quote(name, safe=""), parts.query, parts.fragment))
-
-
 def _child(command: str, tree: Path, *, live_root: Path, timeout: float) -> tuple[int, str, str]:
     """`manage.py <command> --tree <tree> --json` on the live database: (exit status, stdout, stderr);
     a child that does not finish in time is (-1, "", why)."""
-    env = {k: v for k, v in os.environ.items() if k != "SANOMA_APP_VERSION"}  # the head's versions are its code's
-    env.update(DATABASE_URL=live_database_url(), SANOMA_ROOT=str(live_root))
+    env = process_env(live_root)
+    env.pop("SANOMA_APP_VERSION", None)  # the head's versions are its code's
     argv = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), command, "--tree", str(tree), "--json"]
     # A session of its own: `replay --tree` starts a process of the tree's, and a child that takes
     # too long is ended with every process it started.
@@ -253,5 +241,5 @@ def add_to(report: dict[str, Any], tree: Path, *, live_root: Path, timeout: floa
     return report
 
 
-__all__ = ["COUNTS", "NAME", "UNPROVEN", "add_to", "check", "counts", "live_database_url", "said", "section_of",
+__all__ = ["COUNTS", "NAME", "UNPROVEN", "add_to", "check", "counts", "said", "section_of",
            "table", "words"]

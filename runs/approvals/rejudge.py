@@ -30,17 +30,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 from pydantic import ValidationError
 
@@ -50,6 +48,7 @@ from runs import ledger
 from runs.approvals.permissions import grant_approver, revoke_approver
 from runs.approvals.rules import POLICY_ACTOR
 from runs.config.resolution import ResolvedConfig, root_below
+from runs.config.trees import process_env
 from runs.engine import clock
 from runs.engine.advance import wake
 from runs.engine.children import START_RUN
@@ -246,7 +245,7 @@ def rejudge_tree(*, tree: Path, timeout: float = TREE_SECONDS) -> dict[str, Any]
         raise TreeError(f"--tree {tree}: no such folder")
     if not (tree / "sanoma_config.py").is_file():
         raise TreeError(f"--tree {tree}: not a company root (it has no sanoma_config.py){root_below(tree)}")
-    env = {**os.environ, "SANOMA_ROOT": str(tree.resolve()), "DATABASE_URL": connection_url()}
+    env = process_env(tree)
     try:
         done = subprocess.run([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "rejudge", "--json",
                                "--dry-run"], env=env, cwd=settings.BASE_DIR, capture_output=True, text=True,
@@ -264,24 +263,5 @@ def rejudge_tree(*, tree: Path, timeout: float = TREE_SECONDS) -> dict[str, Any]
     return {"tree": str(tree.resolve()), **found}
 
 
-def connection_url() -> str:
-    """A DATABASE_URL naming the database this process uses, for a process that must read the same
-    one (the settings may have been given no URL: the default SQLite file)."""
-    settings_dict = connections["default"].settings_dict
-    engine, name = settings_dict["ENGINE"], str(settings_dict["NAME"])
-    if engine.endswith("sqlite3"):
-        return "sqlite://" + str(Path(name).resolve())
-    user = quote(str(settings_dict.get("USER") or ""), safe="")
-    password = quote(str(settings_dict.get("PASSWORD") or ""), safe="")
-    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = str(settings_dict.get("HOST") or "")
-    if host.startswith("/"):
-        host = quote(host, safe="")
-    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
-    options = {k: v for k, v in (settings_dict.get("OPTIONS") or {}).items() if isinstance(v, (str, int))}
-    query = f"?{urlencode(options)}" if options else ""  # sslmode and the like, as the URL gave them
-    return f"postgresql://{auth}{host}{port}/{quote(name, safe='')}{query}"
-
-
-__all__ = ["Rejudged", "TreeError", "Verdict", "connection_url", "held_by_policy", "held_with", "judge_held",
+__all__ = ["Rejudged", "TreeError", "Verdict", "held_by_policy", "held_with", "judge_held",
            "operation_of", "rejudge_held", "rejudge_tree"]

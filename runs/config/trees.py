@@ -8,9 +8,12 @@ process of its own (`manage.py replay --tree DIR` starts one with `SANOMA_ROOT=D
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 from django.conf import settings
+from django.db import connections
 
 from runs.config.resolution import ResolvedConfig, load_config
 
@@ -25,3 +28,29 @@ def load_tree(path: Path) -> ResolvedConfig:
 def is_live_root(path: Path) -> bool:
     """Whether `path` is the config root this process runs (SANOMA_ROOT)."""
     return Path(path).resolve() == Path(settings.SANOMA_ROOT).resolve()
+
+
+def connection_url() -> str:
+    """A DATABASE_URL naming the database this process uses, for a process that must read the same
+    one (the settings may have been given no URL: the default SQLite file; under a test runner, the
+    test database)."""
+    settings_dict = connections["default"].settings_dict
+    engine, name = settings_dict["ENGINE"], str(settings_dict["NAME"])
+    if engine.endswith("sqlite3"):
+        return "sqlite://" + str(Path(name).resolve())
+    user = quote(str(settings_dict.get("USER") or ""), safe="")
+    password = quote(str(settings_dict.get("PASSWORD") or ""), safe="")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = str(settings_dict.get("HOST") or "")
+    if host.startswith("/"):
+        host = quote(host, safe="")
+    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+    options = {k: v for k, v in (settings_dict.get("OPTIONS") or {}).items() if isinstance(v, (str, int))}
+    query = f"?{urlencode(options)}" if options else ""  # sslmode and the like, as the URL gave them
+    return f"postgresql://{auth}{host}{port}/{quote(name, safe='')}{query}"
+
+
+def process_env(root: Path) -> dict[str, str]:
+    """The environment of a `manage.py` process running the config root at `root` on this
+    process's database."""
+    return {**os.environ, "SANOMA_ROOT": str(Path(root).resolve()), "DATABASE_URL": connection_url()}

@@ -8,7 +8,6 @@ started again with SANOMA_ROOT=DIR): two checkouts of one company share module n
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import traceback
@@ -21,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from connectors.errors import ConfigError
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
-from runs.config.trees import is_live_root, load_tree
+from runs.config.trees import is_live_root, load_tree, process_env
 from runs.engine.proof import Proof, prove_runs
 from runs.management.commands._common import guarded, run_id_argument
 from runs.replays import (
@@ -130,8 +129,7 @@ class Command(BaseCommand):
         for run_id in options["runs"]:
             argv += ["--run", run_id]
         argv += [flag for flag in ("--ended", "--json") if options[flag[2:]]]
-        env = {**os.environ, "SANOMA_ROOT": str(tree)}
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        done = subprocess.run(argv, env=process_env(tree), capture_output=True, text=True, check=False)
         self.stdout.write(done.stdout, ending="")
         self.stderr.write(done.stderr, ending="")
         return done.returncode
