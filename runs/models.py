@@ -484,29 +484,12 @@ class WorkflowEntry(models.Model):
         return self.name
 
 
-# Direct foreign-key object permissions (django-guardian): indexed joins instead of generic keys.
-from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase  # noqa: E402
-
-
-class RunUserObjectPermission(UserObjectPermissionBase):
-    content_object = models.ForeignKey(Run, on_delete=models.CASCADE)
-
-
-class RunGroupObjectPermission(GroupObjectPermissionBase):
-    content_object = models.ForeignKey(Run, on_delete=models.CASCADE)
-
-
-class ApprovalUserObjectPermission(UserObjectPermissionBase):
-    content_object = models.ForeignKey(Approval, on_delete=models.CASCADE)
-
-
-class ApprovalGroupObjectPermission(GroupObjectPermissionBase):
-    content_object = models.ForeignKey(Approval, on_delete=models.CASCADE)
-
-
-class WorkflowEntryUserObjectPermission(UserObjectPermissionBase):
-    content_object = models.ForeignKey(WorkflowEntry, on_delete=models.CASCADE)
-
-
-class WorkflowEntryGroupObjectPermission(GroupObjectPermissionBase):
-    content_object = models.ForeignKey(WorkflowEntry, on_delete=models.CASCADE)
+# The guardian tables live in a module of their own; importing them here registers them with the app.
+from runs.object_permissions import (  # noqa: E402,F401
+    ApprovalGroupObjectPermission,
+    ApprovalUserObjectPermission,
+    RunGroupObjectPermission,
+    RunUserObjectPermission,
+    WorkflowEntryGroupObjectPermission,
+    WorkflowEntryUserObjectPermission,
+)

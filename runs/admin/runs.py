@@ -9,7 +9,7 @@ from django.contrib.admin.utils import quote, unquote
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import path
 from django.utils.html import format_html, format_html_join
 
 from connectors.errors import InvalidInput, IssueCode, SanomaError
@@ -17,92 +17,23 @@ from runs import ledger, recovery, services
 from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.admin.common import pretty_json
 from runs.admin.compare import CompareRunsMixin
+from runs.admin.in_doubt import field_issues, in_doubt_sent
 from runs.admin.now import sentence
 from runs.admin.run_filters import WAITING_LABELS, TagFilter, VersionFilter, WaitingForFilter, tag_terms
+from runs.admin.run_inlines import ApprovalInline, StepInline
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
-from runs.approvals.rules import POLICY_ACTOR
 from runs.approvals.selectors import (
-    covered_ops,
-    decided_said,
     nobody_decides_approval,
     pending_of,
     states_of,
     with_pending_count,
 )
-from runs.config.registry import get_config
 from runs.display import moment
-from runs.engine.transitions import RUNTIME_ACTOR
-from runs.models import Approval, ApprovalStatus, Run, RunStatus, Step
+from runs.models import Run, RunStatus
 from runs.selectors import children_of, failed_error_codes, made_from, steps_before, steps_of, tagged, waiting_on
 from runs.validation import parse_json
-
-
-class StepInline(ReadOnlyMixin, admin.TabularInline):
-    model = Step
-    extra = 0
-    can_delete = False
-    ordering = ("seq",)
-    fields = ("seq", "kind", "name", "attempt", "output_json", "error_json", "decision_json", "recorded")
-    readonly_fields = fields
-    verbose_name = "step (checkpoint)"
-    verbose_name_plural = "steps (checkpoints)"
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None or check_can_view(me(request), obj, raise_error=False)
-
-    @admin.display(description="recorded")
-    def recorded(self, step: Step) -> str:
-        return moment(step.created_at, ago=False)
-
-    @admin.display(description="output")
-    def output_json(self, step: Step) -> str:
-        return pretty_json(step.output)
-
-    @admin.display(description="error")
-    def error_json(self, step: Step) -> str:
-        return pretty_json(step.error)
-
-    @admin.display(description="decision")
-    def decision_json(self, step: Step) -> str:
-        return pretty_json(step.decision)
-
-
-class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
-    model = Approval
-    extra = 0
-    can_delete = False
-    ordering = ("seq",)
-    fields = ("approval", "title", "approver", "status", "requested_by", "op", "lets_through", "decided_by_said",
-              "decided", "note")
-    readonly_fields = fields
-
-    @admin.display(description="decided at")
-    def decided(self, approval: Approval) -> str:
-        return moment(approval.decided_at)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None or check_can_view(me(request), obj, raise_error=False)
-
-    @admin.display(description="approval")
-    def approval(self, approval: Approval) -> str:
-        url = reverse("admin:runs_approval_change", args=[approval.pk])
-        if approval.status == ApprovalStatus.PENDING:
-            return format_html('<a href="{}">{}</a> (decide)', url, approval.approval_id)
-        return format_html('<a href="{}">{}</a>', url, approval.approval_id)
-
-    @admin.display(description="decided by")
-    def decided_by_said(self, approval: Approval) -> str:
-        """Who, or why the runtime withdrew it, as the approval's own page says it."""
-        if approval.decided_by in (RUNTIME_ACTOR, POLICY_ACTOR):
-            return decided_said(approval)
-        return approval.decided_by or "-"
-
-    @admin.display(description="covers")
-    def lets_through(self, approval: Approval) -> str:
-        """The operations the approval lets through, named and joined in words."""
-        return ", ".join(covered_ops(approval)) or "-"
 
 
 class ErrorCodeFilter(admin.SimpleListFilter):
@@ -531,33 +462,3 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
             field = next((name for name in ("output", "happened") if name in fields), "")
             errors[field] = f"Not settled: {err.message}" if not field else err.message
         return errors
-
-def in_doubt_sent(run: Run, intent: Any) -> dict[str, Any]:
-    """What was sent in the call in doubt, and whether its vendor was asked (its reconcile read)."""
-    body = intent.body
-    op = get_config().ops.get(body.get("op", ""))
-    reconcile = getattr(op, "reconcile", None)
-    if op is None:
-        asked = "Its operation is not in the current code."
-    elif not reconcile:
-        asked = f"Not asked: {op.id} declares no reconcile read, so only you can say what happened."
-    elif run.wake_at is not None:
-        asked = format_html("Not asked yet: its reconcile read {} is asked once the call can no longer land, at {}.",
-                            reconcile, moment(run.wake_at))
-    else:
-        asked = format_html("Asked through its reconcile read {}, which could not say (the workers' log has why).",
-                            reconcile)
-    return {"input": pretty_json(body["input"]) if "input" in body else "not recorded",
-            "idempotency_key": body.get("idempotency_key") or "", "at": moment(intent.at), "asked": asked}
-
-
-def field_issues(err: SanomaError, *, rename: dict[str, str] | None = None) -> dict[str, str]:
-    """An error's issues by the form field they name (the first part of each issue's path)."""
-    issues = err.data.get("issues") if isinstance(err.data, dict) else None
-    found: dict[str, str] = {}
-    for item in issues or []:
-        path = item.get("path") or []
-        if path:
-            name = str(path[0])
-            found.setdefault((rename or {}).get(name, name), str(item.get("message", "")))
-    return found
