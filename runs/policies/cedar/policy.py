@@ -196,10 +196,21 @@ class CedarPolicy:
             found = self.decisions.get(key)
             if found is not None:
                 return found
-            request, entities = cedar_request(call)
-            decision = self._decide(call, request, entities)
+            decision = self._decide(call, *cedar_request(call))
             self.decisions.keep(key, decision)
             return decision
+        except SanomaError:
+            raise
+        except Exception as err:
+            failed = SanomaError(f"The policy failed deciding {op_id}: {err}", code=ErrorCode.POLICY_FAILED,
+                                 data={"op": op_id})
+            raise failed from err
+
+    def evaluate(self, call: PolicyCall) -> Decision:
+        """The decision on `call` evaluated by Cedar, never a kept one (what `decide` keeps)."""
+        op_id = call.op_id
+        try:
+            return self._decide(call, *cedar_request(call))
         except SanomaError:
             raise
         except Exception as err:

@@ -117,3 +117,35 @@ def test_the_kept_decisions_are_bounded():
         kept.keep((n,), Decision(kind="allow"))
         assert len(kept) <= 3
     assert kept.get((6,)) is not None
+
+
+def test_kept_decisions_agree_with_cedar_on_varied_calls(tmp_path):
+    import random
+
+    policy = cedar(tmp_path, """
+        permit(principal in Group::"staff", action, resource);
+        permit(principal, action in Action::"read", resource);
+        @approve("group:finance")
+        @title("Money needs finance")
+        forbid(principal, action in Action::"money", resource)
+        when { context.input has amount && context.input.amount > 100 };
+        @reason("not for this workflow")
+        forbid(principal, action == Action::"shop.order.note", resource) when { context.workflow == "quiet" };
+        @reason("tagged risky")
+        forbid(principal, action, resource) when { context.input has tags && context.input.tags.contains("risky") };
+        forbid(principal, action, resource == Target::"order/9");
+    """)
+    rng = random.Random(3)
+    work = [
+        make_call(rng.choice(["shop.order.refund", "shop.order.note", "shop.order.read"]),
+                  input={"amount": rng.choice([5, 150, 99.5, 1000]), "tags": rng.sample(["risky", "ok", "new"], 1),
+                         "note": rng.choice(["a", "b"])},
+                  actor=rng.choice(["ann", "bob"]), groups=rng.choice([(), ("staff",), ("finance",)]),
+                  target=rng.choice([None, "order/9", "order/1"]), workflow=rng.choice(["quiet", "loud"]),
+                  run_id=f"run-{i}",
+                  approvals=rng.choice([(), (approved(1, "group:finance", "shop.order.refund"),)]))
+        for i in range(300)
+    ]
+    for call in work + work:  # the second time round, every decision is a kept one
+        assert policy.decide(call) == policy.evaluate(call)
+    assert policy.decisions.hits >= 300
