@@ -49,12 +49,21 @@ DriverFn: TypeAlias = Callable[[InputT, CallContext], Any]
 
 @dataclass(frozen=True, eq=False)
 class Driver:
+    """The functions of one vendor's operations. `inline`, when given, says of an operation whether
+    its call answers at once on the caller's thread (an in-memory fake with nothing held): the
+    engine then calls it there, with no pool thread watching its deadline."""
+
     vendor: str
     functions: Mapping[str, DriverFn[Any]]
     env: Mapping[str, str] = field(default_factory=dict)
+    inline: Callable[[str], bool] | None = None
 
     def call(self, op_id: str, payload: BaseModel, context: CallContext) -> Any:
         return self.functions[op_id](payload, context)
+
+    def answers_inline(self, op_id: str) -> bool:
+        """The call of `op_id` answers at once on the caller's thread (see `inline`)."""
+        return self.inline is not None and self.inline(op_id)
 
 
 def flatten_impl(vendor: str, impl: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:

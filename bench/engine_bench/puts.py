@@ -47,7 +47,7 @@ def collections_config(config: Any, var: Path) -> Any:
         SanomaConfig(app_name="bench", connectors=[c for c in config.connectors if c.vendor != "sanoma"],
                      workflows=[*(wf for wf in config.workflows.values() if not wf.builtin), puts_workflow,
                                 listen_workflow],
-                     collections=[bench_notes]),
+                     collections=[bench_notes], policy=config.policy),
         fakes="instance", fake_dir=var / "fakes", app_version=VERSION)
 
 

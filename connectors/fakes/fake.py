@@ -63,7 +63,8 @@ class Fake:
         else:
             self._log = calls
             self._store = _FileStore(file, self.vendor, self._fresh_book)
-        self.driver = Driver(vendor=self.vendor, functions={op_id: self._driver_fn(op_id) for op_id in self._functions})
+        self.driver = Driver(vendor=self.vendor, functions={op_id: self._driver_fn(op_id) for op_id in self._functions},
+                             inline=self._answers_inline)
 
     def __repr__(self) -> str:
         where = f" file={str(self.file)!r}" if self.file else ""
@@ -228,6 +229,11 @@ class Fake:
         if not queue:
             del book.faults[op_id]
         return fault
+
+    def _answers_inline(self, op_id: str) -> bool:
+        """In memory with no hold queued for `op_id`: a call answers at once (the engine calls it
+        on its own thread); a held one, or one on a shared file, gets a thread and a deadline."""
+        return self.file is None and not self._holds.get(op_id)
 
     def _take_hold(self, op_id: str) -> threading.Event | None:
         with self._holds_lock:

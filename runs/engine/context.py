@@ -80,6 +80,7 @@ class RunContext:
         self._definition = definition
         self._config = segment.config
         self._uses = set(definition.ops)
+        self._resolved: dict[tuple[str, ...], Any] = {}
         self._holds = Holds(segment, approvals, messages)
         self._calls = Calls(segment, self._holds, attempts)
         self._in_all = False
@@ -288,14 +289,21 @@ class RunContext:
     # ---- the vendors' operations ------------------------------------------------------------
 
     def _resolve(self, path: tuple[str, ...]) -> Any:
+        """The namespace or operation call at `path`, made once per advance (a loop's calls reuse it)."""
+        found = self._resolved.get(path)
+        if found is not None:
+            return found
         op_id = ".".join(path)
         if op_id in self._uses and op_id in self._config.ops:
-            return _OperationCall(self, self._config.ops[op_id])
-        # An app's collection has one more part than a vendor's operation: `ctx.data.<app>.<name>.<op>`.
-        depth = 4 if path[0] == "data" else 3
-        if len(path) >= depth or (len(path) == 3 and not any(u.startswith(op_id + ".") for u in self._uses)):
-            raise self._not_available(path)
-        return _Namespace(self, path)
+            found = _OperationCall(self, self._config.ops[op_id])
+        else:
+            # An app's collection has one more part than a vendor's operation: `ctx.data.<app>.<name>.<op>`.
+            depth = 4 if path[0] == "data" else 3
+            if len(path) >= depth or (len(path) == 3 and not any(u.startswith(op_id + ".") for u in self._uses)):
+                raise self._not_available(path)
+            found = _Namespace(self, path)
+        self._resolved[path] = found
+        return found
 
     def _not_available(self, path: tuple[str, ...]) -> SanomaError:
         return SanomaError(

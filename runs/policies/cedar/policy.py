@@ -15,6 +15,7 @@ import cedarpy
 
 from connectors.errors import ErrorCode, Problem, ProblemKind, SanomaError
 from connectors.operations import EFFECTS
+from runs.policies.cedar.memo import Decisions, key_of, reads_of
 from runs.policies.cedar.request import _approval_id, cedar_request
 from runs.policies.cedar.rules import CedarRule, _entities, _input_read_at, _input_reads, _scope_ops
 from runs.policies.decisions import (
@@ -57,6 +58,8 @@ class CedarPolicy:
         self._singles: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._sets[frozenset()] = self._build_set(frozenset())  # parse once at load
+        # What a decision depends on, read once; the decisions of this version kept by it.
+        self.decisions = Decisions(reads_of(rule.est for rule in self.rules))
 
     def __repr__(self) -> str:
         return f"<CedarPolicy {len(self.rules)} policies version={self.version!r}>"
@@ -185,10 +188,29 @@ class CedarPolicy:
     # -- the decision ---------------------------------------------------------------------------
 
     def decide(self, call: PolicyCall) -> Decision:
+        """The decision on `call`: kept from an earlier call with the same key (what the policies
+        read of it, see `memo`), else evaluated and kept."""
         op_id = call.op_id
         try:
-            request, entities = cedar_request(call)
-            return self._decide(call, request, entities)
+            key = key_of(call, self.decisions.reads)
+            found = self.decisions.get(key)
+            if found is not None:
+                return found
+            decision = self._decide(call, *cedar_request(call))
+            self.decisions.keep(key, decision)
+            return decision
+        except SanomaError:
+            raise
+        except Exception as err:
+            failed = SanomaError(f"The policy failed deciding {op_id}: {err}", code=ErrorCode.POLICY_FAILED,
+                                 data={"op": op_id})
+            raise failed from err
+
+    def evaluate(self, call: PolicyCall) -> Decision:
+        """The decision on `call` evaluated by Cedar, never a kept one (what `decide` keeps)."""
+        op_id = call.op_id
+        try:
+            return self._decide(call, *cedar_request(call))
         except SanomaError:
             raise
         except Exception as err:
