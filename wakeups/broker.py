@@ -7,6 +7,14 @@ also sends `pg_notify('sanoma_runnable', run_id)` in its transaction, delivered 
 PostgreSQL this broker waits on that NOTIFY instead of sleeping, for at most the same `poll`
 seconds, so the task is taken as soon as it is committed and the idle pusher queries the database
 no more often than before. On SQLite (or when listening fails) it sleeps as the ORM broker does.
+
+On PostgreSQL a task is taken in one statement that deletes it (`FOR UPDATE SKIP LOCKED`, so two
+clusters never take the same task and never wait on each other): one transaction per task instead
+of django-q2's three (a read, a conditional lock update, and the acknowledging delete once the
+task ran). The run row, not the task, is the truth: a task lost with the process that took it
+(killed before its advance claimed the run) leaves its run queued, and the sweep re-sends it
+(`wakeups.sweep.resend_lost`), as it does for any lost task; a run claimed and then abandoned is
+taken over once its lease expires.
 """
 from __future__ import annotations
 
@@ -15,7 +23,7 @@ import os
 from time import monotonic, sleep
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
@@ -25,6 +33,13 @@ from wakeups.listen import RUNNABLE, Listener, listens
 log = logging.getLogger("sanoma.worker")
 
 RETRY_LISTEN = 30  # seconds of polling after LISTEN failed, before listening again
+
+# Take up to `bulk` ready tasks of a cluster's queue, oldest first, by deleting them: one statement.
+_TAKE_SQL = """
+DELETE FROM django_q_ormq WHERE id IN (
+    SELECT id FROM django_q_ormq WHERE key = %s AND lock < %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED
+) RETURNING id, payload
+"""
 
 
 class ListeningORM(ORM):
@@ -38,6 +53,12 @@ class ListeningORM(ORM):
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:
         connection = self.get_connection()
+        if connections[str(Conf.ORM)].vendor == "postgresql":
+            taken = self._take()
+            if taken:
+                return taken
+            self.wait(float(Conf.POLL))
+            return None
         tasks = connection.filter(key=self.list_key, lock__lt=timezone.now())[0:Conf.BULK]
         if tasks:
             taken = []
@@ -48,6 +69,17 @@ class ListeningORM(ORM):
             return taken
         self.wait(float(Conf.POLL))
         return None
+
+    def _take(self) -> list[tuple[Any, Any]]:
+        """Take (delete) up to `bulk` ready tasks in one statement; their (id, payload)s, oldest first."""
+        with connections[str(Conf.ORM)].cursor() as cursor:
+            cursor.execute(_TAKE_SQL, [self.list_key, timezone.now(), int(Conf.BULK)])
+            return sorted(cursor.fetchall())
+
+    def acknowledge(self, task_id: Any) -> None:
+        """Nothing left to do on PostgreSQL: taking the task deleted it."""
+        if connections[str(Conf.ORM)].vendor != "postgresql":
+            super().acknowledge(task_id)
 
     def wait(self, seconds: float) -> None:
         """Until a run becomes runnable (a NOTIFY) or `seconds` pass."""
