@@ -130,7 +130,7 @@ def test_the_end_of_a_run_is_one_statement_on_postgresql(engine):
 def test_the_start_is_one_transaction_with_its_task_and_its_record(engine):
     with counted() as count:
         run = engine.start("calls", {"n": 1}, run_id="started")
-    assert count.commits == 1
+    assert (count.commits, count.autocommit) == (1, 0)  # its checks read in the same transaction
     assert Run.objects.get(pk=run.id).status == RunStatus.QUEUED
     assert OrmQ.objects.count() == 1
     assert LedgerRecord.objects.filter(run_id=run.id, kind="run.started").exists()
