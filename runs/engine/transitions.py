@@ -135,7 +135,7 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
         if not claimed:
             return None
         run = claimed[0]
-        _prefetch_steps(run, getattr(run, "claimed_steps", None))
+        _prefetch_steps(run, run.__dict__.pop("claimed_steps", None))
         return run
     updated = (
         Run.objects.filter(pk=run_id, app_version__in=list(versions), status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
@@ -161,8 +161,8 @@ def _prefetch_steps(run: Run, rows: Any) -> None:
         step._state.db = run._state.db
     cached = run.steps.get_queryset()  # the manager's queryset, before anything is cached
     cached._result_cache = steps
-    cached._prefetch_done = True
-    run._prefetched_objects_cache = {"steps": cached}
+    cached._prefetch_done = True  # type: ignore[attr-defined]  # private to Django, not in django-stubs
+    run._prefetched_objects_cache = {"steps": cached}  # type: ignore[attr-defined]  # as prefetch_related sets it
 
 
 # ---- holding the lease ----------------------------------------------------------------------

@@ -153,7 +153,7 @@ def test_an_idle_broker_waits_longer_each_time_up_to_a_second_and_short_again_af
     monkeypatch.setattr(broker, "wait", waits.append)
     for _ in range(7):
         assert broker.dequeue() is None
-    poll = float(settings.Q_CLUSTER["poll"])
+    poll = float(str(settings.Q_CLUSTER["poll"]))
     if connection.vendor != "postgresql":  # no LISTEN: it polls as django-q2 does
         assert waits == [poll] * 7
         return
