@@ -103,21 +103,10 @@ def start(*, run: Run) -> None:
 
 # ---- claim ----------------------------------------------------------------------------------
 
-# The claim and the run's recorded steps in one statement: one round trip, one transaction. The
-# steps are read in the statement's snapshot: every step committed before the claim (only the
-# lease holder writes steps, and the lease was free).
 _CLAIM_SQL = """
-WITH claimed AS (
-    UPDATE runs_run SET status = %s, lease_owner = %s, lease_until = %s, waiting_for = '', wake_at = NULL,
-        updated_at = %s
-    WHERE id = %s AND app_version = ANY(%s) AND status IN (%s, %s) AND (lease_until IS NULL OR lease_until < %s)
-    RETURNING *
-)
-SELECT claimed.*, (
-    SELECT json_agg(json_build_array(s.id, s.seq, s.kind, s.name, s.output, s.error, s.decision, s.attempt,
-                                     s.next_seq, s.created_at) ORDER BY s.seq)
-    FROM runs_step s WHERE s.run_id = claimed.id
-) AS claimed_steps FROM claimed
+UPDATE runs_run SET status = %s, lease_owner = %s, lease_until = %s, waiting_for = '', wake_at = NULL, updated_at = %s
+WHERE id = %s AND app_version = ANY(%s) AND status IN (%s, %s) AND (lease_until IS NULL OR lease_until < %s)
+RETURNING *
 """
 
 
@@ -126,16 +115,21 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
     """queued (or running with an expired lease) -> running, held by `worker_id`, when the run's
     version is one of `versions` (the worker's workflow versions); the run, or None.
 
-    On PostgreSQL the claimed run comes with its recorded steps, read by the same statement: the
-    run's `steps` are prefetched (`run.steps.all()` makes no query)."""
-    if one_statement():  # claim and read in one round trip
-        claimed = list(Run.objects.raw(_CLAIM_SQL, [
-            RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions), RunStatus.QUEUED,
-            RunStatus.RUNNING, now]))
-        if not claimed:
-            return None
-        run = claimed[0]
-        _prefetch_steps(run, run.__dict__.pop("claimed_steps", None))
+    On PostgreSQL the claimed run comes with its recorded steps, read in the claim's transaction:
+    the run's `steps` are prefetched (`run.steps.all()` makes no query), one transaction instead
+    of two. They are read by a second statement, after the claim holds the run row's lock: every
+    step write holds that lock until it commits (the ledger's chain trigger takes it, and a write
+    without a record renews the lease), so a step an earlier holder was still writing when the
+    claim waited for the lock is read too, as it was when the load came after the claim."""
+    if one_statement():  # the claim returns the row: no read of it after
+        with transaction.atomic():
+            claimed = list(Run.objects.raw(_CLAIM_SQL, [
+                RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions), RunStatus.QUEUED,
+                RunStatus.RUNNING, now]))
+            if not claimed:
+                return None
+            run = claimed[0]
+            _prefetch_steps(run, list(Step.objects.filter(run_id=run.pk).order_by("seq")))
         return run
     updated = (
         Run.objects.filter(pk=run_id, app_version__in=list(versions), status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
@@ -146,19 +140,10 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
     return Run.objects.get(pk=run_id) if updated else None
 
 
-def _prefetch_steps(run: Run, rows: Any) -> None:
-    """Put the steps the claim read (JSON rows) where `run.steps.all()` finds them, as Django's
-    `prefetch_related` does."""
-    if isinstance(rows, str | bytes):
-        rows = json.loads(rows)
-    steps = [
-        Step(id=id, run=run, seq=seq, kind=kind, name=name, output=output, error=error, decision=decision,
-             attempt=attempt, next_seq=next_seq, created_at=datetime.fromisoformat(created_at))
-        for id, seq, kind, name, output, error, decision, attempt, next_seq, created_at in rows or ()
-    ]
+def _prefetch_steps(run: Run, steps: list[Step]) -> None:
+    """Put the steps the claim read where `run.steps.all()` finds them, as `prefetch_related` does."""
     for step in steps:
-        step._state.adding = False
-        step._state.db = run._state.db
+        step.run = run
     cached = run.steps.get_queryset()  # the manager's queryset, before anything is cached
     cached._result_cache = steps
     cached._prefetch_done = True  # type: ignore[attr-defined]  # private to Django, not in django-stubs
