@@ -140,6 +140,13 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
     return Run.objects.get(pk=run_id) if updated else None
 
 
+def claimed_steps(run: Run) -> list[Step] | None:
+    """The recorded steps the claim read with `run` (in seq order), or None when it read none
+    (SQLite, or a run not from `claim`): whoever loads the history may use them instead of a read."""
+    cached = getattr(run, "_prefetched_objects_cache", {}).get("steps")
+    return None if cached is None else list(cached)
+
+
 def _prefetch_steps(run: Run, steps: list[Step]) -> None:
     """Put the steps the claim read where `run.steps.all()` finds them, as `prefetch_related` does."""
     for step in steps:

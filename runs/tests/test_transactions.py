@@ -156,6 +156,8 @@ def test_the_claim_reads_the_run_s_recorded_steps_in_its_transaction(engine):
     assert [s.created_at for s in steps] == list(Step.objects.filter(run_id=run.id).order_by("seq")
                                                  .values_list("created_at", flat=True))
     assert claimed.status == RunStatus.RUNNING and claimed.lease_owner == "w-2"
+    assert [s.seq for s in transitions.claimed_steps(claimed) or []] == [1, 2]
+    assert transitions.claimed_steps(Run.objects.get(pk=run.id)) is None
     # A second claim while the lease is held takes nothing.
     assert transitions.claim(run_id=run.id, worker_id="w-3", versions=[run.app_version], now=now,
                              lease_until=now) is None
