@@ -108,36 +108,40 @@ def start_or_get(
     run_id: str | None = None,
     config: ResolvedConfig | None = None,
 ) -> tuple[Run, bool]:
-    """`start`, also saying whether this call created the run (False: an idempotent repeat)."""
+    """`start`, also saying whether this call created the run (False: an idempotent repeat).
+
+    One transaction: the starter's and the workflow's checks read in it, then the run, its task
+    (and NOTIFY) and its `run.started` record written together."""
     config = config or get_config()
     input = {} if input is None else input
-    definition, principal = check_start(config=config, workflow=workflow, input=input, started_by=started_by)
-    if run_id is not None:
-        check_run_id(run_id)
-    run_id = run_id or f"{definition.name}-{uuid.uuid4().hex[:20]}"
-    now = clock.now()
-    run = Run(
-        id=run_id, workflow=definition.name, app_version=version_of(config, definition.name), input=input,
-        started_by=principal.id,
-        groups=list(principal.groups), status=RunStatus.QUEUED, created_at=now, updated_at=now, queued_at=now,
-    )
-    try:
-        with transaction.atomic():
-            transitions.start(run=run)
-            # The run row is new, so its first record cannot exist yet: a plain insert.
-            ledger.build(run, kind=LedgerKind.RUN_STARTED, seq=0, body={"input": input},
-                         app=config.app_name).save(force_insert=True)
-    except IntegrityError:
-        # The id is taken: by an earlier start of the same run (idempotent), or a racing one. It stands.
-        # A caller who may not see that run learns only that the id is taken, never what differs.
+    with transaction.atomic():
+        definition, principal = check_start(config=config, workflow=workflow, input=input, started_by=started_by)
+        if run_id is not None:
+            check_run_id(run_id)
+        run_id = run_id or f"{definition.name}-{uuid.uuid4().hex[:20]}"
+        now = clock.now()
+        run = Run(
+            id=run_id, workflow=definition.name, app_version=version_of(config, definition.name), input=input,
+            started_by=principal.id,
+            groups=list(principal.groups), status=RunStatus.QUEUED, created_at=now, updated_at=now, queued_at=now,
+        )
         try:
-            existing = visible_run(run_id=run_id, viewer=principal)
-        except SanomaError:
-            raise _run_exists(run_id) from None
-        differs = _differences(existing, definition.name, input, principal.id)
-        if differs:
-            raise _already_exists(existing, differs) from None
-        return existing, False
+            with transaction.atomic():
+                transitions.start(run=run)
+                # The run row is new, so its first record cannot exist yet: a plain insert.
+                ledger.build(run, kind=LedgerKind.RUN_STARTED, seq=0, body={"input": input},
+                             app=config.app_name).save(force_insert=True)
+        except IntegrityError:
+            # The id is taken: by an earlier start of the same run (idempotent), or a racing one. It stands.
+            # A caller who may not see that run learns only that the id is taken, never what differs.
+            try:
+                existing = visible_run(run_id=run_id, viewer=principal)
+            except SanomaError:
+                raise _run_exists(run_id) from None
+            differs = _differences(existing, definition.name, input, principal.id)
+            if differs:
+                raise _already_exists(existing, differs) from None
+            return existing, False
     return run, True
 
 

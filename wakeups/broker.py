@@ -2,11 +2,20 @@
 
 django-q2's pusher asks the broker for a task in a loop; the ORM broker, finding the queue empty,
 sleeps `Q_CLUSTER["poll"]` seconds, so a run made runnable (a start, a decision, a message) waited
-up to that long before a worker process took it. Every enqueue (`runs.engine.dispatch.enqueue`)
-also sends `pg_notify('sanoma_runnable', run_id)` in its transaction, delivered when it commits: on
-PostgreSQL this broker waits on that NOTIFY instead of sleeping, for at most the same `poll`
-seconds, so the task is taken as soon as it is committed and the idle pusher queries the database
-no more often than before. On SQLite (or when listening fails) it sleeps as the ORM broker does.
+up to that long before a worker process took it. An enqueue (`runs.engine.dispatch.enqueue`) whose
+task is the only one ready also sends `pg_notify('sanoma_runnable', run_id)` in its transaction,
+delivered when it commits: on PostgreSQL this broker waits on that NOTIFY instead of sleeping, so
+the task is taken as soon as it is committed; the waits on an empty queue grow from `poll` seconds
+to IDLE_WAIT_MAX, so an idle pusher makes about one query a second. On SQLite (or when listening
+fails) it sleeps `poll` seconds as the ORM broker does.
+
+On PostgreSQL a task is taken in one statement that deletes it (`FOR UPDATE SKIP LOCKED`, so two
+clusters never take the same task and never wait on each other): one transaction per task instead
+of django-q2's three (a read, a conditional lock update, and the acknowledging delete once the
+task ran). The run row, not the task, is the truth: a task lost with the process that took it
+(killed before its advance claimed the run) leaves its run queued, and the sweep re-sends it
+(`wakeups.sweep.resend_lost`), as it does for any lost task; a run claimed and then abandoned is
+taken over once its lease expires.
 """
 from __future__ import annotations
 
@@ -15,7 +24,7 @@ import os
 from time import monotonic, sleep
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
@@ -25,6 +34,19 @@ from wakeups.listen import RUNNABLE, Listener, listens
 log = logging.getLogger("sanoma.worker")
 
 RETRY_LISTEN = 30  # seconds of polling after LISTEN failed, before listening again
+# While listening, an empty queue is looked at again after `poll` seconds, then twice as long each
+# time it stays empty, up to this: a NOTIFY ends any wait at once. The enqueue NOTIFYs only when no
+# other task is ready (runs.engine.dispatch); a task enqueued just as the broker took the one before
+# it and found the queue empty is still taken within a few polls, since the waits start short again
+# after every task taken.
+IDLE_WAIT_MAX = 1.0
+
+# Take up to `bulk` ready tasks of a cluster's queue, oldest first, by deleting them: one statement.
+_TAKE_SQL = """
+DELETE FROM django_q_ormq WHERE id IN (
+    SELECT id FROM django_q_ormq WHERE key = %s AND lock < %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED
+) RETURNING id, payload
+"""
 
 
 class ListeningORM(ORM):
@@ -35,9 +57,20 @@ class ListeningORM(ORM):
         self._listener: Listener | None = None
         self._listener_pid = 0  # the broker is made in the sentinel and used in the forked pusher
         self._retry_at = 0.0  # after a failed LISTEN, poll until then
+        self._idle_wait = 0.0  # the next wait on an empty queue while listening (see IDLE_WAIT_MAX)
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:
         connection = self.get_connection()
+        if connections[str(Conf.ORM)].vendor == "postgresql":
+            taken = self._take()
+            poll = float(Conf.POLL)
+            if taken:
+                self._idle_wait = poll
+                return taken
+            wait = max(self._idle_wait, poll)
+            self._idle_wait = min(wait * 2, max(IDLE_WAIT_MAX, poll)) if self._listening() is not None else poll
+            self.wait(wait)
+            return None
         tasks = connection.filter(key=self.list_key, lock__lt=timezone.now())[0:Conf.BULK]
         if tasks:
             taken = []
@@ -48,6 +81,17 @@ class ListeningORM(ORM):
             return taken
         self.wait(float(Conf.POLL))
         return None
+
+    def _take(self) -> list[tuple[Any, Any]]:
+        """Take (delete) up to `bulk` ready tasks in one statement; their (id, payload)s, oldest first."""
+        with connections[str(Conf.ORM)].cursor() as cursor:
+            cursor.execute(_TAKE_SQL, [self.list_key, timezone.now(), int(Conf.BULK)])
+            return sorted(cursor.fetchall())
+
+    def acknowledge(self, task_id: Any) -> None:
+        """Nothing left to do on PostgreSQL: taking the task deleted it."""
+        if connections[str(Conf.ORM)].vendor != "postgresql":
+            super().acknowledge(task_id)
 
     def wait(self, seconds: float) -> None:
         """Until a run becomes runnable (a NOTIFY) or `seconds` pass."""

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -36,7 +36,7 @@ from runs.versions import loaded_policy, startup_report, sync_workflow_entries
 from runs.worker_lifecycle import restart_requested, worker_started
 from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
-from wakeups.idle import StopRule, next_sleeper
+from wakeups.idle import StopRule
 from wakeups.listen import DEADLINE, Listener, listens
 from wakeups.pinned import PinnedStopRule, pinned_problem
 from wakeups.schedules import Firer
@@ -248,7 +248,7 @@ class Worker:
                     restart = None if self.pinned else restart_requested(since=self.started_at)
                     if restart is not None:  # a deploy put new code in the live root: start again on it
                         break
-                    sweep(versions=config.owned_versions, cluster=str(settings.Q_CLUSTER["name"]))
+                    swept = sweep(versions=config.owned_versions, cluster=str(settings.Q_CLUSTER["name"]))
                     if not self.pinned:
                         firer.fire()
                     if rule is not None and rule.enabled and time.monotonic() >= next_check:
@@ -260,7 +260,7 @@ class Worker:
                     if listener is None:
                         _pause(settings.SANOMA_SWEEP_SECONDS, until=stop)
                     else:
-                        listener.wait(self._wait(firer, next_check if rule else None))
+                        listener.wait(self._wait(firer, next_check if rule else None, swept.next_wake))
                 except Exception:  # a database hiccup must not stop the worker
                     log.exception("the sweep failed; trying again")
                     connections.close_all()
@@ -289,12 +289,13 @@ class Worker:
                 listener.close()
         return restart
 
-    def _wait(self, firer: Firer, next_check: float | None) -> float:
-        """Seconds until the earliest of: the next sleeper's deadline, the next fire, the next idle
-        check, and LONGEST_WAIT."""
+    def _wait(self, firer: Firer, next_check: float | None, next_wake: datetime | None) -> float:
+        """Seconds until the earliest of: the next sleeper's deadline (as the sweep just read it), the
+        next fire, the next idle check, and LONGEST_WAIT. A run that suspends with an earlier deadline
+        meanwhile ends the wait with its NOTIFY."""
         now = clock.now()
         waits = [LONGEST_WAIT]
-        for deadline in (next_sleeper(self.config.owned_versions), None if self.pinned else firer.next_due):
+        for deadline in (next_wake, None if self.pinned else firer.next_due):
             if deadline is not None:
                 waits.append((deadline - now).total_seconds() + 0.001)
         if next_check is not None:

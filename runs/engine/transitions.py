@@ -45,7 +45,7 @@ from runs.engine import clock
 from runs.engine.dispatch import enqueue
 from runs.ledger import record_id
 from runs.ledger_chain import prepare as ledger_prepare
-from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
+from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus, Step
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
 
@@ -113,12 +113,24 @@ RETURNING *
 def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime,
           lease_until: datetime) -> Run | None:
     """queued (or running with an expired lease) -> running, held by `worker_id`, when the run's
-    version is one of `versions` (the worker's workflow versions); the run, or None."""
-    if one_statement():  # claim and read in one round trip
-        claimed = list(Run.objects.raw(_CLAIM_SQL, [
-            RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions), RunStatus.QUEUED,
-            RunStatus.RUNNING, now]))
-        return claimed[0] if claimed else None
+    version is one of `versions` (the worker's workflow versions); the run, or None.
+
+    On PostgreSQL the claimed run comes with its recorded steps, read in the claim's transaction:
+    the run's `steps` are prefetched (`run.steps.all()` makes no query), one transaction instead
+    of two. They are read by a second statement, after the claim holds the run row's lock: every
+    step write holds that lock until it commits (the ledger's chain trigger takes it, and a write
+    without a record renews the lease), so a step an earlier holder was still writing when the
+    claim waited for the lock is read too, as it was when the load came after the claim."""
+    if one_statement():  # the claim returns the row: no read of it after
+        with transaction.atomic():
+            claimed = list(Run.objects.raw(_CLAIM_SQL, [
+                RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions), RunStatus.QUEUED,
+                RunStatus.RUNNING, now]))
+            if not claimed:
+                return None
+            run = claimed[0]
+            _prefetch_steps(run, list(Step.objects.filter(run_id=run.pk).order_by("seq")))
+        return run
     updated = (
         Run.objects.filter(pk=run_id, app_version__in=list(versions), status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
@@ -126,6 +138,23 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
                 wake_at=None, updated_at=now)
     )
     return Run.objects.get(pk=run_id) if updated else None
+
+
+def claimed_steps(run: Run) -> list[Step] | None:
+    """The recorded steps the claim read with `run` (in seq order), or None when it read none
+    (SQLite, or a run not from `claim`): whoever loads the history may use them instead of a read."""
+    cached = getattr(run, "_prefetched_objects_cache", {}).get("steps")
+    return None if cached is None else list(cached)
+
+
+def _prefetch_steps(run: Run, steps: list[Step]) -> None:
+    """Put the steps the claim read where `run.steps.all()` finds them, as `prefetch_related` does."""
+    for step in steps:
+        step.run = run
+    cached = run.steps.get_queryset()  # the manager's queryset, before anything is cached
+    cached._result_cache = steps
+    cached._prefetch_done = True  # type: ignore[attr-defined]  # private to Django, not in django-stubs
+    run._prefetched_objects_cache = {"steps": cached}  # type: ignore[attr-defined]  # as prefetch_related sets it
 
 
 # ---- holding the lease ----------------------------------------------------------------------

@@ -4,15 +4,22 @@ ORM broker does. Real database, real commits, a real LISTEN connection."""
 from __future__ import annotations
 
 import threading
+import time
+from datetime import timedelta
 
+import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 from runs.engine.dispatch import ADVANCE_TASK, enqueue
+from wakeups import broker as broker_module
 from wakeups.broker import ListeningORM
+from wakeups.listen import RUNNABLE, Listener
 
 pytestmark = pytest.mark.django_db(transaction=True)
 postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
@@ -85,3 +92,113 @@ def test_a_rolled_back_enqueue_wakes_nobody(broker):
 def test_on_sqlite_the_broker_polls(broker):
     broker.wait(0.01)
     assert broker._listener is None
+
+
+@postgres_only
+def test_a_task_is_taken_by_deleting_it_in_one_statement_and_its_ack_costs_nothing(broker):
+    with transaction.atomic():
+        enqueue("refund-taken")
+    with CaptureQueriesContext(connection) as taking:
+        [(ack_id, payload)] = broker.dequeue()
+    assert len(taking.captured_queries) == 1
+    assert SignedPackage.loads(payload)["args"] == ("refund-taken",)
+    assert not OrmQ.objects.exists()  # taken is gone: no lock to update, nothing to acknowledge
+    with CaptureQueriesContext(connection) as acking:
+        broker.acknowledge(ack_id)
+    assert acking.captured_queries == []
+
+
+@postgres_only
+def test_a_task_another_cluster_is_taking_is_skipped_not_waited_for(broker):
+    with transaction.atomic():
+        enqueue("refund-first")
+    with transaction.atomic():
+        enqueue("refund-second")
+    first, second = OrmQ.objects.order_by("id").values_list("id", flat=True)
+    other = psycopg.connect(**_psycopg_params(), autocommit=False)
+    try:
+        # Another cluster's take of the first task, not yet committed: its row is locked.
+        other.execute(broker_module._TAKE_SQL, [broker.list_key, timezone.now(), 1])
+        started = time.monotonic()
+        [(ack_id, payload)] = broker.dequeue()
+        assert time.monotonic() - started < 2.0  # SKIP LOCKED: no wait for the other transaction
+        assert ack_id == second and SignedPackage.loads(payload)["args"] == ("refund-second",)
+        other.commit()
+    finally:
+        other.close()
+    assert not OrmQ.objects.filter(id__in=[first, second]).exists()
+
+
+@postgres_only
+def test_an_enqueue_notifies_only_when_its_task_is_the_only_one_ready(broker):
+    listener = Listener([RUNNABLE])
+    try:
+        listener.wait(0)
+        with transaction.atomic():
+            enqueue("idle-first")
+        assert [p for _, p in _notes(listener)] == ["idle-first"]  # nothing else was ready
+        with transaction.atomic():
+            enqueue("busy-second")
+        assert _notes(listener, seconds=0.5) == []  # a task is ready: the broker takes it without a NOTIFY
+        assert len(broker.dequeue() or []) == 1 and len(broker.dequeue() or []) == 1
+        with transaction.atomic():
+            enqueue("idle-third")
+        assert [p for _, p in _notes(listener)] == ["idle-third"]
+    finally:
+        listener.close()
+
+
+def test_an_idle_broker_waits_longer_each_time_up_to_a_second_and_short_again_after_a_task(broker, monkeypatch):
+    waits: list[float] = []
+    monkeypatch.setattr(broker, "wait", waits.append)
+    for _ in range(7):
+        assert broker.dequeue() is None
+    poll = float(str(settings.Q_CLUSTER["poll"]))
+    if connection.vendor != "postgresql":  # no LISTEN: it polls as django-q2 does
+        assert waits == [poll] * 7
+        return
+    assert waits == [poll, poll * 2, poll * 4, poll * 8, poll * 16, broker_module.IDLE_WAIT_MAX,
+                     broker_module.IDLE_WAIT_MAX]
+    with transaction.atomic():
+        enqueue("refund-after-idle")
+    assert broker.dequeue()
+    waits.clear()
+    assert broker.dequeue() is None
+    assert waits == [poll]
+
+
+@postgres_only
+def test_a_task_lost_with_the_process_that_took_it_is_sent_again_by_the_sweep(broker):
+    from runs.engine import clock, transitions
+    from runs.models import Run
+    from wakeups.sweep import STALE_QUEUED, resend_lost
+
+    run = Run(id="lost-task", workflow="w", app_version="w@1", input={}, started_by="alice",
+              status="queued", created_at=clock.now(), updated_at=clock.now(), queued_at=clock.now())
+    with transaction.atomic():
+        transitions.start(run=run)
+    assert broker.dequeue()  # taken, and the process that took it dies before its advance claims the run
+    assert not OrmQ.objects.exists()
+    assert resend_lost(["w@1"], broker.list_key) == 0  # not yet: a queued run is lost only after a while
+    clock.advance(STALE_QUEUED + timedelta(seconds=1))
+    try:
+        assert resend_lost(["w@1"], broker.list_key) == 1
+    finally:
+        clock.reset()
+    [task] = OrmQ.objects.all()
+    assert SignedPackage.loads(task.payload)["args"] == ("lost-task",)
+
+
+def _psycopg_params() -> dict:
+    params = dict(connection.get_connection_params())
+    for key in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(key, None)
+    return params
+
+
+def _notes(listener: Listener, seconds: float = 5.0) -> list[tuple[str, str]]:
+    ends = time.monotonic() + seconds
+    notes: list[tuple[str, str]] = []
+    while not notes and (left := ends - time.monotonic()) > 0:
+        notes = listener.wait(left)
+    return notes

@@ -1,0 +1,163 @@
+"""How many transactions (and statements) the engine spends: a step, the start, the claim, the end.
+
+A transaction here is a COMMIT Django issues or a statement run in autocommit (each commits
+itself), counted on the default connection as `bench/engine.py` (e) counts them. Real commits
+(`transaction=True`), on both databases: a change that adds a round trip or a transaction to the
+hot path fails here, not only in a bench.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django_q.models import OrmQ
+from pydantic import BaseModel
+
+from runs.config.workflows import define_workflow
+from runs.engine import clock, pauses, transitions
+from runs.engine.advance import Advanced, advance
+from runs.models import LedgerRecord, Run, RunStatus, Step
+from runs.tests.fixtures import GET
+
+pytestmark = pytest.mark.django_db(transaction=True)
+POSTGRESQL = connection.vendor == "postgresql"
+
+
+@dataclass
+class Count:
+    commits: int = 0
+    autocommit: int = 0
+    statements: list[str] = field(default_factory=list)
+
+    @property
+    def transactions(self) -> int:
+        return self.commits + self.autocommit
+
+
+@contextmanager
+def counted() -> Iterator[Count]:
+    count = Count()
+    connection.ensure_connection()
+    original = connection._commit  # type: ignore[attr-defined]  # private: the COMMIT Django issues
+
+    def commit() -> Any:
+        count.commits += 1
+        return original()
+
+    def execute(run: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if sql.lstrip().upper().startswith("BEGIN"):  # SQLite's BEGIN IMMEDIATE opens an atomic block
+            return run(sql, params, many, context)
+        count.statements.append(sql)
+        if not connection.in_atomic_block:
+            count.autocommit += 1
+        return run(sql, params, many, context)
+
+    connection._commit = commit  # type: ignore[attr-defined]
+    try:
+        with connection.execute_wrapper(execute):
+            yield count
+    finally:
+        del connection._commit  # type: ignore[attr-defined]
+
+
+class Steps(BaseModel):
+    n: int = 0
+
+
+def _calls(ctx: Any, input: Steps) -> dict[str, int]:
+    for _ in range(input.n):
+        ctx.acme.order.get({"order_id": "1"})
+    return {"done": input.n}
+
+
+CALLS = define_workflow(name="calls", input=Steps, uses=[GET], run=_calls)
+
+
+@pytest.fixture
+def engine(engine_for, monkeypatch):
+    monkeypatch.setattr(pauses, "REFRESH_SECONDS", 3600.0)  # the pauses, read once: not counted below
+    pauses.forget()
+    pauses.holding_start("calls")
+    made = engine_for(CALLS)
+    yield made
+    OrmQ.objects.all().delete()
+
+
+def _advanced(engine: Any, n: int, run_id: str) -> tuple[Run, Count]:
+    run = engine.start("calls", {"n": n}, run_id=run_id)
+    with counted() as count:
+        outcome = advance(run.id, worker_id="w-1", config=engine.config)
+    run.refresh_from_db()
+    assert outcome is Advanced.FINISHED, run.error
+    return run, count
+
+
+def test_each_further_step_costs_one_transaction_and_on_postgresql_one_statement(engine):
+    _, one = _advanced(engine, 1, "one-step")
+    _, four = _advanced(engine, 4, "four-steps")
+    assert four.transactions - one.transactions == 3
+    if POSTGRESQL:  # the checkpoint: lease, step and record in one statement (runs.engine.fastpath)
+        assert len(four.statements) - len(one.statements) == 3
+
+
+def test_a_run_advanced_at_once_costs_its_steps_a_claim_and_an_end(engine):
+    run, count = _advanced(engine, 3, "three-steps")
+    assert run.status == RunStatus.FINISHED and run.result == {"done": 3}
+    assert Step.objects.filter(run=run).count() == 3
+    if POSTGRESQL:
+        # The claim (with the run's steps read in its transaction), 3 checkpoints, the end.
+        assert count.transactions == 5, count.statements
+        assert len(count.statements) == 6, count.statements
+    else:
+        # The claim, the run read back, its steps read, 3 checkpoints, the end.
+        assert count.transactions == 7, count.statements
+        assert count.commits == 4
+
+
+def test_the_end_of_a_run_is_one_statement_on_postgresql(engine):
+    _, none = _advanced(engine, 0, "no-steps")
+    if POSTGRESQL:
+        assert none.transactions == 2  # the claim (and its steps read), the end with its record
+        assert len(none.statements) == 3 and "WITH ended AS" in none.statements[2]
+    assert LedgerRecord.objects.filter(run_id="no-steps", kind="run.finished").exists()
+
+
+def test_the_start_is_one_transaction_with_its_task_and_its_record(engine):
+    with counted() as count:
+        run = engine.start("calls", {"n": 1}, run_id="started")
+    assert (count.commits, count.autocommit) == (1, 0)  # its checks read in the same transaction
+    assert Run.objects.get(pk=run.id).status == RunStatus.QUEUED
+    assert OrmQ.objects.count() == 1
+    assert LedgerRecord.objects.filter(run_id=run.id, kind="run.started").exists()
+    written = [s for s in count.statements if s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "WITH"))]
+    assert len(written) == 3, written  # the run, its task, its record
+
+
+@pytest.mark.skipif(not POSTGRESQL, reason="the claim that reads the steps is PostgreSQL's")
+def test_the_claim_reads_the_run_s_recorded_steps_in_its_transaction(engine):
+    run = engine.start("calls", {"n": 2}, run_id="claimed")
+    assert advance(run.id, worker_id="w-1", config=engine.config) is Advanced.FINISHED
+    # Back to runnable with its steps recorded, as a run woken after a wait is.
+    Run.objects.filter(pk=run.id).update(status=RunStatus.QUEUED, lease_owner="", lease_until=None)
+    now = clock.now()
+    with counted() as count:
+        claimed = transitions.claim(run_id=run.id, worker_id="w-2", versions=[run.app_version], now=now,
+                                    lease_until=now + timedelta(seconds=30))
+        assert claimed is not None
+        steps = list(claimed.steps.all())
+    assert (count.commits, count.autocommit, len(count.statements)) == (1, 0, 2)  # the claim, the steps
+    assert [(s.seq, s.kind, s.name, s.output) for s in steps] == [
+        (s.seq, s.kind, s.name, s.output) for s in Step.objects.filter(run_id=run.id).order_by("seq")]
+    assert [s.created_at for s in steps] == list(Step.objects.filter(run_id=run.id).order_by("seq")
+                                                 .values_list("created_at", flat=True))
+    assert claimed.status == RunStatus.RUNNING and claimed.lease_owner == "w-2"
+    assert [s.seq for s in transitions.claimed_steps(claimed) or []] == [1, 2]
+    assert transitions.claimed_steps(Run.objects.get(pk=run.id)) is None
+    # A second claim while the lease is held takes nothing.
+    assert transitions.claim(run_id=run.id, worker_id="w-3", versions=[run.app_version], now=now,
+                             lease_until=now) is None
