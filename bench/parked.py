@@ -9,7 +9,8 @@ and 100,000 parked by default), what must not grow with them:
 - the sweep (due sleepers, expired leases, lost tasks: one pass),
 - the next deadline (the earliest sleeper of the worker's versions),
 - an approver's inbox (its first page and its count, as `/api/approvals` answers),
-- the runs list (first page and count, filtered by status `waiting`: an operator's and an approver's),
+- the runs list (first page and count, filtered by status `waiting`: an operator's and an approver's;
+  and by `failed`, a status none of the parked runs is in),
 - the desk's badge (the approver's pending count),
 - a held run's start and park (start, one call, its approval asked and granted, suspended).
 
@@ -18,7 +19,7 @@ time) and their median, beside the best with none parked: MET when within 10 % o
 20 ms), MISSED otherwise. For the reads, `db` is the database's own time for the queries the
 figure sent (each run again under EXPLAIN ANALYZE, best of the repetitions), judged within 10 %
 or 0.5 ms: the figure that tells whether a query grows with the parked runs on a machine shared with other
-work, where the client's times mostly measure the load.
+work, where the client's times mostly measure the load. `q` is how many queries the figure sends.
 
 The runs are made quickly: one of each kind is started and parked through the engine's own services
 (`services.start`, `advance`), then copied in bulk with SQL (`INSERT ... SELECT` over
@@ -202,8 +203,8 @@ def inbox_page(who: str) -> None:
     found.count()
 
 
-def runs_page(who: str) -> None:
-    list_runs(viewer=who, status=RunStatus.WAITING, limit=20)
+def runs_page(who: str, status: str = RunStatus.WAITING) -> None:
+    list_runs(viewer=who, status=status, limit=20)
 
 
 def measures(config: Any) -> dict[str, Callable[[], Any]]:
@@ -222,6 +223,7 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
         "badge: amy's pending count": lambda: approval_selectors.pending_count(principal="amy"),
         "runs list waiting: ops (page + count)": lambda: runs_page("ops"),
         "runs list waiting: amy (page + count)": lambda: runs_page("amy"),
+        "runs list failed: ops (page + count)": lambda: runs_page("ops", RunStatus.FAILED),
         "held run: start + park": lambda: held_ms(config),
         "(info) badge: fin's pending count": lambda: approval_selectors.pending_count(principal="fin"),
     }
@@ -248,17 +250,22 @@ def server_ms(fn: Callable[[], Any], reps: int) -> float:
     return best
 
 
-def measure(config: Any, reps: int) -> dict[str, tuple[float, float, float | None]]:
-    """Each figure's best and median of its timings, and the database's time for its reads, in ms."""
-    figures: dict[str, tuple[float, float, float | None]] = {}
+Figures = dict[str, tuple[float, float, float | None, int]]
+
+
+def measure(config: Any, reps: int) -> Figures:
+    """Each figure's best and median of its timings, the database's time for its reads (ms), and
+    the queries it sends."""
+    figures: Figures = {}
     for name, fn in measures(config).items():
-        if name in SELF_TIMED:
+        with CaptureQueriesContext(connection) as captured:
             fn()
+        if name in SELF_TIMED:
             times = [fn() for _ in range(max(5, reps // 3))]
-            figures[name] = (min(times), statistics.median(times), None)
+            figures[name] = (min(times), statistics.median(times), None, len(captured))
         else:
             times = timed(fn, reps)
-            figures[name] = (min(times), statistics.median(times), server_ms(fn, reps))
+            figures[name] = (min(times), statistics.median(times), server_ms(fn, reps), len(captured))
     return figures
 
 
@@ -314,7 +321,7 @@ def main() -> None:
     print(f"database: PostgreSQL {server}; {options.reps} reps a figure (best, median); loaded machine figures",
           flush=True)
     copies = 0
-    results: dict[int, dict[str, tuple[float, float, float | None]]] = {}
+    results: dict[int, Figures] = {}
     for size in sizes:
         per_kind = size // len(KINDS)
         if per_kind > copies:
@@ -327,13 +334,13 @@ def main() -> None:
         results[size] = measure(config, options.reps)
         print(f"\n{parked:,} runs waiting ({size:,} parked copies):", flush=True)
         base = results[sizes[0]]
-        for name, (best, median, server) in results[size].items():
+        for name, (best, median, server, queries) in results[size].items():
             said = "" if size == sizes[0] else f"  vs {base[name][0]:.2f} ms: {verdict(base[name][0], best)}"
             db = "" if server is None else f"; db {server:6.2f}"
             base_db = base[name][2]
             db_said = "" if server is None or base_db is None or size == sizes[0] else \
                 f" (db vs {base_db:.2f}: {verdict(base_db, server, 0.5)})"
-            print(f"  {name:<40} {best:8.2f} ms (median {median:7.2f}{db}){said}{db_said}", flush=True)
+            print(f"  {name:<40} {best:8.2f} ms (median {median:7.2f}{db}; {queries} q){said}{db_said}", flush=True)
         if options.explain:
             explain()
 

@@ -170,3 +170,32 @@ def test_the_badge_costs_the_same_queries_whatever_is_pending_for_others(engine_
 def test_runs_have_an_index_for_a_list_by_status_newest_first():
     indexes = {index.name: index.fields for index in Run._meta.indexes}
     assert indexes["run_status_created"] == ["status", "-created_at", "-id"]
+
+
+def test_the_values_a_run_column_takes_are_read_from_its_index_each_once(engine_for, people):
+    engine = engine_for(asking, define_workflow(name="plain", run=lambda ctx, input: {"ok": True}))
+    for workflow, by in (("asking", "carol"), ("plain", "alice"), ("asking", "alice"), ("plain", "carol")):
+        engine.run(workflow, {"approver": "lead"} if workflow == "asking" else {}, by=by)
+    assert selectors.distinct_run_values("workflow") == ["asking", "plain"]
+    assert selectors.distinct_run_values("started_by") == ["alice", "carol"]
+    with pytest.raises(ValueError):
+        selectors.distinct_run_values("input")
+
+
+def test_the_desk_lists_every_workflow_and_starter_to_filter_by(engine_for, people, client):
+    engine = engine_for(asking, define_workflow(name="plain", run=lambda ctx, input: {"ok": True}))
+    engine.run("asking", {"approver": "group:marketing"}, by="carol")
+    engine.run("plain", by="alice")
+    ops = make_user("desk-ops", perms=["runs.view_any_run"])
+    ops.is_staff = True
+    ops.save()
+    carol = principal_of("carol").user
+    carol.is_staff = True
+    carol.save()
+    client.force_login(ops)
+    page = client.get("/admin/runs/run/").content.decode()
+    for choice in ("?workflow=asking", "?workflow=plain", "?started_by=alice", "?started_by=carol"):
+        assert choice in page, choice
+    client.force_login(carol)  # not an operator: the values of the runs she may see
+    page = client.get("/admin/runs/run/").content.decode()
+    assert "?workflow=asking" in page and "?workflow=plain" not in page
