@@ -26,9 +26,9 @@ The runs are made quickly: one of each kind is started and parked through the en
 `generate_series`): the run, its steps, its approval and the guardian rows granting it, its ledger
 records (linked by the chain's own trigger; a copy keeps its template's content digest, so `ledger
 verify` of a copy fails: the database is the bench's own). The approvals are spread over 100 groups
-(`team0` ... `team99`); the approver measured (`amy`) is in `team0` and in the template's group, so
-her inbox grows by one per hundred held runs; `fin`, in `finance`, which holds every tenth approval,
-shows an inbox that is large by its own right.
+(`team0` ... `team99`, every tenth to `finance` instead); the approver measured (`amy`) is in `team1`
+and in the template's group, so her inbox grows by one per hundred held runs; `fin`, in `finance`,
+which holds every tenth approval, shows an inbox that is large by its own right.
 
     --sizes 0,10000,100000   parked runs at each measure (cumulative, ascending)
     --reps 15                repetitions of each figure (the best and the median are printed)
@@ -88,7 +88,7 @@ def setup_people() -> None:
     call_command("migrate", verbosity=0)
     make_user("bench", perms=["runs.start_workflow"])
     make_user("ops", perms=["runs.view_any_run", "runs.operate_runs"])
-    make_user("amy", groups=["approvers", "team0"])
+    make_user("amy", groups=["approvers", "team1"])
     make_user("fin", groups=["finance"])
     from django.contrib.auth.models import Group
 
