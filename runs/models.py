@@ -31,7 +31,7 @@ class Run(models.Model):
     input = models.JSONField()
     started_by = models.CharField(max_length=150, db_index=True)
     groups = models.JSONField(default=list)
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     # What a waiting run waits for: sleep, approval, message, run, or "paused <target>".
     waiting_for = models.CharField(max_length=250, blank=True, default="")
     wake_at = models.DateTimeField(null=True, blank=True)
@@ -61,6 +61,8 @@ class Run(models.Model):
             models.Index(fields=["status", "lease_until"], name="run_status_lease"),
             models.Index(fields=["workflow", "-created_at"], name="run_workflow_created"),
             models.Index(fields=["-created_at"], name="run_created"),
+            # A list by status, newest first, from its first row however many wait (and status' lookups).
+            models.Index(fields=["status", "-created_at", "-id"], name="run_status_created"),
         ]
         permissions = [
             ("view_any_run", "Can view every run (operator)"),

@@ -6,15 +6,17 @@ nothing."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils.text import smart_split, unescape_string_literal
 
 from connectors.errors import SanomaError
+from runs.admin.base import me
+from runs.approvals.permissions import is_operator
 from runs.models import AppVersion
-from runs.selectors import WAITING_FOR, parse_tag, runs_waiting_for, tagged
+from runs.selectors import WAITING_FOR, distinct_run_values, parse_tag, runs_waiting_for, tagged
 from runs.version_states import runs_of_version
 
 
@@ -36,6 +38,19 @@ class WaitingForFilter(admin.SimpleListFilter):
             messages.error(request, f"“{kind}” is not what a run waits for: one of {', '.join(WAITING_FOR)}")
             return queryset.none()
         return runs_waiting_for(queryset, kind)
+
+
+class IndexedValuesFilter(admin.AllValuesFieldListFilter):
+    """Django's filter by every value of a column (`workflow`, `started_by`), its choices read from
+    the column's index for an operator, who sees every run (`distinct_run_values`: as many reads as
+    there are values, however many runs are parked), and as Django reads them for anyone else (from
+    the runs they may see, found by key)."""
+
+    def __init__(self, field: Any, request: HttpRequest, params: Any, model: Any, model_admin: Any,
+                 field_path: str) -> None:
+        super().__init__(field, request, params, model, model_admin, field_path)
+        if field_path == field.column and is_operator(me(request)):
+            self.lookup_choices = cast(Any, distinct_run_values(field.column))  # a list serves as well
 
 
 class TagFilter(admin.SimpleListFilter):

@@ -19,7 +19,14 @@ from runs.admin.common import pretty_json
 from runs.admin.compare import CompareRunsMixin
 from runs.admin.in_doubt import field_issues, in_doubt_sent
 from runs.admin.now import sentence
-from runs.admin.run_filters import WAITING_LABELS, TagFilter, VersionFilter, WaitingForFilter, tag_terms
+from runs.admin.run_filters import (
+    WAITING_LABELS,
+    IndexedValuesFilter,
+    TagFilter,
+    VersionFilter,
+    WaitingForFilter,
+    tag_terms,
+)
 from runs.admin.run_inlines import ApprovalInline, StepInline
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
 from runs.admin.start import StartRunMixin
@@ -52,7 +59,8 @@ class ErrorCodeFilter(admin.SimpleListFilter):
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin):
     list_display = ("id", "workflow", "status", "started_by", "started", "pending_approvals", "error_code")
-    list_filter = ("status", WaitingForFilter, ErrorCodeFilter, "workflow", "started_by", TagFilter, VersionFilter)
+    list_filter = ("status", WaitingForFilter, ErrorCodeFilter, ("workflow", IndexedValuesFilter),
+                   ("started_by", IndexedValuesFilter), TagFilter, VersionFilter)
     search_fields = ("id", "tags__value")
     search_help_text = ("Search by run id, by a value the run was tagged with (ctx.tag): an order number, a customer; "
                         "or by a tag, key=value: order=1001")

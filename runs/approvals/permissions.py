@@ -15,8 +15,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.db.models import Exists, OuterRef, Q, QuerySet
-from guardian.shortcuts import assign_perm, remove_perm
+from django.db.models import Exists, OuterRef, QuerySet
+from guardian.shortcuts import remove_perm
 
 from connectors.errors import ErrorCode, SanomaError
 from runs.approvals.approver import Approver
@@ -189,28 +189,36 @@ def check_can_send_message(principal: Principal, run: Run) -> None:
         "runs.send_message on it may", user=principal.id)
 
 
+def granted(user_model: Any, group_model: Any, user: Any, codename: str) -> QuerySet[Any]:
+    """The keys of the objects `codename` is granted on to `user`, directly or through one of their
+    groups: two reads of guardian's rows by (holder, permission), each on its unique index, as one
+    UNION ALL. A filter `pk__in=` it costs what the user holds, never what everyone holds (an OR of
+    joins with DISTINCT reads every row the permission tables join to)."""
+    mine = user_model.objects.filter(user=user, permission__codename=codename).order_by().values("content_object_id")
+    by_group = (group_model.objects.filter(group__in=user.groups.all(), permission__codename=codename)
+                .order_by().values("content_object_id"))
+    return mine.union(by_group, all=True)
+
+
 def visible_runs(principal: Principal) -> QuerySet[Run]:
+    """The runs `principal` may see: every run for an operator; else those they started and those
+    `runs.view_run` is granted on to them or their groups (their approvers'), by key."""
     if is_operator(principal):
         return Run.objects.all()
     if principal.user is None:
         return Run.objects.filter(started_by=principal.id)
-    granted = Q(runuserobjectpermission__user=principal.user, runuserobjectpermission__permission__codename="view_run")
-    by_group = Q(
-        rungroupobjectpermission__group__in=principal.user.groups.all(),
-        rungroupobjectpermission__permission__codename="view_run",
-    )
-    return Run.objects.filter(Q(started_by=principal.id) | granted | by_group).distinct()
+    started = Run.objects.filter(started_by=principal.id).order_by().values("pk")
+    keys = started.union(granted(RunUserObjectPermission, RunGroupObjectPermission, principal.user, "view_run"),
+                         all=True)
+    return Run.objects.filter(pk__in=keys)
 
 
 def decidable_approvals(principal: Principal) -> QuerySet[Approval]:
     """The approvals this principal may decide, through their user or any of their groups."""
     if principal.user is None:
         return Approval.objects.none()
-    mine = Q(approvaluserobjectpermission__user=principal.user,
-             approvaluserobjectpermission__permission__codename="decide_approval")
-    groups = Q(approvalgroupobjectpermission__group__in=principal.user.groups.all(),
-               approvalgroupobjectpermission__permission__codename="decide_approval")
-    return Approval.objects.filter(mine | groups).distinct()
+    return Approval.objects.filter(pk__in=granted(
+        ApprovalUserObjectPermission, ApprovalGroupObjectPermission, principal.user, "decide_approval"))
 
 
 def can_decide(principal: Principal, approval: Approval) -> bool:
@@ -223,10 +231,24 @@ def can_decide(principal: Principal, approval: Approval) -> bool:
 
 def grant_approver(approval: Approval) -> None:
     """The approver may decide the approval and view its run. A named group or person that has
-    no row yet gets one (a person without a password, who cannot log in until given one)."""
+    no row yet gets one (a person without a password, who cannot log in until given one).
+
+    What guardian's `assign_perm` would write (a row per permission on its object) in four queries
+    and no savepoint: the holder, the two permissions' ids, and an INSERT into each table that keeps
+    a row already there (granted again, nothing changes)."""
     holder = approver_holder(approval.approver)
-    assign_perm("runs.decide_approval", holder, approval)
-    assign_perm("runs.view_run", holder, approval.run)
+    ids = dict(Permission.objects.filter(content_type__app_label="runs", codename__in=("decide_approval", "view_run"))
+               .values_list("codename", "pk"))
+    if isinstance(holder, Group):
+        ApprovalGroupObjectPermission.objects.bulk_create([ApprovalGroupObjectPermission(
+            group=holder, permission_id=ids["decide_approval"], content_object=approval)], ignore_conflicts=True)
+        RunGroupObjectPermission.objects.bulk_create([RunGroupObjectPermission(
+            group=holder, permission_id=ids["view_run"], content_object_id=approval.run_id)], ignore_conflicts=True)
+        return
+    ApprovalUserObjectPermission.objects.bulk_create([ApprovalUserObjectPermission(
+        user=holder, permission_id=ids["decide_approval"], content_object=approval)], ignore_conflicts=True)
+    RunUserObjectPermission.objects.bulk_create([RunUserObjectPermission(
+        user=holder, permission_id=ids["view_run"], content_object_id=approval.run_id)], ignore_conflicts=True)
 
 
 def revoke_approver(approval: Approval) -> None:
