@@ -67,8 +67,11 @@ class Phase:
 
 
 def dead_tuples() -> dict[str, int]:
+    """Dead row versions of the run, step and task tables (PostgreSQL's statistics; {} elsewhere)."""
     from django.db import connection
 
+    if connection.vendor != "postgresql":
+        return {}
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_force_next_flush()")
         cursor.execute("SELECT pg_stat_clear_snapshot()")
