@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -86,6 +87,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=500, help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=10, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # A SIGTERM (timeout, kill) unwinds like an error, so no worker process started here is left behind.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     url = os.environ.get("DATABASE_URL", "")
     if urlparse(url).scheme not in ("postgres", "postgresql"):
         raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")

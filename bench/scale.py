@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from urllib.parse import urlparse
@@ -66,6 +67,8 @@ def main() -> None:
     for other, script in OTHERS.items():
         parser.add_argument(f"--{other}", action="store_true", help=f"then run bench/{script} (if present)")
     args = parser.parse_args()
+    # A SIGTERM (timeout, kill) unwinds like an error, so no worker process started here is left behind.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     url = os.environ.get("DATABASE_URL", "")
     if urlparse(url).scheme not in ("postgres", "postgresql"):
         raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
