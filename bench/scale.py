@@ -8,6 +8,8 @@ Usage (PostgreSQL only; the database named is DROPPED and created afresh, so giv
     ... bench/scale.py --skip-workers       # only the claim under a long read (or --skip-claims)
     ... bench/scale.py --history --parked   # then bench/scale_history.py and bench/parked.py, each on
                                             # its own database <name>_history / <name>_parked
+    ... --parked-args "--sizes 0,10000"     # their own arguments (with --quick: history --quick,
+                                            # parked --sizes 0,10000 --reps 5)
 
 It measures, in one run:
   (s) steps/s of `runs` 10-step runs queued before the worker started, drained by a `manage.py
@@ -30,9 +32,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import urlparse
 
 from engine_bench.common import REPO
@@ -41,18 +45,22 @@ from engine_bench.figures import Aim, aim_lines, p95
 from engine_bench.setup import prepare
 
 OTHERS = {"history": "scale_history.py", "parked": "parked.py"}  # other helpers' bench scripts
+QUICK_ARGS = {"history": "--quick", "parked": "--sizes 0,10000 --reps 5"}
+STARTING_ENV = dict(os.environ)  # before the bench's own settings: the other scripts make theirs
 
 
-def run_other(script: str, url: str, suffix: str) -> int:
-    """Another bench script of this folder on its own database, its output passed through."""
-    path = REPO / "bench" / script
+def run_other(script: str, url: str, suffix: str, args: str = "", folder: Path = REPO / "bench") -> int:
+    """Another bench script of this folder on its own database <name>_<suffix> (which it drops and
+    makes again), with `args` (split as a shell would) and the environment scale.py started with;
+    its output passed through. 0 when the script is not here."""
+    path = folder / script
     if not path.exists():
         print(f"\n{script}: not here (yet); skipped")
         return 0
     name = f"{urlparse(url).path.lstrip('/')}_{suffix}"
-    print(f"\n--- bench/{script} on {name} ---", flush=True)
-    return subprocess.run([sys.executable, str(path)], env={**os.environ, "DATABASE_URL": with_db(url, name)},
-                          cwd=REPO, check=False).returncode
+    print(f"\n--- bench/{script} {args} on {name} ---".replace("  ", " "), flush=True)
+    return subprocess.run([sys.executable, str(path), *shlex.split(args)],
+                          env={**STARTING_ENV, "DATABASE_URL": with_db(url, name)}, cwd=REPO, check=False).returncode
 
 
 def main() -> None:
@@ -66,6 +74,8 @@ def main() -> None:
     parser.add_argument("--skip-claims", action="store_true", help="without (l)")
     for other, script in OTHERS.items():
         parser.add_argument(f"--{other}", action="store_true", help=f"then run bench/{script} (if present)")
+        parser.add_argument(f"--{other}-args", default=None, metavar="ARGS",
+                            help=f"its arguments, one string (default none; --quick: {QUICK_ARGS[other]!r})")
     args = parser.parse_args()
     # A SIGTERM (timeout, kill) unwinds like an error, so no worker process started here is left behind.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -110,8 +120,12 @@ def main() -> None:
             f"{p95(held.claims) * 1000:.2f} ms (without it {p95(quiet.claims) * 1000:.2f} ms; "
             f"{len(held.claims)} claims)", " ms")])))
     print(f"\nworker logs in {var}")
-    failed = [script for other, script in OTHERS.items()
-              if getattr(args, other) and run_other(script, url, other) != 0]
+    failed = []
+    for other, script in OTHERS.items():
+        given = getattr(args, f"{other}_args")
+        extra = given if given is not None else (QUICK_ARGS[other] if args.quick else "")
+        if getattr(args, other) and run_other(script, url, other, extra) != 0:
+            failed.append(script)
     if failed:
         raise SystemExit(f"failed: {', '.join(failed)}")
 
