@@ -44,6 +44,7 @@ It measures, in one run, side by side:
       read the message and finished; messages per second, send to finished, one after another
 The config root is bench/bench_company/ (its fake stays in memory even under SANOMA_FAKES=instance).
 Each measure is a module of bench/engine_bench/; this script runs them in order and prints the table.
+Their helpers are tested in bench/engine_bench/tests/ (run by path: `.venv/bin/pytest bench/engine_bench/tests`).
 
 It ends with the aims of issue 24, each MET or MISSED with its figure: the step at most 1.5x the
 bare insert (marginal 1.2x), Python CPU per step at most 0.5 ms, 2 workers' steps/s at least 4x

@@ -27,6 +27,8 @@ It measures, in one run:
       tables. Aim: a claim's p95 under 10 ms while the long transaction is open.
 The config root is bench/bench_company/, as for bench/engine.py. On a loaded machine (the workers and
 PostgreSQL share 2 cores here) more workers than cores measure contention, not the engine.
+The helpers both scripts use are tested in bench/engine_bench/tests/ (not under pytest.ini's
+testpaths: run them by path, `.venv/bin/pytest bench/engine_bench/tests`).
 """
 from __future__ import annotations
 
