@@ -5,9 +5,11 @@ from __future__ import annotations
 import cProfile
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from engine_bench.database import Counted, xact_commit
+from engine_bench.figures import paired_ratio
 
 
 def start_runs(config: Any, prefix: str, count: int, steps: int) -> list[str]:
@@ -53,14 +55,22 @@ class InProcess(TypedDict):
     cpu: float
     cpu_marginal: float
     range: tuple[float, float]  # the fastest and slowest round's per_step
+    reference: list[float]  # the reference's seconds per row, one per round (empty without one)
+    ratio: float  # median over rounds of per_step / that round's reference (nan without one)
+    ratio_marginal: float  # the same for the marginal step
 
 
-def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | None) -> InProcess:
-    """(b) time per step, amortized and marginal; (e) commits and statements per step."""
+def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | None,
+               reference: Callable[[], float] | None = None) -> InProcess:
+    """(b) time per step, amortized and marginal; (e) commits and statements per step. With a
+    `reference` (the bare insert: seconds per row), it is measured once a round, before the round's
+    steps in even rounds and after them in odd ones, and the step's ratio to it is taken per round."""
     advance_all(config, start_runs(config, "warm", 20, steps))
     per_step, marginal, commits, commits_marginal, statements, statements_marginal, xacts = [], [], [], [], [], [], []
-    cpu, cpu_marginal = [], []
+    cpu, cpu_marginal, references = [], [], []
     for r in range(rounds):
+        if reference is not None and r % 2 == 0:
+            references.append(reference())
         full_ids = start_runs(config, f"b{r}-full", runs, steps)
         empty_ids = start_runs(config, f"b{r}-empty", runs, 0)
         full, empty = Counted(), Counted()
@@ -85,6 +95,8 @@ def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | N
         statements.append((full.statements + 0.0) / n)
         statements_marginal.append((full.statements - empty.statements) / n)
         xacts.append((x1 - x0 - 2) / n)  # the two xact_commit() reads are transactions too
+        if reference is not None and r % 2 == 1:
+            references.append(reference())
     if profile:
         ids = start_runs(config, "prof", runs, steps)
         profiler = cProfile.Profile()
@@ -103,4 +115,7 @@ def in_process(config: Any, runs: int, steps: int, rounds: int, profile: str | N
         "cpu": statistics.median(cpu),
         "cpu_marginal": statistics.median(cpu_marginal),
         "range": (min(per_step), max(per_step)),
+        "reference": references,
+        "ratio": paired_ratio(per_step, references) if references else float("nan"),
+        "ratio_marginal": paired_ratio(marginal, references) if references else float("nan"),
     }

@@ -10,6 +10,7 @@ from typing import Any
 
 from engine_bench.common import REPO
 from engine_bench.database import xact_commit
+from engine_bench.figures import p95
 
 
 def start_worker(env: dict[str, str], log: Path, workers: int):
@@ -46,12 +47,12 @@ def with_worker(config: Any, runs: int, steps: int) -> dict[str, float]:
             "enqueue_per_s": runs / enqueued, "xacts": (x1 - x0) / (runs * steps)}
 
 
-def queue_before_worker(config: Any, runs: int, steps: int) -> None:
+def queue_before_worker(config: Any, runs: int, steps: int, prefix: str = "q-") -> None:
     """(c2): runs started before any worker is up, so the workers alone set the pace."""
     from runs import services
 
     for i in range(runs):
-        services.start(workflow="steps", input={"n": steps}, started_by="bench", run_id=f"q-{i}", config=config)
+        services.start(workflow="steps", input={"n": steps}, started_by="bench", run_id=f"{prefix}{i}", config=config)
 
 
 def drained_by_worker(runs: int, steps: int) -> dict[str, float]:
@@ -94,5 +95,5 @@ def sleep_resumption(config: Any, runs: int) -> dict[str, float]:
         return output["at"]
 
     delays = sorted(resumed_at(run_id) - until for run_id, until in deadlines.items())
-    return {"p50": statistics.median(delays), "p95": delays[max(0, int(round(0.95 * len(delays))) - 1)],
+    return {"p50": statistics.median(delays), "p95": p95(delays),
             "max": delays[-1], "min": delays[0]}
