@@ -1,6 +1,9 @@
 """Shared fixtures: the example company resolved on in-memory fakes, users, and a drain loop."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
 import pytest
 
 
@@ -25,17 +28,50 @@ def _clean_process_state():
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """A lane of `./test` (scripts/suite_lanes.py) has a test database of its own: SANOMA_TEST_DB_SUFFIX
+    (set by ./test) goes on the end of its name, as pytest-django does for xdist's workers."""
+    import os
+
+    from pytest_django.fixtures import _set_suffix_to_test_databases
+
+    suffix = os.environ.get("SANOMA_TEST_DB_SUFFIX", "")
+    if suffix:
+        _set_suffix_to_test_databases(suffix=suffix)
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """The suite runs as the runtime's role on PostgreSQL: see runs/tests/db_roles_setup.py."""
+    """The suite runs as the runtime's role on PostgreSQL: see runs/tests/db_roles_setup.py. Two
+    pytest processes (./test's lanes) grant the one runtime role one after the other: creating a role
+    in two sessions at once can fail on its name."""
     from runs.tests.db_roles_setup import as_runtime_role
 
-    with as_runtime_role(django_db_blocker):
+    with ExitStack() as roles:
+        with _file_lock("db-roles"):
+            roles.enter_context(as_runtime_role(django_db_blocker))
         yield
     # A credentials watcher (a thread LISTENing on a connection of its own) would keep the test
     # database from being dropped when the session ends: end it first.
     from changes.credentials.runtime import stop_watching
 
     stop_watching()
+
+
+@contextmanager
+def _file_lock(name: str) -> Iterator[None]:
+    """One process at a time in the block, across pytest processes (a lock file under the system's
+    temp folder, released when the block ends or the process dies)."""
+    import fcntl
+    import tempfile
+    from pathlib import Path
+
+    with open(Path(tempfile.gettempdir()) / f"sanoma-tests-{name}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +88,9 @@ def shared_chromium():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Each Chromium journey runs once per `./test`, on one of its two suites: the page a journey
+    """In a lane of `./test` (SANOMA_LANE, scripts/suite_lanes.py), only that lane's tests run.
+
+    Each Chromium journey runs once per `./test`, on one of its two suites: the page a journey
     drives is the same on either database, and the server side of every page runs on both in the
     request tests. Which suite is fixed per test (a hash of its id), so the two suites share the
     journeys about evenly and each suite has journeys on it. A run of pytest on its own (no
@@ -60,6 +98,14 @@ def pytest_collection_modifyitems(config, items):
     import os
     import zlib
 
+    lane = os.environ.get("SANOMA_LANE", "")
+    if lane:
+        from scripts.suite_lanes import split
+
+        kept, other = split(items, lane)
+        if other:
+            config.hook.pytest_deselected(items=other)
+            items[:] = kept
     suite = os.environ.get("SANOMA_SUITE", "")
     if suite not in ("sqlite", "postgresql"):
         return
