@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/scale_history.py                      # SQLite in a fresh folder
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/sanoma_bench_history .venv/bin/python bench/scale_history.py
-    ... --quick                 # rounds 1, 100 and 1,000 only
+    ... --quick                 # rounds up to 1,000 only
+    ... --sizes 1,1000          # these rounds only
+    ... --profile FILE          # also cProfile the wakes at the last size into FILE (pstats)
 
 On PostgreSQL the database named is DROPPED and made again: give it one of its own.
 
@@ -20,6 +22,7 @@ ledger records, as the engine writes them); the rounds after them go through the
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
 import statistics
 import sys
@@ -56,7 +59,7 @@ from runs import services  # noqa: E402
 from runs.authoring import SanomaConfig  # noqa: E402
 from runs.config.registry import set_config  # noqa: E402
 from runs.config.resolution import ResolvedConfig, load_config, resolve_config  # noqa: E402
-from runs.engine.advance import advance  # noqa: E402
+from runs.engine.advance import Advanced, advance  # noqa: E402
 from runs.engine.history import load_steps  # noqa: E402
 from runs.models import Run  # noqa: E402
 from runs.testing import make_user  # noqa: E402
@@ -88,18 +91,22 @@ def started(config: ResolvedConfig, workflow: str, prefix: str, rounds: int, eve
     return run_id
 
 
-def wake(config: ResolvedConfig, run_id: str, n: int) -> str:
+def wake(config: ResolvedConfig, run_id: str, n: int) -> Advanced:
     services.send_message(run_id=run_id, topic="tick", payload={"n": 1}, message_id=f"w{n}", by="bench")
     return advance(run_id, worker_id=WORKER, config=config)
 
 
-def wakes(config: ResolvedConfig, run_id: str, count: int) -> float:
+def wakes(config: ResolvedConfig, run_id: str, count: int, profile: cProfile.Profile | None = None) -> float:
     """The median seconds of `count` wakes, each a message sent and the run advanced to its next wait."""
     seconds = []
     for n in range(count):
         services.send_message(run_id=run_id, topic="tick", payload={"n": 1}, message_id=f"m{n}", by="bench")
         begun = time.perf_counter()
+        if profile is not None:
+            profile.enable()
         outcome = advance(run_id, worker_id=WORKER, config=config)
+        if profile is not None:
+            profile.disable()
         seconds.append(time.perf_counter() - begun)
         if outcome != "waiting":
             raise SystemExit(f"run {run_id} did not wait again after its message: {outcome}")
@@ -122,25 +129,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="rounds 1, 100 and 1,000 only")
     parser.add_argument("--wakes", type=int, default=5, help="wakes measured at each size (median)")
+    parser.add_argument("--sizes", help="the rounds to measure, comma-separated")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the wakes at the last size into FILE")
     options = parser.parse_args()
     call_command("migrate", verbosity=0)
     make_user("bench", perms=["runs.start_workflow"])
     config = bench_config()
     set_config(config)
-    sizes = (1, 5, 50, 100, 500, 1000) if options.quick else (1, 5, 50, 100, 500, 1000, 5000, 10000)
+    sizes: tuple[int, ...] = (1, 5, 50, 100, 500, 1000) if options.quick else (1, 5, 50, 100, 500, 1000, 5000, 10000)
+    if options.sizes:
+        sizes = tuple(int(size) for size in options.sizes.split(","))
+    profile = cProfile.Profile() if options.profile else None
     print(f"database: {connection.vendor}; {options.wakes} wakes a size (median); loaded machine", flush=True)
     print("(1) loop: a message a round; wake = send, then advance to the next wait", flush=True)
     found: dict[int, float] = {}
     for rounds in sizes:
         run_id = started(config, "loop", "loop", rounds)
-        found[rounds] = wakes(config, run_id, options.wakes)
+        found[rounds] = wakes(config, run_id, options.wakes, profile if rounds == sizes[-1] else None)
         steps = 2 * (rounds - 1)
         print(f"  round {rounds:>6,} ({steps:>6,} steps replayed): wake {found[rounds] * 1000:8.2f} ms, "
               f"history load {loading(run_id) * 1000:7.2f} ms", flush=True)
+    if len(sizes) < 2:
+        return
     print("(2) replay per recorded step: (wake at round r - wake at round 1) / steps more", flush=True)
     for rounds in sizes[1:]:
         steps = 2 * (rounds - 1)
         print(f"  {steps:>6,} steps: {(found[rounds] - found[1]) * 1e6 / steps:7.1f} µs a step", flush=True)
+    if profile is not None:
+        profile.dump_stats(options.profile)
+        print(f"  profile of the wakes at round {sizes[-1]:,}: {options.profile}", flush=True)
     if hasattr(loops, "relay"):
         print("(3) relay: the same loop, continue_as_new every 100 rounds (through the engine)", flush=True)
         for rounds in (1, 1000) if options.quick else (1, 1000, 10000):
