@@ -39,23 +39,35 @@ def relay_run(ctx: Any, input: LoopInput) -> dict[str, int]:
 loop = define_workflow(name="loop", title="A message a round", input=LoopInput, uses=["wait_message"], run=loop_run)
 
 
-def grow(run_id: str, rounds: int, *, app: str) -> None:
-    """Record `rounds` rounds of `loop` for a run that has recorded none: steps 1..2*rounds."""
+def grow(run_id: str, rounds: int, *, app: str, every: int = 0) -> None:
+    """Record `rounds` rounds for a `loop` run (or a `relay` run continuing as new `every` rounds)
+    that has recorded none: the steps, messages read and ledger records the engine would write."""
     from django.db import transaction
 
     from runs import ledger
     from runs.engine import clock
-    from runs.models import LedgerKind, Run, RunMessage, Step, StepKind
+    from runs.models import LedgerKind, LedgerRecord, Run, RunMessage, Step, StepKind
 
     run = Run.objects.get(pk=run_id)
     now = clock.now()
     steps: list[Step] = []
     messages: list[RunMessage] = []
-    records = []
+    records: list[LedgerRecord] = []
+    seq, total, left, generation = 0, 0, LoopInput.model_validate(run.input).rounds, 1
     for r in range(rounds):
-        wait, read = 2 * r + 1, 2 * r + 2
+        if every and r and r % every == 0:  # the relay continues as new before its next wait
+            seq += 1
+            generation += 1
+            left -= every
+            body = {"input": {"rounds": left, "total": total, "every": every}, "generation": generation}
+            steps.append(Step(run=run, seq=seq, kind=StepKind.CONTINUE, name="", output=body, next_seq=seq + 1,
+                              created_at=now))
+            records.append(ledger.build(run, kind=LedgerKind.RUN_CONTINUED, seq=seq, app=app, body=body))
+        wait, read = seq + 1, seq + 2
+        seq = read
         message_id = f"{run_id}-m{r}"
         payload = {"n": 1}
+        total += 1
         steps.append(Step(run=run, seq=wait, kind=StepKind.WAIT, name="tick", output={"topic": "tick", "until": None},
                           next_seq=wait + 1, created_at=now))
         steps.append(Step(run=run, seq=read, kind=StepKind.MESSAGE, name="tick",
