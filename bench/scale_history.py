@@ -11,9 +11,10 @@ On PostgreSQL the database named is DROPPED and made again: give it one of its o
 (1) the wake of `loop` (a workflow that waits for a message each round, two recorded steps a round)
     after 1, 100, 1,000 and 10,000 rounds: a message sent, then the run advanced in this process
     (claim, load its history, replay it, read the message, record the next wait, suspend); the
-    median of a few wakes, and the history load alone;
-(2) replay per recorded step, for runs of 10 to 20,000 steps: the wake less the wake at round 1,
-    over the steps it replayed more;
+    median of a few wakes, wall and this process's CPU (a loaded machine moves the wall time far
+    more), and the history load alone (CPU);
+(2) replay per recorded step, for runs of 10 to 20,000 steps: the wake's CPU less the wake's CPU
+    at round 1, over the steps it replayed more;
 (3) `relay`, the same loop calling `ctx.continue_as_new` every 100 rounds: its wake after 1, 1,000
     and 10,000 rounds (the history before its last continuation is kept but no longer replayed).
 The long histories are written at once (`history_bench.loop.grow`: steps, continuations, messages
@@ -88,32 +89,35 @@ def started(config: ResolvedConfig, workflow: str, prefix: str, rounds: int, eve
     return run_id
 
 
-def wakes(config: ResolvedConfig, run_id: str, count: int, profile: cProfile.Profile | None = None) -> float:
-    """The median seconds of `count` wakes, each a message sent and the run advanced to its next wait."""
-    seconds = []
+def wakes(config: ResolvedConfig, run_id: str, count: int,
+          profile: cProfile.Profile | None = None) -> tuple[float, float]:
+    """The median seconds of `count` wakes, each a message sent and the run advanced to its next
+    wait: wall, and this process's CPU (what a loaded machine moves less)."""
+    seconds, cpu = [], []
     for n in range(count):
         services.send_message(run_id=run_id, topic="tick", payload={"n": 1}, message_id=f"m{n}", by="bench")
-        begun = time.perf_counter()
+        begun, begun_cpu = time.perf_counter(), time.process_time()
         if profile is not None:
             profile.enable()
         outcome = advance(run_id, worker_id=WORKER, config=config)
         if profile is not None:
             profile.disable()
         seconds.append(time.perf_counter() - begun)
+        cpu.append(time.process_time() - begun_cpu)
         if outcome != "waiting":
             raise SystemExit(f"run {run_id} did not wait again after its message: {outcome}")
     OrmQ.objects.all().delete()  # no cluster runs here: advance() is called directly
-    return statistics.median(seconds)
+    return statistics.median(seconds), statistics.median(cpu)
 
 
 def loading(run_id: str, count: int = 5) -> float:
-    """The median seconds to load the run's history as an advance does."""
+    """The median CPU seconds (this process) to load the run's history as an advance does."""
     run = Run.objects.get(pk=run_id)
     seconds = []
     for _ in range(count):
-        begun = time.perf_counter()
+        begun = time.process_time()
         load_steps(run)
-        seconds.append(time.perf_counter() - begun)
+        seconds.append(time.process_time() - begun)
     return statistics.median(seconds)
 
 
@@ -137,13 +141,13 @@ def main() -> None:
     found: dict[int, float] = {}
     for rounds in sizes:
         run_id = started(config, "loop", "loop", rounds)
-        found[rounds] = wakes(config, run_id, options.wakes, profile if rounds == sizes[-1] else None)
+        wall, found[rounds] = wakes(config, run_id, options.wakes, profile if rounds == sizes[-1] else None)
         steps = 2 * (rounds - 1)
-        print(f"  round {rounds:>6,} ({steps:>6,} steps replayed): wake {found[rounds] * 1000:8.2f} ms, "
-              f"history load {loading(run_id) * 1000:7.2f} ms", flush=True)
+        print(f"  round {rounds:>6,} ({steps:>6,} steps replayed): wake {wall * 1000:8.2f} ms wall, "
+              f"{found[rounds] * 1000:7.2f} ms CPU; history load {loading(run_id) * 1000:7.2f} ms CPU", flush=True)
     if len(sizes) < 2:
         return
-    print("(2) replay per recorded step: (wake at round r - wake at round 1) / steps more", flush=True)
+    print("(2) replay per recorded step: (wake CPU at round r - at round 1) / steps more", flush=True)
     for rounds in sizes[1:]:
         steps = 2 * (rounds - 1)
         print(f"  {steps:>6,} steps: {(found[rounds] - found[1]) * 1e6 / steps:7.1f} µs a step", flush=True)
@@ -153,8 +157,9 @@ def main() -> None:
     print("(3) relay: the same loop, continue_as_new every 100 rounds", flush=True)
     for rounds in (1, 1000) if options.quick else (1, 1000, 10000):
         run_id = started(config, "relay", "relay", rounds, every=100)
-        print(f"  round {rounds:>6,}: wake {wakes(config, run_id, options.wakes) * 1000:8.2f} ms, "
-              f"history load {loading(run_id) * 1000:7.2f} ms "
+        wall, cpu = wakes(config, run_id, options.wakes)
+        print(f"  round {rounds:>6,}: wake {wall * 1000:8.2f} ms wall, {cpu * 1000:7.2f} ms CPU; "
+              f"history load {loading(run_id) * 1000:7.2f} ms CPU "
               f"({len(load_steps(Run.objects.get(pk=run_id)))} steps replayed)", flush=True)
 
 
