@@ -5,6 +5,7 @@
     ... --quick                 # rounds up to 1,000 only
     ... --sizes 1,1000          # these rounds only
     ... --profile FILE          # also cProfile the wakes at the last size into FILE (pstats)
+    ... --model-rows            # replay model instances, as before replay read rows (to compare)
 
 On PostgreSQL the database named is DROPPED and made again: give it one of its own.
 
@@ -60,6 +61,7 @@ from runs import services  # noqa: E402
 from runs.authoring import SanomaConfig  # noqa: E402
 from runs.config.registry import set_config  # noqa: E402
 from runs.config.resolution import ResolvedConfig, load_config, resolve_config  # noqa: E402
+from runs.engine import history  # noqa: E402
 from runs.engine.advance import advance  # noqa: E402
 from runs.engine.history import load_steps  # noqa: E402
 from runs.models import Run  # noqa: E402
@@ -127,7 +129,14 @@ def main() -> None:
     parser.add_argument("--wakes", type=int, default=5, help="wakes measured at each size (median)")
     parser.add_argument("--sizes", help="the rounds to measure, comma-separated")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the wakes at the last size into FILE")
+    parser.add_argument("--model-rows", action="store_true",
+                        help="replay Step model instances, as the engine did before it read rows (to compare)")
     options = parser.parse_args()
+    if options.model_rows:
+        def load_models(run: Run) -> history.History:
+            return history.current(run.input, {step.seq: step for step in run.steps.all()})
+
+        history.load = load_models  # the comparison only
     call_command("migrate", verbosity=0)
     make_user("bench", perms=["runs.start_workflow"])
     config = bench_config()
@@ -136,7 +145,8 @@ def main() -> None:
     if options.sizes:
         sizes = tuple(int(size) for size in options.sizes.split(","))
     profile = cProfile.Profile() if options.profile else None
-    print(f"database: {connection.vendor}; {options.wakes} wakes a size (median); loaded machine", flush=True)
+    print(f"database: {connection.vendor}; {options.wakes} wakes a size (median); loaded machine"
+          f"{'; replaying Step model instances (as before)' if options.model_rows else ''}", flush=True)
     print("(1) loop: a message a round; wake = send, then advance to the next wait", flush=True)
     found: dict[int, float] = {}
     for rounds in sizes:
