@@ -170,7 +170,7 @@ def main() -> None:
         wall, cpu = wakes(config, run_id, options.wakes)
         print(f"  round {rounds:>6,}: wake {wall * 1000:8.2f} ms wall, {cpu * 1000:7.2f} ms CPU; "
               f"history load {loading(run_id) * 1000:7.2f} ms CPU "
-              f"({len(load_steps(Run.objects.get(pk=run_id)))} steps replayed)", flush=True)
+              f"({len(load_steps(Run.objects.get(pk=run_id)))} steps in its generation)", flush=True)
 
 
 if __name__ == "__main__":
