@@ -14,6 +14,7 @@ generations, so every record keeps its one place in the run's history.
 """
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 
 # The columns replay reads, in this order.
 COLUMNS = ("seq", "kind", "name", "output", "error", "next_seq")
+# A history longer than this is built with the garbage collector paused (see `load`).
+GC_PAUSE_ROWS = 1000
 
 
 class Replayed(Protocol):
@@ -92,10 +95,20 @@ def load(run: Run) -> History:
             f"COALESCE((SELECT seq FROM {table} WHERE run_id = %s AND kind = %s ORDER BY seq DESC LIMIT 1), 0) "
             "ORDER BY seq", [run.pk, run.pk, StepKind.CONTINUE.value])
         rows = cursor.fetchall()
-    outputs = _decoded([row[3] for row in rows])
-    steps: dict[int, Replayed] = {
-        seq: RecordedStep(seq, kind, name, output, _json(error) if error is not None else None, next_seq)
-        for (seq, kind, name, _, error, next_seq), output in zip(rows, outputs, strict=True)}
+    # Building many objects at once sets the garbage collector walking them all, again and again,
+    # though none is garbage: a long history is built with it paused (measured: 135 -> 56 ms of CPU
+    # for 20,000 steps).
+    paused = len(rows) > GC_PAUSE_ROWS and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        outputs = _decoded([row[3] for row in rows])
+        steps: dict[int, Replayed] = {
+            seq: RecordedStep(seq, kind, name, output, _json(error) if error is not None else None, next_seq)
+            for (seq, kind, name, _, error, next_seq), output in zip(rows, outputs, strict=True)}
+    finally:
+        if paused:
+            gc.enable()
     return current(run.input, steps)
 
 

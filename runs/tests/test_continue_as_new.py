@@ -207,3 +207,21 @@ def test_the_outline_and_the_lint_accept_it(tmp_path):
 
         loop = define_workflow(name="loop", run=run)
         ''') == []
+
+
+def test_a_long_history_is_built_with_the_collector_paused_and_it_is_on_again_after(engine_for, monkeypatch):
+    import gc
+
+    engine = engine_for(define_workflow(name="tally", input=Tally, uses=["wait_message"], run=tally))
+    run = engine.run("tally", {"rounds": 3, "every": 99})
+    send(run, 2, "a")
+    engine.drain()
+    short = history.load(run)
+    monkeypatch.setattr(history, "GC_PAUSE_ROWS", 0)
+    seen = []
+    monkeypatch.setattr(history, "_decoded", lambda values: seen.append(gc.isenabled()) or [
+        history._json(v) for v in values])
+    long = history.load(run)
+    assert seen == [False] and gc.isenabled()
+    assert {seq: (s.kind, s.output) for seq, s in long.steps.items()} == {
+        seq: (s.kind, s.output) for seq, s in short.steps.items()}
