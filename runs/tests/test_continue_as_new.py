@@ -219,8 +219,12 @@ def test_a_long_history_is_built_with_the_collector_paused_and_it_is_on_again_af
     short = history.load(run)
     monkeypatch.setattr(history, "GC_PAUSE_ROWS", 0)
     seen = []
-    monkeypatch.setattr(history, "_decoded", lambda values: seen.append(gc.isenabled()) or [
-        history._json(v) for v in values])
+
+    def decoded(values):
+        seen.append(gc.isenabled())
+        return [history._json(v) for v in values]
+
+    monkeypatch.setattr(history, "_decoded", decoded)
     long = history.load(run)
     assert seen == [False] and gc.isenabled()
     assert {seq: (s.kind, s.output) for seq, s in long.steps.items()} == {
