@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, NoReturn, Protocol, TypeVar, overload
 
 from pydantic import BaseModel
 
@@ -112,6 +112,11 @@ class Ctx(Protocol):
     def patched(self, name: str) -> bool:
         """True for a run that reaches this point on code with the patch `name` (recorded), False for
         a run recorded before it: `if ctx.patched("name"): new path, else: old path`."""
+        ...
+
+    def continue_as_new(self, input: Mapping[str, Any] | BaseModel | None = None) -> NoReturn:
+        """Start this run afresh with `input`: the body runs again from the top, in the same run
+        (same id, ledger and page); the steps so far are kept but never replayed again."""
         ...
 
     def sleep(self, until: datetime | str | int | None = None, *, ms: float = 0, seconds: float = 0,

@@ -90,6 +90,7 @@ class StepKind(models.TextChoices):
     RUN_END = "run_end"  # how the child ended, as the wait read it (or its `wait_timed_out`)
     TAG = "tag"  # ctx.tag: the business keys the run was tagged with
     PATCH = "patch"  # ctx.patched: whether the run took a patch's new path (True) or the old one
+    CONTINUE = "continue"  # ctx.continue_as_new: the run starts afresh with this input; replay starts here
 
 
 class Step(models.Model):
@@ -264,6 +265,7 @@ class LedgerKind(models.TextChoices):
     RUN_PINNED = "run.pinned"  # a deploy could not prove the run on new code: it stays on its version, and why
     APPROVAL_RELEASED = "approval.released"  # a new policy allows a held call: its approval is no longer needed
     APPROVAL_REASSIGNED = "approval.reassigned"  # a new policy holds a call for another approver
+    RUN_CONTINUED = "run.continued"  # ctx.continue_as_new: the run starts afresh (its new input, generation)
 
 
 class LedgerRecord(models.Model):

@@ -18,8 +18,8 @@ from connectors.resources import ResourceType
 # `ctx.<vendor>` reaches a connector, so a vendor may not be named like a member of `ctx` itself:
 # `ctx.all` would be the built-in, never the vendor. A test keeps this list in step with `ctx`.
 # Names `ctx` gives to its built-ins, and `data`, the built-in vendor of the company's collections.
-RESERVED_VENDOR_NAMES = ("all", "approval", "data", "now", "patched", "run_id", "sleep", "start_run", "tag",
-                         "wait_message", "wait_run")
+RESERVED_VENDOR_NAMES = ("all", "approval", "continue_as_new", "data", "now", "patched", "run_id", "sleep",
+                         "start_run", "tag", "wait_message", "wait_run")
 
 
 _SVG = re.compile(r"^\s*<svg[\s>].*</svg>\s*$", re.DOTALL)

@@ -48,6 +48,8 @@ def timeline_row(record: dict[str, Any]) -> dict[str, Any]:
                            moment(record.get("next_at"), ago=False))
     elif kind == "message.received":
         what = f"on “{record.get('topic')}” from {record.get('by')}"
+    elif kind == "run.continued":
+        what = f"continued as new: generation {record.get('generation')}; the steps before are no longer replayed"
     elif kind in ("run.child_started", "run.child_ended"):
         what = format_html("{} {}", run_link(record.get("child", "")), record.get("workflow") or record.get("status"))
     elif kind == "run.cancelled":

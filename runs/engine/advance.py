@@ -22,7 +22,7 @@ from runs import ledger
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.versioning import version_of
-from runs.engine import clock, faults, pauses, reconnect, transitions
+from runs.engine import clock, faults, history, pauses, reconnect, transitions
 from runs.engine.context import RunContext
 from runs.engine.faults import FaultPoint
 from runs.engine.segment import Segment
@@ -110,26 +110,31 @@ def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_a
         missing = SanomaError(f"Workflow {run.workflow} is not in {config.version}", code=RunCode.WORKFLOW_NOT_FOUND,
                               data={"workflow": run.workflow, "version": config.version})
         return _fail(run, worker_id, config, missing, seq=1, deadline=deadline)
-    segment = Segment(run=run, config=config, worker_id=worker_id, steps={s.seq: s for s in run.steps.all()},
-                      segment_seconds=settings.SANOMA_SEGMENT_SECONDS)
+    # Only the run's current generation is replayed: what follows its latest ctx.continue_as_new.
+    recorded = history.load(run)
+    segment = Segment(run=run, config=config, worker_id=worker_id, steps=recorded.steps, base=recorded.base,
+                      generation=recorded.generation, segment_seconds=settings.SANOMA_SEGMENT_SECONDS)
     ctx = RunContext(
         segment,
         definition=definition,
-        approvals=list(Approval.objects.filter(run=run)) if run.has_approvals else [],
+        approvals=list(Approval.objects.filter(run=run, seq__gt=recorded.base)) if run.has_approvals else [],
         messages=(list(DecisionMessage.objects.filter(approval__run=run, applied=False).order_by("id"))
                   if run.has_approvals else []),
-        attempts=(list(LedgerRecord.objects.filter(run_id=run.pk, kind__in=CALL_HISTORY_KINDS))
-                  if run.has_retries else []),
+        attempts=(list(LedgerRecord.objects.filter(run_id=run.pk, kind__in=CALL_HISTORY_KINDS,
+                                                   seq__gt=recorded.base)) if run.has_retries else []),
     )
     deadline = segment.write_deadline
-    try:
+
+    def parsed(input: Any) -> Any:
         try:
-            payload = definition.input.model_validate(run.input)
+            return definition.input.model_validate(input)
         except ValidationError as err:
             issues = issues_of(err)
             raise InvalidInput(f"The input does not match {definition.name}'s schema: {describe_issues(issues)}",
                                data={"issues": issues}) from None
-        output = definition.run(ctx, payload)
+
+    try:
+        output = history.run_generations(segment, recorded.input, lambda payload: definition.run(ctx, payload), parsed)
     except Suspend as suspension:
         segment.close()
         return _suspend(run, worker_id, segment.signal_gen, suspension, deadline=deadline)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, error_code, input_issue
 from runs.config.resolution import ResolvedConfig
+from runs.engine import history
 from runs.engine.context import RunContext
 from runs.engine.recorded import Recorded
 from runs.engine.segment import DrySegment
@@ -39,13 +40,15 @@ def check_fork(*, source: Run, from_step: int, config: ResolvedConfig) -> list[i
         raise _refused(f"Run {source.id} has no step {from_step}; its steps are {shown}",
                        steps=sorted(recorded))
     reused = {seq: step for seq, step in recorded.items() if seq < from_step}
+    # The fork replays as its run will: from the latest ctx.continue_as_new before `from_step`, if any.
+    current = history.current(source.input, reused)
     try:
-        payload = definition.input.model_validate(source.input)
+        payload = definition.input.model_validate(current.input)
     except Exception as err:
         raise _refused(f"Run {source.id}'s input no longer matches {definition.name}'s schema: {err}") from None
-    approvals = list(Approval.objects.filter(run=source, seq__lt=from_step))
+    approvals = list(Approval.objects.filter(run=source, seq__gt=current.base, seq__lt=from_step))
     begun = Recorded(run=source, steps=reused, approvals=approvals).pending()
-    segment = DrySegment(run=source, config=config, steps=reused, until=from_step,
+    segment = DrySegment(run=source, config=config, steps=dict(current.steps), until=from_step, base=current.base,
                          pending={seq: what for seq, what in begun.items() if seq < from_step})
     ctx = RunContext(segment, definition=definition, approvals=approvals)
     try:

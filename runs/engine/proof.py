@@ -100,8 +100,9 @@ def prove_recorded(*, recorded: Recorded, config: ResolvedConfig) -> Proof:
     definition = config.workflows.get(run.workflow)
     if definition is None:
         return outcome(f"workflow {run.workflow} is not in the new code")
+    current = recorded.generation()  # a run that continued as new replays from its latest continue step
     try:
-        payload = definition.input.model_validate(run.input)
+        payload = definition.input.model_validate(current.input)
     except ValidationError as err:
         return outcome(f"the run's input no longer matches {run.workflow}'s schema: {describe_issues(issues_of(err))}")
     pending = recorded.pending()
@@ -110,12 +111,14 @@ def prove_recorded(*, recorded: Recorded, config: ResolvedConfig) -> Proof:
     parked = min((seq for seq, (kind, _) in pending.items() if kind == StepKind.CALL and seq not in recorded.steps),
                  default=frontier)
     ended = run.status in ENDED_STATUSES
-    segment = DrySegment(run=run, config=config, steps=dict(recorded.steps), until=frontier, pending=pending,
-                         groups=recorded.groups)
-    ctx = RunContext(segment, definition=definition, approvals=recorded.approvals, attempts=recorded.records)
+    segment = DrySegment(run=run, config=config, steps=dict(current.steps), until=frontier, pending=pending,
+                         groups=recorded.groups, base=current.base)
+    ctx = RunContext(segment, definition=definition,
+                     approvals=[a for a in recorded.approvals if a.seq > current.base],
+                     attempts=[r for r in recorded.records if r.seq > current.base])
 
     def replayed(upto: int) -> int:
-        return sum(1 for seq in recorded.steps if seq < upto)
+        return sum(1 for seq in current.steps if seq < upto)
 
     try:
         definition.run(ctx, payload)

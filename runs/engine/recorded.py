@@ -1,7 +1,8 @@
 """A run's record, as a dry replay reads it: its steps, its approvals, the calls it began.
 
 `load_records` reads the record of many runs in a few queries (one per table per batch), for
-proving every parked run at a deploy. `Recorded.as_json` / `Recorded.from_json` are the fixture
+proving every parked run at a deploy: of a run that continued as new, the steps of its current
+generation only (`runs.engine.history`). `Recorded.as_json` / `Recorded.from_json` are the fixture
 format `manage.py replay --export` writes and `--fixtures` proves: a company's CI replays its runs'
 records against every edit without their database. Nothing here writes.
 """
@@ -12,6 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
+from runs.engine import history
+from runs.engine.history import History
 from runs.engine.segment import APPROVAL, HOLD
 from runs.models import Approval, LedgerKind, LedgerRecord, Run, Step, StepKind
 
@@ -46,13 +52,23 @@ class Recorded:
     records: list[LedgerRecord] = field(default_factory=list)
     groups: dict[int, dict[str, Any] | None] = field(default_factory=dict)
 
+    def generation(self) -> History:
+        """What a replay of the run reads: its current generation (after its latest
+        `ctx.continue_as_new`, if any), with that generation's input."""
+        return history.current(self.run.input, self.steps)
+
     def pending(self) -> dict[int, tuple[str, str]]:
-        """What the run began at a seq and has no step for (see `runs.engine.segment.DrySegment`)."""
+        """What the run's current generation began at a seq and has no step for (see
+        `runs.engine.segment.DrySegment`)."""
+        base = self.generation().base
         begun: dict[int, tuple[str, str]] = {}
         for record in self.records:
-            if record.kind in BEGUN_KINDS and record.seq not in self.steps and record.body.get("op"):
+            if (record.kind in BEGUN_KINDS and record.seq > base and record.seq not in self.steps
+                    and record.body.get("op")):
                 begun[record.seq] = (StepKind.CALL, record.body["op"])
         for approval in self.approvals:
+            if approval.seq <= base:
+                continue  # asked before the run continued as new
             if approval.op_seq is not None:
                 begun[approval.seq] = (HOLD, approval.op)
                 if approval.op_seq not in self.steps:
@@ -122,7 +138,10 @@ def load_records(runs: Iterable[Run]) -> list[Recorded]:
 def _load_batch(runs: Sequence[Run]) -> list[Recorded]:
     ids = [run.pk for run in runs]
     steps: dict[str, dict[int, Step]] = {run_id: {} for run_id in ids}
-    for step in Step.objects.filter(run_id__in=ids).only("run_id", *STEP_FIELDS):
+    # Each run's current generation: its latest continue step and those after it (a replay reads no more).
+    last = (Step.objects.filter(run_id=OuterRef("run_id"), kind=StepKind.CONTINUE).order_by("-seq")
+            .values("seq")[:1])
+    for step in Step.objects.filter(run_id__in=ids, seq__gte=Coalesce(Subquery(last), 0)).only("run_id", *STEP_FIELDS):
         steps[step.run_id][step.seq] = step
     approvals: dict[str, list[Approval]] = {run_id: [] for run_id in ids}
     for approval in Approval.objects.filter(run_id__in=ids).order_by("seq"):

@@ -24,6 +24,7 @@ from runs.approvals.permissions import grant_approver
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
 from runs.engine.faults import FaultPoint
+from runs.engine.history import Replayed
 from runs.engine.stops import Cancelled, Diverged, LeaseLost, ReachedStep, Suspend
 from runs.engine.transitions import LeaseCheck
 from runs.errors import RunCode
@@ -76,13 +77,16 @@ class Checkpoint:
 class Segment:
     """One advance of one run: its step counter, its recorded steps, its lease, its writes."""
 
-    def __init__(self, *, run: Run, config: ResolvedConfig, worker_id: str, steps: dict[int, Step],
-                 segment_seconds: float, replay_until: int | None = None) -> None:
+    def __init__(self, *, run: Run, config: ResolvedConfig, worker_id: str, steps: dict[int, Replayed],
+                 segment_seconds: float, replay_until: int | None = None, base: int = 0, generation: int = 1) -> None:
         self.run = run
         self.config = config
         self.worker_id = worker_id
+        # The steps of the run's current generation: those after its latest `continue` step (`base`).
         self.steps = steps
-        self.next_seq = 1
+        self.base = base
+        self.generation = generation
+        self.next_seq = base + 1
         # A dry replay (checking a fork) stops as the body reaches this step: nothing is written.
         self.replay_until = replay_until
         # The fan-out `ctx.all` is in (its records carry it), or None.
@@ -115,7 +119,14 @@ class Segment:
         """Go on after `seq` (a step taken out of order: an approval a policy asked)."""
         self.next_seq = max(self.next_seq, seq + 1)
 
-    def replayed(self, seq: int, kind: str, name: str) -> Step | None:
+    def begin_generation(self, seq: int, generation: int) -> None:
+        """The body continued as new at `seq` (`runs.engine.history`): it starts again after it."""
+        self.steps = {}
+        self.base = seq
+        self.generation = generation
+        self.next_seq = seq + 1
+
+    def replayed(self, seq: int, kind: str, name: str) -> Replayed | None:
         """The recorded step `seq`, if any; one of another kind or name means the code changed."""
         step = self.steps.get(seq)
         if step is not None and (step.kind != kind or step.name != name):
@@ -331,11 +342,11 @@ class DrySegment(Segment):
     `ctx.all` group its records carry) is checked where known: a changed fan-out diverges too.
     """
 
-    def __init__(self, *, run: Run, config: ResolvedConfig, steps: dict[int, Step], until: int,
+    def __init__(self, *, run: Run, config: ResolvedConfig, steps: dict[int, Replayed], until: int,
                  pending: dict[int, tuple[str, str]] | None = None,
-                 groups: dict[int, dict[str, Any] | None] | None = None) -> None:
+                 groups: dict[int, dict[str, Any] | None] | None = None, base: int = 0) -> None:
         super().__init__(run=run, config=config, worker_id="dry-replay", steps=steps, segment_seconds=86400.0,
-                         replay_until=until)
+                         replay_until=until, base=base)
         self.pending = pending or {}
         self.groups = groups or {}
         self._group_sizes = {g["id"]: g["size"] for g in self.groups.values() if g}
@@ -347,7 +358,7 @@ class DrySegment(Segment):
             self._check_group_size(self.next_seq, "goes on")
             raise
 
-    def replayed(self, seq: int, kind: str, name: str) -> Step | None:
+    def replayed(self, seq: int, kind: str, name: str) -> Replayed | None:
         step = self.steps.get(seq)
         was = (step.kind, step.name) if step is not None else self.pending.get(seq)
         now = shown(kind, name, self.group)

@@ -41,11 +41,11 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F, Q
 
-from runs.engine import clock
+from runs.engine import clock, history
 from runs.engine.dispatch import enqueue
 from runs.ledger import record_id
 from runs.ledger_chain import prepare as ledger_prepare
-from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus, Step
+from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
 
@@ -115,12 +115,13 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
     """queued (or running with an expired lease) -> running, held by `worker_id`, when the run's
     version is one of `versions` (the worker's workflow versions); the run, or None.
 
-    On PostgreSQL the claimed run comes with its recorded steps, read in the claim's transaction:
-    the run's `steps` are prefetched (`run.steps.all()` makes no query), one transaction instead
-    of two. They are read by a second statement, after the claim holds the run row's lock: every
-    step write holds that lock until it commits (the ledger's chain trigger takes it, and a write
-    without a record renews the lease), so a step an earlier holder was still writing when the
-    claim waited for the lock is read too, as it was when the load came after the claim."""
+    On PostgreSQL the claimed run comes with the history an advance replays (its current
+    generation's steps, `runs.engine.history.load`), read in the claim's transaction: one
+    transaction instead of two. It is read by a second statement, after the claim holds the run
+    row's lock: every step write holds that lock until it commits (the ledger's chain trigger takes
+    it, and a write without a record renews the lease), so a step an earlier holder was still
+    writing when the claim waited for the lock is read too, as it was when the load came after the
+    claim."""
     if one_statement():  # the claim returns the row: no read of it after
         with transaction.atomic():
             claimed = list(Run.objects.raw(_CLAIM_SQL, [
@@ -129,7 +130,7 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
             if not claimed:
                 return None
             run = claimed[0]
-            _prefetch_steps(run, list(Step.objects.filter(run_id=run.pk).order_by("seq")))
+            run._claimed_history = history.load(run)  # type: ignore[attr-defined]  # see claimed_history
         return run
     updated = (
         Run.objects.filter(pk=run_id, app_version__in=list(versions), status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
@@ -140,21 +141,10 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
     return Run.objects.get(pk=run_id) if updated else None
 
 
-def claimed_steps(run: Run) -> list[Step] | None:
-    """The recorded steps the claim read with `run` (in seq order), or None when it read none
-    (SQLite, or a run not from `claim`): whoever loads the history may use them instead of a read."""
-    cached = getattr(run, "_prefetched_objects_cache", {}).get("steps")
-    return None if cached is None else list(cached)
-
-
-def _prefetch_steps(run: Run, steps: list[Step]) -> None:
-    """Put the steps the claim read where `run.steps.all()` finds them, as `prefetch_related` does."""
-    for step in steps:
-        step.run = run
-    cached = run.steps.get_queryset()  # the manager's queryset, before anything is cached
-    cached._result_cache = steps
-    cached._prefetch_done = True  # type: ignore[attr-defined]  # private to Django, not in django-stubs
-    run._prefetched_objects_cache = {"steps": cached}  # type: ignore[attr-defined]  # as prefetch_related sets it
+def claimed_history(run: Run) -> history.History | None:
+    """The history the claim read with `run`, or None when it read none (SQLite, or a run not from
+    `claim`): `history.load` hands it over instead of reading again."""
+    return getattr(run, "_claimed_history", None)
 
 
 # ---- holding the lease ----------------------------------------------------------------------

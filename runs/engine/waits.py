@@ -13,6 +13,7 @@ from typing import Any
 from connectors.errors import SanomaError, error_from_dict, error_to_dict
 from runs.engine import children, clock
 from runs.engine.faults import FaultPoint
+from runs.engine.history import Replayed
 from runs.engine.segment import Checkpoint, Segment
 from runs.engine.stops import Suspend
 from runs.errors import RunCode
@@ -20,13 +21,13 @@ from runs.models import ENDED_STATUSES, LedgerKind, Run, RunMessage, RunStatus, 
 
 
 def wait_steps(segment: Segment, kind: StepKind, end_kind: StepKind, name: str, timeout_ms: int | None,
-               began_with: dict[str, Any], *, read: Callable[[int, int | None], Step],
-               first: Callable[[], None] | None = None) -> Step:
+               began_with: dict[str, Any], *, read: Callable[[int, int | None], Replayed],
+               first: Callable[[], None] | None = None) -> Replayed:
     """The wait's two steps: its start, then what it read (`read(seq, until)`: a step, or it
     suspends; `first` checks the wait before its start is written). Raises the read's recorded
     error; returns its step."""
     wait_seq = segment.take_seq()
-    began = segment.replayed(wait_seq, kind, name)
+    began: Replayed | None = segment.replayed(wait_seq, kind, name)
     if began is None:
         if first is not None:
             first()

@@ -18,7 +18,7 @@ DRAWN_BUILTINS = {
     "all": "all",
 }
 # Built-ins called through ctx that change nothing the outline shows: call sites, never nodes.
-UNDRAWN_BUILTINS = ("now", "tag", "patched")
+UNDRAWN_BUILTINS = ("now", "tag", "patched", "continue_as_new")
 # What may be read from ctx without calling it.
 VALUES = ("run_id",)
 NODE_KINDS = ("op", "approval", "sleep", "message", "child", "all", "each", "repeat", "branch", "try", "helper")

@@ -1,0 +1,1 @@
+"""The workflows and helpers of `bench/scale_history.py`."""
