@@ -124,7 +124,9 @@ def test_the_merge_approval_shows_the_changes_checks_plan_and_diff_and_links_to_
 
     inbox = desk("sam").get("/admin/runs/approval/").content.decode()
     # What the merge does to the work in flight: nothing here parks (the change's own run is left out).
-    assert f'<strong class="sanoma-summary">Merge hello ({head}) into main: no parked runs</strong>' in inbox
+    # The commit by its first 12 characters, the whole id on hover.
+    assert (f'<strong class="sanoma-summary">Merge hello (<span class="sanoma-id" title="{head}">{head[:12]}</span>) '
+            'into main: no parked runs</strong>') in inbox
     assert f'<a class="sanoma-extra" href="{change_url}">the change: its checks, plan and diff</a>' in inbox
 
     page = desk("sam").get(f"/admin/runs/approval/{approval.pk}/change/").content.decode()
