@@ -15,7 +15,7 @@ from runs.approvals.rules import POLICY_ACTOR
 from runs.approvals.selectors import covered_ops, decided_said
 from runs.display import dotted, moment
 from runs.engine.transitions import RUNTIME_ACTOR
-from runs.models import Approval, ApprovalStatus, Step
+from runs.models import Approval, ApprovalStatus, Step, StepKind
 
 
 class StepInline(ReadOnlyMixin, admin.TabularInline):
@@ -37,6 +37,10 @@ class StepInline(ReadOnlyMixin, admin.TabularInline):
 
     @admin.display(description="output")
     def output_json(self, step: Step) -> str:
+        until = step.output.get("until") if step.kind == StepKind.SLEEP and isinstance(step.output, dict) else None
+        if isinstance(until, int | float):  # epoch milliseconds, as the ledger keeps them: the moment beside
+            return format_html('{}<div class="sanoma-until">until {}</div>', pretty_json(step.output),
+                               moment(until, ago=False))
         return pretty_json(step.output)
 
     @admin.display(description="error")

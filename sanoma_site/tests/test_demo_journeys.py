@@ -304,6 +304,10 @@ def test_the_operator_drifts_plans_and_applies_on_the_demo_and_sam_lets_the_staf
     [applying] = Run.objects.filter(workflow="apply")
     wait.until(lambda b: "waiting" in b.find_element(By.ID, "latest-apply").text)
     assert same_page(browser)
+    # The page names whom the apply waits for, not "waiting (waiting for approval)".
+    wait.until(lambda b: f"run {applying.id} is waiting for group:security to approve, started"
+               in b.find_element(By.ID, "running").text)
+    assert "(waiting for approval)" not in text_of(browser, "content-main")
 
     # sam lets the staff roles through from his inbox (each approval as it comes).
     message = approve_from_inbox(browser, site, "sam", "Create a Staff role: user finance-lead, role finance",

@@ -55,6 +55,11 @@ def test_a_sleep_still_to_come_reads_in_1_minute_and_stays_so_while_the_page_sit
     assert Run.objects.get(pk=run_id).status == RunStatus.WAITING
     assert "(in 1 minute)" in now_said(browser) and "just now" not in now_said(browser), now_said(browser)
     browser.save_screenshot(str(shots / "asleep-in-1-minute.png"))
+    # The steps table shows the sleep's end as a moment beside its milliseconds.
+    sleep_row = browser.find_element(By.XPATH, "//tr[td[contains(@class, 'field-kind')][normalize-space()='Sleep']]")
+    until = sleep_row.find_element(By.CSS_SELECTOR, "td.field-output_json .sanoma-until").text
+    assert until.startswith("until 20"), until
+    assert until.endswith(" UTC"), until
 
 
 def test_a_message_on_a_topic_the_run_does_not_wait_for_is_said_so_and_its_wait_keeps_its_since(

@@ -135,8 +135,10 @@ def test_the_merge_approval_shows_the_changes_checks_plan_and_diff_and_links_to_
     checked = re.findall(r'<tr class="sanoma-check \w+">\s*<th>(\w+)</th><td>(\w+)</td>', page)
     assert checked == [("config", "ok"), ("django", "ok"), ("lint", "ok"), ("scenarios", "ok"), ("declared", "ok"),
                        ("in_flight", "ok")]
-    assert "<caption>Work in flight: no parked runs</caption>" in page
-    assert f"<caption>Checks: passed ({head[:12]})</caption>" in page
+    # A caption is set in capitals; what it says after its label (a commit id, a sentence) is not.
+    assert '<caption>Work in flight: <span class="sanoma-as-is">no parked runs</span></caption>' in page
+    assert (f'<caption>Checks: <span class="sanoma-as-is">passed (<span class="sanoma-id" title="{head}">'
+            f'{head[:12]}</span>)</span></caption>') in page
     assert "Nothing to plan: this company declares no resources at its vendors" in page
     assert ChangeRun.objects.get(pk=run.id).state == "checks_passed"
     assert '<tr class="diff-file added"><td>added</td><td class="path">workflows/hello.py</td>' in page
