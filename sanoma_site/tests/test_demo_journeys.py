@@ -207,7 +207,8 @@ def test_a_refund_started_approved_from_the_inbox_and_forked_on_the_demo(
     assert {f"/admin/runs/run/{refund_id}/change/", f"/admin/runs/run/{quote(fork_id)}/change/"} <= \
         {urlsplit(href).path for href in found}, found
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=User.objects.get(username='ops'))[0].key}")
+    token, _ = Token.objects.get_or_create(user=User.objects.get(username="ops"))
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     reply = api.get("/api/runs", {"tag": "order=1002"})
     assert reply.status_code == 200, reply.content
     assert {refund_id, fork_id} <= {r["run_id"] for r in reply.json()["results"]}, reply.json()
@@ -431,13 +432,15 @@ def a_change_waits_for_its_merge_and_another_is_deployed() -> None:
         ChangeRun.objects.create(run_id=run_id, repo_url="/srv/acme.git", branch="dearer-mug", base="main",
                                  title="Mug dearer", opened_by="alice", opened_at=now, change_code="c" * 64,
                                  state=state, head_sha=HEAD, updated_at=now, merged_sha=HEAD if deployed else "",
-                                 deployed_revision=HEAD if deployed else "", deployed_version=DEPLOYED if deployed else "")
+                                 deployed_revision=HEAD if deployed else "",
+                                 deployed_version=DEPLOYED if deployed else "")
         if not deployed:
             approval = Approval.objects.create(
                 run_id=run_id, approval_id="approval-1", seq=5, title="Merge a change to the company's repo",
                 approver="group:owners", requested_by=ApprovalRequester.POLICY, op="sanoma.change.merge",
                 op_input={"url": "/srv/acme.git", "branch": "dearer-mug", "head_sha": HEAD, "base": "main",
-                          "work_in_flight": "leaves 3 parked runs as they are (the head does not change their version)"},
+                          "work_in_flight": "leaves 3 parked runs as they are "
+                                            "(the head does not change their version)"},
                 covers=[f"sanoma.change.merge@dearer-mug@{HEAD}"], requested_at=now)
             grant_approver(approval)
             Run.objects.filter(pk=run_id).update(has_approvals=True)
@@ -456,7 +459,7 @@ def words_broken(driver) -> list[str]:
     """The words of the lists' and the run page tables' cells that a line break cuts in two: a word
     of a sentence (letters; it may break at its hyphen) set on more than one line. Ids, links, code
     and JSON are tokens, which may break."""
-    return [str(item) for item in driver.execute_script("""
+    return [str(item) for item in driver.execute_script(r"""
         const broken = [];
         const cells = document.querySelectorAll('#result_list td, #result_list th, #content-main .inline-group td');
         const WORD = /^[("“]?[A-Za-z'-]+[)",.:;”!?]*$/;
