@@ -110,6 +110,11 @@ def _ids(text: str) -> str:
     return "".join(shown)
 
 
+def ids_shortened(text: str) -> SafeString:
+    """`text`, escaped, its commit ids and hashes shortened (`short_id`); nothing else marked."""
+    return SafeString(_ids(str(text)))
+
+
 def tokens(text: str) -> SafeString:
     """`text`, escaped, its commit ids and hashes shortened (`short_id`) and each long token that is
     no word (an operation's name, `branch@commit`) marked so it may break rather than widen its
