@@ -112,7 +112,8 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
         approval's title, and what other apps link it to (a merge: its change)."""
         url = reverse("admin:runs_approval_change", args=[approval.pk])
         said = self._held(approval)["summary"]
-        head = (format_html('<a href="{}"><strong class="sanoma-summary">{}</strong></a>', url, ids_shortened(said)) if said
+        head = (format_html('<a href="{}"><strong class="sanoma-summary">{}</strong></a>', url,
+                            ids_shortened(said)) if said
                 else format_html('<a href="{}">{}</a>', url, approval.title))
         under = [approval.title] if said else []
         links = [format_html('<a class="sanoma-extra" href="{}">{}</a>', extra.link[1], extra.link[0])
