@@ -32,7 +32,7 @@ from connectors.errors import SanomaError
 from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, run_link
 from runs.approvals.permissions import Principal
 from runs.display import moment
-from runs.models import Run, RunStatus
+from runs.models import Approval, ApprovalStatus, Run, RunStatus
 
 
 def apply_outcome(run: Run | None, viewer: Principal) -> dict[str, Any] | None:
@@ -56,6 +56,19 @@ def apply_outcome(run: Run | None, viewer: Principal) -> dict[str, Any] | None:
     elif run.status == RunStatus.CANCELLED:
         shown.update(made=services.made_before_end(run, viewer=viewer))
     return shown
+
+
+def doing(run: Run) -> str:
+    """What a run in flight does, in words: `waiting for group:security to approve` (whom), `waiting
+    for message`, `running`."""
+    if run.status != RunStatus.WAITING or not run.waiting_for:
+        return str(run.status)
+    if run.waiting_for == "approval":
+        approvers = list(dict.fromkeys(Approval.objects.filter(run_id=run.pk, status=ApprovalStatus.PENDING)
+                                       .order_by("seq").values_list("approver", flat=True)))
+        if approvers:
+            return f"waiting for {' or '.join(approvers)} to approve"
+    return f"waiting for {run.waiting_for}"
 
 
 @admin.register(DriftVerdict)
@@ -100,7 +113,7 @@ class ResourcesAdmin(ReadOnlyMixin, admin.ModelAdmin):
         verdicts = {v.resource: v for v in DriftVerdict.objects.all()} if latest is not None else {}
         rows = [{"r": r, "verdict": verdicts.get(r["id"])} for r in resources]
         last_apply = services.latest_run(viewer, "apply")
-        running = [{"run": run, "link": run_link(run.id), "since": moment(run.created_at)}
+        running = [{"run": run, "link": run_link(run.id), "since": moment(run.created_at), "doing": doing(run)}
                    for run in services.in_flight(viewer)]
         return TemplateResponse(request, "admin/changes/driftverdict/resources.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "title": "Resources",

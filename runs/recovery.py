@@ -35,7 +35,9 @@ from runs.models import (
     LedgerRecord,
     Run,
     RunStatus,
+    RunTag,
     Step,
+    StepKind,
 )
 from runs.selectors import RunFilter, matching_runs, visible_run
 from runs.validation import MAX_RUN_ID_LENGTH, validate_input
@@ -258,6 +260,9 @@ def fork(*, run_id: str, from_step: Any, by: str | Principal, config: ResolvedCo
             Step.objects.create(run=run, seq=step.seq, kind=step.kind, name=step.name, output=step.output,
                                 error=step.error, decision=step.decision, attempt=step.attempt,
                                 next_seq=step.next_seq, created_at=step.created_at)
+            if step.kind == StepKind.TAG:  # the business keys a reused tag step gave the run are the fork's too
+                for key, value in ((step.output or {}).get("tags") or {}).items():
+                    RunTag.objects.update_or_create(run=run, key=key, defaults={"value": value})
         approvals = list(Approval.objects.filter(run=source, seq__lt=from_step).order_by("seq"))
         for approval in approvals:
             Approval.objects.create(

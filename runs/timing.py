@@ -77,6 +77,25 @@ def _group(record: dict[str, Any]) -> str:
     return f"ctx.all member {group['index'] + 1} of {group['size']}" if isinstance(group, dict) else ""
 
 
+RUNTIME = "sanoma:runtime"  # runs.engine.transitions.RUNTIME_ACTOR: who withdraws what a run left pending
+
+
+def ended_said(outcome: str, record: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """Who ended an approval, in the words its own page uses (runs.approvals.selectors.decided_said):
+    `approved by bob`; for one the runtime withdrew as its run ended, why and by whom:
+    `withdrawn: its run was cancelled by ops ("wrong order")`."""
+    by = record.get("by") or record.get("actor")
+    if outcome != "withdrawn" or by != RUNTIME:
+        return f"{outcome} by {by}"
+    said = f"withdrawn: {record.get('reason') or 'its run ended'}"
+    cancelled = next((r for r in reversed(records) if r.get("type") == "run.cancelled"), None)
+    if cancelled is not None:
+        said += f" by {cancelled.get('by') or cancelled.get('actor')}"
+        if cancelled.get("reason"):
+            said += f" (“{cancelled['reason']}”)"
+    return said
+
+
 def run_time(records: list[dict[str, Any]], *, waiting: OpenWait | None = None) -> RunTime:
     """The run's steps, in the order they began, from its ledger records; with `waiting`, the
     message the run waits for now as a step not over (drawn open, to the moment of the read)."""
@@ -112,7 +131,7 @@ def run_time(records: list[dict[str, Any]], *, waiting: OpenWait | None = None) 
                 decided = record.get("decision") or "withdrawn"
                 asked.outcome = {"approve": "approved", "reject": "rejected"}.get(decided, decided)
                 asked.end_ms = at
-                asked.approvers.append(f"{asked.outcome} by {record.get('by') or record.get('actor')}")
+                asked.approvers.append(ended_said(asked.outcome, record, ordered))
                 if record.get("note") or record.get("reason"):
                     asked.output = {"note": record.get("note") or record.get("reason")}
         elif kind == "sleep.started":

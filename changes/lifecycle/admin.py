@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html
 from pydantic import ValidationError
 
 from changes.lifecycle import in_flight, selectors, services
@@ -32,7 +33,7 @@ from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, 
 from runs.approvals.extras import Extra
 from runs.config import paths as shown_paths
 from runs.config.registry import get_config
-from runs.display import moment
+from runs.display import moment, short_id, version
 from runs.models import Approval, Run
 
 BASE = "main"
@@ -234,14 +235,14 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="merged")
     def merged(self, row: ChangeRun) -> str:
-        return row.merged_sha[:12] if row.merged_sha else "-"
+        return short_id(row.merged_sha) if row.merged_sha else "-"
 
     @admin.display(description="deployed")
     def deployed(self, row: ChangeRun) -> str:
         if not row.deployed_revision:
             return "-"
-        return f"{row.deployed_revision[:12]} on {row.deployed_version}" if row.deployed_version \
-            else row.deployed_revision[:12]
+        return format_html("{} on {}", short_id(row.deployed_revision), version(row.deployed_version)) \
+            if row.deployed_version else short_id(row.deployed_revision)
 
     # ---- the pages ----
 

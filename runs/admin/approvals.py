@@ -19,7 +19,7 @@ from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.extras import extras_of
 from runs.approvals.permissions import check_can_view, is_operator
-from runs.display import moment
+from runs.display import ids_shortened, moment, tokens
 from runs.models import Approval, ApprovalStatus
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
@@ -112,7 +112,8 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
         approval's title, and what other apps link it to (a merge: its change)."""
         url = reverse("admin:runs_approval_change", args=[approval.pk])
         said = self._held(approval)["summary"]
-        head = (format_html('<a href="{}"><strong class="sanoma-summary">{}</strong></a>', url, said) if said
+        head = (format_html('<a href="{}"><strong class="sanoma-summary">{}</strong></a>', url,
+                            ids_shortened(said)) if said
                 else format_html('<a href="{}">{}</a>', url, approval.title))
         under = [approval.title] if said else []
         links = [format_html('<a class="sanoma-extra" href="{}">{}</a>', extra.link[1], extra.link[0])
@@ -145,13 +146,13 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
         the approval lets through too (`covers_said`)."""
         parts = []
         if approval.op and self._held(approval)["summary"]:
-            parts.append(format_html("<code>{}</code>", approval.op))
+            parts.append(format_html("<code>{}</code>", tokens(approval.op)))
         elif approval.op:
-            parts.append(format_html("<code>{}</code> {}", approval.op,
-                                     json.dumps(approval.op_input, sort_keys=True, default=str)))
+            parts.append(format_html("<code>{}</code> {}", tokens(approval.op),
+                                     tokens(json.dumps(approval.op_input, sort_keys=True, default=str))))
         covers = approval_selectors.covers_said(approval)
         if covers:
-            parts.append(format_html('<span class="sanoma-covers">{}</span>', covers))
+            parts.append(format_html('<span class="sanoma-covers">{}</span>', tokens(covers)))
         if not parts:
             return "nothing further (a workflow approval)"
         return format_html_join(format_html("<br>"), "{}", ((p,) for p in parts))

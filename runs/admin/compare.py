@@ -16,7 +16,7 @@ from connectors.errors import InvalidInput, SanomaError
 from runs.admin.base import me, refusal
 from runs.admin.common import as_json
 from runs.comparison import Comparison, StepPair, compare_runs
-from runs.display import duration
+from runs.display import duration, moment
 from runs.models import Run
 from runs.selectors import comparable_runs
 from runs.timing import StepTime
@@ -37,6 +37,12 @@ def _fact(value: Any) -> str:
     return value if isinstance(value, str) and value else (_shown(value) or "-")
 
 
+def _until(step: StepTime) -> Any:
+    """A sleep's end (its input keeps epoch milliseconds) as a moment, beside the input."""
+    until = (step.input or {}).get("until") if step.kind == "sleep" else None
+    return moment(until, ago=False) if isinstance(until, int | float) else ""
+
+
 def _cell(step: StepTime | None, differs: tuple[str, ...]) -> dict[str, Any] | None:
     if step is None:
         return None
@@ -45,7 +51,8 @@ def _cell(step: StepTime | None, differs: tuple[str, ...]) -> dict[str, Any] | N
         ("outcome", step.outcome, False), ("verdict", step.verdict, False),
         ("approvers", "; ".join(step.approvers), False),
         ("attempts", step.attempts if step.attempts > 1 else "", False),
-        ("input", _shown(step.input), True), ("output", _shown(step.output), True), ("error", error, False),
+        ("input", _shown(step.input), True), ("until", _until(step), False), ("output", _shown(step.output), True),
+        ("error", error, False),
     ]
     return {
         "kind": step.kind, "name": step.name, "effect": step.effect,

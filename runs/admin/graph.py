@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from runs.display import duration, moment
+from runs.timing import ended_said
 
 
 @dataclass
@@ -165,7 +166,7 @@ def graph_of(records: list[dict[str, Any]], *, ended: bool) -> list[Node | Lanes
             if asked is not None:
                 decided = record.get("decision") or "withdrawn"
                 asked.outcome = "approved" if decided == "approve" else "rejected" if decided == "reject" else decided
-                asked.detail = f"{asked.detail}; {asked.outcome} by {record.get('by') or record.get('actor')}"
+                asked.detail = f"{asked.detail}; {ended_said(asked.outcome, record, records)}"
         elif kind == "sleep.started":
             place(Node("sleep", "sleep", moment(record.get("until")), seq=seq), record)
         elif kind == "message.received":

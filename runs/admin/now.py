@@ -10,13 +10,20 @@ from django.utils.safestring import SafeString
 from runs.admin.base import run_link
 from runs.approvals.approver import Approver
 from runs.display import moment
-from runs.models import Run, RunStatus
+from runs.models import Run, RunStatus, Step, StepKind
 from runs.selectors import waiting_on
 
 
 def cancellation(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The run's `run.cancelled` record among its ledger records, if it was cancelled."""
     return next((r for r in reversed(records) if r.get("type") == "run.cancelled"), None)
+
+
+def wait_began(run: Run, kind: str) -> datetime:
+    """When the run's wait began: its wait step's moment. A message on another topic wakes the run
+    and it waits again, replaying the same step: its wait still began then, not at that waking."""
+    began = Step.objects.filter(run=run, kind=kind).order_by("-seq").values_list("created_at", flat=True).first()
+    return began or run.updated_at
 
 
 def sentence(run: Run, approvals: list[dict], *, cancelled: dict[str, Any] | None = None) -> SafeString:
@@ -57,10 +64,10 @@ def sentence(run: Run, approvals: list[dict], *, cancelled: dict[str, Any] | Non
         return format_html("Waiting for an approval.")
     if kind == "message":
         return format_html("Waiting for a message on “{}”{} (since {}).", waiting.get("topic"), until,
-                           moment(run.updated_at))
+                           moment(wait_began(run, StepKind.WAIT)))
     if kind == "run":
         return format_html("Waiting for its child run {} to end{} (since {}).", run_link(waiting.get("run_id") or ""),
-                           until, moment(run.updated_at))
+                           until, moment(wait_began(run, StepKind.RUN_WAIT)))
     if kind == "sleep":
         return format_html("Asleep until {}.", moment(run.wake_at))
     if kind == "retry":

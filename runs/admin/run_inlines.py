@@ -6,16 +6,16 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from runs.admin.base import ReadOnlyMixin, me
 from runs.admin.common import pretty_json
 from runs.approvals.permissions import check_can_view
 from runs.approvals.rules import POLICY_ACTOR
 from runs.approvals.selectors import covered_ops, decided_said
-from runs.display import moment
+from runs.display import dotted, moment
 from runs.engine.transitions import RUNTIME_ACTOR
-from runs.models import Approval, ApprovalStatus, Step
+from runs.models import Approval, ApprovalStatus, Step, StepKind
 
 
 class StepInline(ReadOnlyMixin, admin.TabularInline):
@@ -37,6 +37,10 @@ class StepInline(ReadOnlyMixin, admin.TabularInline):
 
     @admin.display(description="output")
     def output_json(self, step: Step) -> str:
+        until = step.output.get("until") if step.kind == StepKind.SLEEP and isinstance(step.output, dict) else None
+        if isinstance(until, int | float):  # epoch milliseconds, as the ledger keeps them: the moment beside
+            return format_html('{}<div class="sanoma-until">until {}</div>', pretty_json(step.output),
+                               moment(until, ago=False))
         return pretty_json(step.output)
 
     @admin.display(description="error")
@@ -53,7 +57,7 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("seq",)
-    fields = ("approval", "title", "approver", "status", "requested_by", "op", "lets_through", "decided_by_said",
+    fields = ("approval", "title", "approver", "status", "requested_by", "op_said", "lets_through", "decided_by_said",
               "decided", "note")
     readonly_fields = fields
 
@@ -78,7 +82,12 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
             return decided_said(approval)
         return approval.decided_by or "-"
 
+    @admin.display(description="op")
+    def op_said(self, approval: Approval) -> str:
+        """The held operation's name, which a narrow column breaks after its dots."""
+        return dotted(approval.op) if approval.op else "-"
+
     @admin.display(description="covers")
     def lets_through(self, approval: Approval) -> str:
         """The operations the approval lets through, named and joined in words."""
-        return ", ".join(covered_ops(approval)) or "-"
+        return format_html_join(", ", "{}", ((dotted(op),) for op in covered_ops(approval))) or "-"

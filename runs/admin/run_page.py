@@ -10,6 +10,7 @@ the buttons, the breadcrumb, the title and the picture are all derived from thos
 """
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -82,6 +83,20 @@ def message_form(run: Run, topic: str = "") -> dict[str, Any]:
     chosen = next((e for e in expected if e["topic"] == topic), None) if topic else first
     return {"expected": expected, "topic_prefill": first["topic"] if first else "",
             "payload_prefill": json.dumps(payload_skeleton(chosen["fields"])) if chosen else "{}"}
+
+
+def unread_topic(run: Run, topic: str) -> str:
+    """Said after a message is sent on a topic the run does not wait for now (the message is kept:
+    a later wait on that topic reads it): which topic it waits for, and the one meant when the typed
+    one is close to it (`shiped`: did you mean `shipped`?). Empty when it waits for this topic, or
+    for no message."""
+    waiting = [e["topic"] for e in expected_messages(run) if e["waiting"]]
+    if not waiting or topic in waiting:
+        return ""
+    close = difflib.get_close_matches(topic, [e["topic"] for e in expected_messages(run)], n=1, cutoff=0.6)
+    meant = f" Did you mean “{close[0]}”?" if close else ""
+    return (f"The run waits for a message on “{waiting[0]}”: it will not read “{topic}” now (the message is "
+            f"kept, for a later wait on “{topic}”).{meant}")
 
 
 def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str, Any]:

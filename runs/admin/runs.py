@@ -28,7 +28,7 @@ from runs.admin.run_filters import (
     tag_terms,
 )
 from runs.admin.run_inlines import ApprovalInline, StepInline
-from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls
+from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls, unread_topic
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
 from runs.approvals.selectors import (
@@ -368,6 +368,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
                 issues = field_issues(err, rename={"id": "message_id"})
             else:
                 self.message_user(request, f"Sent to {run.id} on “{typed['topic']}”", messages.SUCCESS)
+                if unread := unread_topic(run, typed["topic"]):
+                    self.message_user(request, unread, messages.WARNING)
                 return redirect("admin:runs_run_change", quote(run.pk))
         return self._page(request, run, "message.html", f"Send {run.id} a message", status=400 if problem else 200,
                           typed=typed, problem=problem, issues=issues, expected=form["expected"],

@@ -39,7 +39,7 @@ def test_the_run_page_names_what_an_approval_covers_and_links_a_decided_one_with
     client = desk("finance-lead")
     page = client.get(f"/admin/runs/run/{run.id}/change/").content.decode()
     [covers] = re.findall(r'<td class="field-lets_through">(.*?)</td>', page, re.DOTALL)
-    assert covers.strip() == "<p>shop.order.refund</p>"
+    assert covers.strip() == "<p>shop.<wbr>order.<wbr>refund</p>"  # a narrow column breaks it after a dot
     assert '["shop.order.refund"]' not in page and "[&quot;shop.order.refund&quot;]" not in page
     assert f"{approval.approval_id}</a> (decide)" in page
     client.post(f"/admin/runs/approval/{approval.pk}/change/", {"_approve": "1", "note": ""})

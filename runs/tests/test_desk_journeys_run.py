@@ -190,6 +190,10 @@ def test_cancelling_with_a_reason_takes_the_approval_out_of_the_approvers_inbox(
     browser.back()
     inline = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "td.field-decided_by_said"))).text
     assert inline == "withdrawn: its run was cancelled by alice (“The customer called back: no refund”)"
+    # So do its waterfall and its picture: never "withdrawn by sanoma:runtime".
+    for box in ("waterfall", "graph"):
+        assert inline in " ".join(text_of(browser, box).split()), box
+        assert "sanoma:runtime" not in text_of(browser, box), box
     browser.delete_all_cookies()
 
     # bob's inbox, badge and API no longer hold it.

@@ -133,3 +133,4 @@ def test_an_operator_compares_a_failed_run_with_a_finished_one_from_the_desk(liv
     assert browser.current_url.endswith(f"/admin/runs/run/{good.id}/compare/?with={bad.id}")
     heads = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#compare-steps thead th")]
     assert [h.lower() for h in heads[1:]] == [f"a: {good.id}", f"b: {bad.id}"]  # headings are set in capitals
+    assert heads[1:] == [f"A: {good.id}", f"B: {bad.id}"]  # but not the run ids: ids are case-sensitive

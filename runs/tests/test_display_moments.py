@@ -12,7 +12,8 @@ NBSP = "\u00a0"
 
 
 @pytest.mark.parametrize(("offset", "said"), [
-    (timedelta(seconds=-30), "just now"),
+    (timedelta(seconds=-30), f"in 1{NBSP}minute"),  # still to come: "just now" is only said of the past
+    (timedelta(seconds=-50), f"in 1{NBSP}minute"),
     (timedelta(seconds=30), "just now"),
     (timedelta(minutes=3, seconds=10), f"3{NBSP}minutes ago"),
     (timedelta(seconds=90), f"2{NBSP}minutes ago"),

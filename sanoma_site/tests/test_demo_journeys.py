@@ -21,12 +21,23 @@ when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots.
 """
 from __future__ import annotations
 
-from runs.models import Approval, Run, RunMessage
+from urllib.parse import urlsplit
+
+from django.contrib.admin.utils import quote
+from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from changes.lifecycle.models import ChangeRun
+from runs.approvals.permissions import grant_approver
+from runs.engine import clock
+from runs.models import Approval, ApprovalRequester, Run, RunMessage, RunStatus
 from runs.tests import browser_support as support
 from runs.tests.browser_support import (
     BROWSER_TESTS,
     EC,
     By,
+    Keys,
     StaleElementReferenceException,
     WebDriverWait,
     approve,
@@ -185,6 +196,23 @@ def test_a_refund_started_approved_from_the_inbox_and_forked_on_the_demo(
     wait.until(lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
     assert len(demo.shop.state["refunds"]) == refunds  # as the page said: no second refund
 
+    # The fork keeps the business keys its reused steps tagged the run with: ops searches the runs
+    # list for order 1002 and finds both runs; so does the API's `tag=`.
+    open_from_sidebar(browser, "Runs")
+    search = wait.until(EC.presence_of_element_located((By.ID, "searchbar")))
+    search.clear()
+    search.send_keys("1002", Keys.ENTER)
+    wait.until(lambda b: "q=1002" in b.current_url)
+    found = settled(lambda: [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "#result_list a")])
+    assert {f"/admin/runs/run/{refund_id}/change/", f"/admin/runs/run/{quote(fork_id)}/change/"} <= \
+        {urlsplit(href).path for href in found}, found
+    api = APIClient()
+    token, _ = Token.objects.get_or_create(user=User.objects.get(username="ops"))
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    reply = api.get("/api/runs", {"tag": "order=1002"})
+    assert reply.status_code == 200, reply.content
+    assert {refund_id, fork_id} <= {r["run_id"] for r in reply.json()["results"]}, reply.json()
+
 
 def test_a_message_sent_from_a_run_page_and_a_refund_cancelled_out_of_the_approvers_inbox_on_the_demo(
         live_server, demo: Demo, demo_worker, browser, shots):
@@ -277,6 +305,10 @@ def test_the_operator_drifts_plans_and_applies_on_the_demo_and_sam_lets_the_staf
     [applying] = Run.objects.filter(workflow="apply")
     wait.until(lambda b: "waiting" in b.find_element(By.ID, "latest-apply").text)
     assert same_page(browser)
+    # The page names whom the apply waits for, not "waiting (waiting for approval)".
+    wait.until(lambda b: f"run {applying.id} is waiting for group:security to approve, started"
+               in b.find_element(By.ID, "running").text)
+    assert "(waiting for approval)" not in text_of(browser, "content-main")
 
     # sam lets the staff roles through from his inbox (each approval as it comes).
     message = approve_from_inbox(browser, site, "sam", "Create a Staff role: user finance-lead, role finance",
@@ -315,8 +347,11 @@ def test_no_list_of_the_desk_scrolls_sideways_at_1200_and_1280_px_with_the_sideb
     wait = waiter(browser)
     refund = demo.runs["refund"]
     wait_for(lambda: Approval.objects.filter(run_id=refund.id, status="pending").exists())
+    a_change_waits_for_its_merge_and_another_is_deployed()
     wide = {}
     for who, page, ready in (("finance-lead", "/admin/runs/approval/", "result_list"),
+                             ("sam", "/admin/runs/approval/", "result_list"),
+                             ("ops", "/admin/lifecycle/changerun/", "result_list"),
                              ("ops", "/admin/runs/run/", "result_list"),
                              ("ops", f"/admin/runs/run/{refund.id}/change/", "ledger")):
         sign_in(browser, site, who, then=page)
@@ -326,10 +361,10 @@ def test_no_list_of_the_desk_scrolls_sideways_at_1200_and_1280_px_with_the_sideb
             browser.refresh()
             wait.until(EC.presence_of_element_located((By.ID, ready)))
             assert browser.find_element(By.ID, "nav-sidebar").is_displayed()  # the sidebar is open
-            found = page_fits(browser)
+            found = page_fits(browser) + words_broken(browser)
             if found:
-                wide[f"{page} at {width} px"] = found
-            browser.save_screenshot(str(shots / f"fits-{width}-{page.strip('/').replace('/', '-')}.png"))
+                wide[f"{page} ({who}) at {width} px"] = found
+            browser.save_screenshot(str(shots / f"fits-{width}-{who}-{page.strip('/').replace('/', '-')}.png"))
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
     # The run page's waterfall fits its box at 1280 px, and no label in it is cut.
@@ -344,18 +379,109 @@ def test_no_list_of_the_desk_scrolls_sideways_at_1200_and_1280_px_with_the_sideb
     browser.save_screenshot(str(shots / "fits-1280-waterfall.png"))
 
     # At 800 px (the sidebar hidden) the lists and the credentials page fit too.
-    for page, ready in (("/admin/runs/run/", "result_list"), ("/admin/credentials/credential/", "credentials"),
-                        ("/admin/runs/appversion/", "changelist"), ("/admin/runs/ledgerrecord/", "result_list")):
-        sign_in(browser, site, "admin", then=page)
+    for who, page, ready in (("admin", "/admin/runs/run/", "result_list"),
+                             ("admin", "/admin/credentials/credential/", "credentials"),
+                             ("admin", "/admin/runs/appversion/", "changelist"),
+                             ("admin", "/admin/runs/ledgerrecord/", "result_list"),
+                             ("sam", "/admin/runs/approval/", "result_list"),
+                             ("finance-lead", "/admin/runs/approval/", "result_list"),
+                             ("admin", "/admin/lifecycle/changerun/", "result_list")):
+        sign_in(browser, site, who, then=page)
         at_width(browser, 800)
         browser.refresh()
         wait.until(EC.presence_of_element_located((By.ID, ready)))
-        found = page_fits(browser) + table_fits(browser, "credentials" if ready == "credentials" else "result_list")
+        # Every column in sight, and no word of a sentence cut in two ("thro ugh"): only long tokens
+        # (ids, an operation's name after its dots) break.
+        found = (page_fits(browser) + table_fits(browser, "credentials" if ready == "credentials" else "result_list")
+                 + inlines_fit(browser) + words_broken(browser))
         if found:
-            wide[f"{page} at 800 px"] = found
-        browser.save_screenshot(str(shots / f"fits-800-{page.strip('/').replace('/', '-')}.png"))
+            wide[f"{page} ({who}) at 800 px"] = found
+        browser.save_screenshot(str(shots / f"fits-800-{who}-{page.strip('/').replace('/', '-')}.png"))
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+    # finance-lead approves the refund (1500 = 15.00 EUR on order 1001); at 800 px its run page's
+    # approvals table, each column filled, fits, its operation's name whole or broken after a dot.
+    approve_from_inbox(browser, site, "finance-lead", "Refund 15.00 EUR on order 1001", "ok, damaged parcel photo seen")
+    sign_in(browser, site, "ops", then=f"/admin/runs/run/{refund.id}/change/")
+    at_width(browser, 800)
+    browser.refresh()
+    wait.until(lambda b: "finance-lead" in b.find_element(By.CSS_SELECTOR, "td.field-decided_by_said").text)
+    found = page_fits(browser) + inlines_fit(browser) + words_broken(browser)
+    if found:
+        wide["the run page at 800 px"] = found
+    browser.save_screenshot(str(shots / "fits-800-run-page.png"))
     browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert wide == {}, wide
+
+
+HEAD = "ee7f8886af34dabf951f7f4552929a161a5265da"
+DEPLOYED = "acme@" + "5f1c2a9b0d3e" * 5 + "77aa"  # an app version: the config's content hash
+
+
+def a_change_waits_for_its_merge_and_another_is_deployed() -> None:
+    """What a change leaves on the desk as the change workflow writes it: a change held at its merge
+    for the owners (its summary and what it lets through name the 40-hex commit), and one deployed
+    on an app version named by its 64-hex hash."""
+    now = clock.now()
+    for run_id, status, state in (("change-9e80ea8cab0c4186980a", RunStatus.WAITING, "checks_passed"),
+                                  ("change-0b7d1c2e3f4a5b6c7d8e", RunStatus.FINISHED, "deployed")):
+        Run.objects.create(id=run_id, workflow="change", app_version=DEPLOYED, status=status, started_by="alice",
+                           input={"branch": "dearer-mug", "title": "Mug dearer"}, created_at=now, updated_at=now,
+                           waiting_for="approval" if status == RunStatus.WAITING else "")
+        deployed = state == "deployed"
+        ChangeRun.objects.create(run_id=run_id, repo_url="/srv/acme.git", branch="dearer-mug", base="main",
+                                 title="Mug dearer", opened_by="alice", opened_at=now, change_code="c" * 64,
+                                 state=state, head_sha=HEAD, updated_at=now, merged_sha=HEAD if deployed else "",
+                                 deployed_revision=HEAD if deployed else "",
+                                 deployed_version=DEPLOYED if deployed else "")
+        if not deployed:
+            approval = Approval.objects.create(
+                run_id=run_id, approval_id="approval-1", seq=5, title="Merge a change to the company's repo",
+                approver="group:owners", requested_by=ApprovalRequester.POLICY, op="sanoma.change.merge",
+                op_input={"url": "/srv/acme.git", "branch": "dearer-mug", "head_sha": HEAD, "base": "main",
+                          "work_in_flight": "leaves 3 parked runs as they are "
+                                            "(the head does not change their version)"},
+                covers=[f"sanoma.change.merge@dearer-mug@{HEAD}"], requested_at=now)
+            grant_approver(approval)
+            Run.objects.filter(pk=run_id).update(has_approvals=True)
+
+
+def inlines_fit(driver) -> list[str]:
+    """A run page's table (its approvals, its steps) wider than its box."""
+    return [str(item) for item in driver.execute_script("""
+        return [...document.querySelectorAll('#content-main .inline-group')]
+            .filter(box => box.scrollWidth > box.clientWidth + 1)
+            .map(box => `${box.id}: ${box.scrollWidth} > ${box.clientWidth}`);
+    """)]
+
+
+def words_broken(driver) -> list[str]:
+    """The words of the lists' and the run page tables' cells that a line break cuts in two: a word
+    of a sentence (letters; it may break at its hyphen) set on more than one line. Ids, links, code
+    and JSON are tokens, which may break."""
+    return [str(item) for item in driver.execute_script(r"""
+        const broken = [];
+        const cells = document.querySelectorAll('#result_list td, #result_list th, #content-main .inline-group td');
+        const WORD = /^[("“]?[A-Za-z'-]+[)",.:;”!?]*$/;
+        for (const cell of cells) {
+          const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+          for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            if (node.parentElement.closest('code, pre, a, time, .sanoma-token, .sanoma-id')) { continue; }
+            for (const token of node.textContent.matchAll(/\S+/g)) {
+              if (!WORD.test(token[0])) { continue; }
+              for (const part of token[0].matchAll(/[A-Za-z']{2,}/g)) {
+              const found = {index: token.index + part.index, 0: part[0]};
+              const range = document.createRange();
+              range.setStart(node, found.index);
+              range.setEnd(node, found.index + found[0].length);
+              const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+              if (tops.size > 1) { broken.push(`${cell.className}: ${found[0]}`); }
+              }
+            }
+          }
+        }
+        return broken;
+    """)]
 
 
 def waterfall_fits(driver) -> list[str]:

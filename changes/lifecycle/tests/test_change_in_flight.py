@@ -185,7 +185,8 @@ def every_surface_says(run: Run, approval: Approval, section: dict[str, Any], ap
     assert approval.approver == approver
 
     page = desk("alice").get(f"/admin/lifecycle/changerun/{quote(run.id)}/change/").content.decode()
-    assert f"<caption>Work in flight: {said}</caption>".replace("'", "&#x27;") in page
+    said_html = said.replace("'", "&#x27;")
+    assert f'<caption>Work in flight: <span class="sanoma-as-is">{said_html}</span></caption>' in page
     decider = DECIDERS[approver]
     approval_page = desk(decider).get(f"/admin/runs/approval/{approval.pk}/change/").content.decode()
     assert table_rows(approval_page) == table_rows(page)

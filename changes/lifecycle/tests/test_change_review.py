@@ -124,7 +124,9 @@ def test_the_merge_approval_shows_the_changes_checks_plan_and_diff_and_links_to_
 
     inbox = desk("sam").get("/admin/runs/approval/").content.decode()
     # What the merge does to the work in flight: nothing here parks (the change's own run is left out).
-    assert f'<strong class="sanoma-summary">Merge hello ({head}) into main: no parked runs</strong>' in inbox
+    # The commit by its first 12 characters, the whole id on hover.
+    assert (f'<strong class="sanoma-summary">Merge hello (<span class="sanoma-id" title="{head}">{head[:12]}</span>) '
+            'into main: no parked runs</strong>') in inbox
     assert f'<a class="sanoma-extra" href="{change_url}">the change: its checks, plan and diff</a>' in inbox
 
     page = desk("sam").get(f"/admin/runs/approval/{approval.pk}/change/").content.decode()
@@ -133,8 +135,10 @@ def test_the_merge_approval_shows_the_changes_checks_plan_and_diff_and_links_to_
     checked = re.findall(r'<tr class="sanoma-check \w+">\s*<th>(\w+)</th><td>(\w+)</td>', page)
     assert checked == [("config", "ok"), ("django", "ok"), ("lint", "ok"), ("scenarios", "ok"), ("declared", "ok"),
                        ("in_flight", "ok")]
-    assert "<caption>Work in flight: no parked runs</caption>" in page
-    assert f"<caption>Checks: passed ({head[:12]})</caption>" in page
+    # A caption is set in capitals; what it says after its label (a commit id, a sentence) is not.
+    assert '<caption>Work in flight: <span class="sanoma-as-is">no parked runs</span></caption>' in page
+    assert (f'<caption>Checks: <span class="sanoma-as-is">passed (<span class="sanoma-id" title="{head}">'
+            f'{head[:12]}</span>)</span></caption>') in page
     assert "Nothing to plan: this company declares no resources at its vendors" in page
     assert ChangeRun.objects.get(pk=run.id).state == "checks_passed"
     assert '<tr class="diff-file added"><td>added</td><td class="path">workflows/hello.py</td>' in page

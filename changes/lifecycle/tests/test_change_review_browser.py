@@ -148,7 +148,7 @@ def test_an_owner_approves_a_merge_seeing_its_checks_plan_work_in_flight_and_dif
 
     sign_in(browser, live_server.url, "sam", then="/admin/")
     open_inbox(browser, wait)
-    summary = f"Merge say-hello ({head}) into main: migrates 1 parked run"
+    summary = f"Merge say-hello ({head[:12]}) into main: migrates 1 parked run"  # the commit's first 12
     row = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#result_list tbody tr")))
     assert summary in row.text and "the change: its checks, plan and diff" in row.text
     full_page(browser, shots / "inbox-merge.png")
