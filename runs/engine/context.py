@@ -26,7 +26,7 @@ from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, i
 from connectors.operations import Operation
 from runs.config import outline
 from runs.config.workflows import Approved, WorkflowDefinition
-from runs.engine import children, clock, history, waits
+from runs.engine import children, clock, continuation, waits
 from runs.engine.calls import Calls
 from runs.engine.holds import Holds
 from runs.engine.requests import (
@@ -153,7 +153,7 @@ class RunContext:
     @builtin("continue_as_new", declared=False)
     def continue_as_new(self, input: Any = None) -> NoReturn:
         """Start the run afresh with `input` (a dict or a model): see `runs.engine.history`."""
-        history.continue_as_new(self._segment, self._definition, input, in_all=self._in_all)
+        continuation.continue_as_new(self._segment, self._definition, input, in_all=self._in_all)
 
     @builtin("sleep")
     def sleep(self, until: Any = None, **duration: Any) -> None:

@@ -18,17 +18,13 @@ import gc
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.db import connection
-from pydantic import BaseModel
 
-from connectors.errors import InvalidInput
-from runs.models import LedgerKind, Run, Step, StepKind
-from runs.validation import validate_input
+from runs.models import Run, Step, StepKind
 
 if TYPE_CHECKING:
-    from runs.config.workflows import WorkflowDefinition
     from runs.engine.segment import Segment
 
 # The columns replay reads, in this order.
@@ -155,29 +151,6 @@ class ContinuedAsNew(BaseException):
         self.seq = seq
         self.input = input
         self.generation = generation
-
-
-def continue_as_new(segment: Segment, definition: WorkflowDefinition, input: Any, *, in_all: bool) -> NoReturn:
-    """Record the run's new generation (its `continue` step and `run.continued` record, one
-    checkpoint) and stop the body: `run_generations` starts it again with `input`."""
-    from runs.engine.segment import Checkpoint
-
-    if in_all:
-        raise InvalidInput("ctx.continue_as_new cannot be called from a ctx.all member: call it from run")
-    input = {} if input is None else input
-    if isinstance(input, BaseModel):
-        input = input.model_dump(mode="json")
-    validate_input(definition.input, input, name=definition.name)
-    seq = segment.take_seq()
-    recorded = segment.replayed(seq, StepKind.CONTINUE, "")
-    if recorded is not None:  # never: a replay starts after the latest continue step
-        raise ContinuedAsNew(seq, (recorded.output or {}).get("input"), segment.generation + 1)
-    segment.check_time()
-    generation = segment.generation + 1
-    body = {"input": input, "generation": generation}
-    step = segment.step(seq, StepKind.CONTINUE, "", output=body)
-    segment.commit(Checkpoint(step, [segment.record(LedgerKind.RUN_CONTINUED, seq, body)]))
-    raise ContinuedAsNew(seq, input, generation)
 
 
 def run_generations(segment: Segment, input: Any, run: Callable[[Any], Any], parse: Callable[[Any], Any]) -> Any:
