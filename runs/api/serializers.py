@@ -48,6 +48,20 @@ class StrictCharField(serializers.CharField):
         return str(super().to_internal_value(data))
 
 
+class NamedChoiceField(serializers.ChoiceField):
+    """One of a few values, and a refusal that names them (DRF's says only "not a valid choice")."""
+
+    default_error_messages = {"invalid_choice": '"{input}" is not one of: {choices}'}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data == "" and self.allow_blank:
+            return ""
+        try:
+            return self.choice_strings_to_values[str(data)]
+        except KeyError:
+            self.fail("invalid_choice", input=data, choices=", ".join(self.choice_strings_to_values))
+
+
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, so a typo (`inputs`) is an error rather than a silent default;
     the unknown fields are named along with any other field's error, in one answer. Every input of
@@ -94,7 +108,7 @@ class StartRunInput(StrictSerializer):
 
 
 class DecisionInput(StrictSerializer):
-    decision = serializers.ChoiceField(choices=Decision.values)
+    decision = NamedChoiceField(choices=Decision.values)
     note = StrictCharField(required=False, allow_blank=True, default="", trim_whitespace=False)
     id = StrictCharField(required=False, allow_null=True, max_length=200,
                                help_text="The message id: resending one id decides once.")
@@ -128,7 +142,7 @@ class WithdrawInput(StrictSerializer):
 class RunListQuery(StrictSerializer):
     """The runs list's filters (`limit` and `offset` are the paginator's). Every one given must match."""
 
-    status = serializers.ChoiceField(choices=RunStatus.values, required=False)
+    status = NamedChoiceField(choices=RunStatus.values, required=False)
     workflow = StrictCharField(required=False, max_length=200)
     started_by = StrictCharField(required=False, max_length=150, help_text="who started it (a username)")
     error_code = StrictCharField(required=False, max_length=100, help_text="runs that failed with this code")
@@ -136,7 +150,7 @@ class RunListQuery(StrictSerializer):
                                 help_text="key=value (ctx.tag); repeat the parameter to narrow")
     since = StrictCharField(required=False, help_text="started at or after (ISO 8601 date or date-time)")
     until = StrictCharField(required=False, help_text="started before (ISO 8601 date or date-time)")
-    waiting_for = serializers.ChoiceField(choices=WAITING_FOR, required=False, help_text=(
+    waiting_for = NamedChoiceField(choices=WAITING_FOR, required=False, help_text=(
         "what the run waits for: approval, message, sleep, run (a child run), in_doubt (an operator's word on a "
         "call), paused (the unpause of what holds it), retry (the next try of a failed call)"))
 
@@ -166,7 +180,7 @@ class RunFilterInput(StrictSerializer):
     """Which runs a bulk rerun or cancel acts on; `expect` is the count the caller was shown."""
 
     workflow = StrictCharField(required=False)
-    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+    status = NamedChoiceField(choices=RunStatus.choices, required=False)
     error_code = StrictCharField(required=False)
     tag = serializers.ListField(child=StrictCharField(), required=False)
     since = StrictCharField(required=False)
@@ -215,7 +229,7 @@ class PlannedStepSerializer(serializers.Serializer):
 
 class RecoveryPlanSerializer(serializers.Serializer):
     run_id = serializers.CharField(help_text="The source run.")
-    act = serializers.ChoiceField(choices=["rerun", "fork"])
+    act = NamedChoiceField(choices=["rerun", "fork"])
     from_step = serializers.IntegerField(allow_null=True, help_text="A fork's step; null for a rerun.")
     workflow = serializers.CharField()
     status = serializers.CharField(help_text="The source run's status.")
@@ -226,7 +240,7 @@ class RecoveryPlanSerializer(serializers.Serializer):
 
 
 class PauseInput(StrictSerializer):
-    kind = serializers.ChoiceField(choices=["connector", "operation", "workflow"])
+    kind = NamedChoiceField(choices=["connector", "operation", "workflow"])
     target = StrictCharField(help_text="A vendor, an operation id or a workflow name.")
     reason = StrictCharField()
 
@@ -323,7 +337,7 @@ class ApprovalSerializer(serializers.Serializer):
     run_id = serializers.CharField()
     title = serializers.CharField()
     approver = serializers.CharField(help_text="A username, or `group:<name>`.")
-    requested_by = serializers.ChoiceField(choices=["workflow", "policy"])
+    requested_by = NamedChoiceField(choices=["workflow", "policy"])
     covers = serializers.ListField(child=serializers.CharField(), help_text="The operations it lets through.")
     links = serializers.JSONField()
     status = serializers.CharField(help_text="pending, approved, rejected or withdrawn")

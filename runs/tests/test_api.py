@@ -520,3 +520,13 @@ def test_withdraw_is_for_the_starter_and_fails_the_run(held, engine, people):
     assert held.status == "failed" and held.error["code"] == "approval_withdrawn"
     again = post(client_for(people["alice"]), url)
     assert again.status_code == 409 and again.json()["code"] == "run_ended"
+
+
+def test_a_decision_that_is_neither_approve_nor_reject_is_400_naming_both(held, people):
+    response = post(client_for(people["bob"]), f"/api/runs/{held.id}/approvals/approval-1", {"decision": "yes"})
+    assert response.status_code == 400
+    said = response.json()
+    assert said["code"] == "invalid_input"
+    assert [(issue["path"], issue["message"]) for issue in said["issues"]] == [
+        (["decision"], '"yes" is not one of: approve, reject')]
+    assert not DecisionMessage.objects.exists()

@@ -85,6 +85,7 @@ def test_a_kind_the_runs_list_does_not_know_is_400_naming_waiting_for(olga, runs
     assert answer.status_code == 400, answer.content
     said = answer.json()
     assert said["code"] == "invalid_input" and [issue["path"] for issue in said["issues"]] == [["waiting_for"]]
+    assert said["issues"][0]["message"].endswith("is not one of: " + ", ".join(WAITING_FOR))  # what to send instead
     assert list(Run.objects.order_by("id").values_list("id", "status", "waiting_for")) == before
 
 
