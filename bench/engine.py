@@ -46,7 +46,7 @@ The config root is bench/bench_company/ (its fake stays in memory even under SAN
 Each measure is a module of bench/engine_bench/; this script runs them in order and prints the table.
 Their helpers are tested in bench/engine_bench/tests/ (run by path: `.venv/bin/pytest bench/engine_bench/tests`).
 
-It ends with the aims of issue 24, each MET or MISSED with its figure: the step at most 1.5x the
+It ends with its aims, each MET or MISSED with its figure: the step at most 1.5x the
 bare insert (marginal 1.2x), Python CPU per step at most 0.5 ms, 2 workers' steps/s at least 4x
 DBOS-py's best mode (same run), the hash chain at most +5 % a step, at most 1.3 database
 transactions per step (whole system, (e) with the worker), a sleep resumed within 100 ms of its

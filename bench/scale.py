@@ -46,7 +46,7 @@ from engine_bench.database import with_db
 from engine_bench.figures import Aim, aim_lines, p95
 from engine_bench.setup import prepare
 
-OTHERS = {"history": "scale_history.py", "parked": "parked.py"}  # other helpers' bench scripts
+OTHERS = {"history": "scale_history.py", "parked": "parked.py"}  # the history and parked-runs benches
 QUICK_ARGS = {"history": "--quick", "parked": "--sizes 0,10000 --reps 5"}
 STARTING_ENV = dict(os.environ)  # before the bench's own settings: the other scripts make theirs
 

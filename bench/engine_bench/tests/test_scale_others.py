@@ -1,4 +1,4 @@
-"""bench/scale.py runs the other helpers' bench scripts on databases of their own, with their own
+"""bench/scale.py runs the history and parked-runs benches on databases of their own, with their own
 arguments, and passes their output and failure on."""
 from __future__ import annotations
 
