@@ -44,7 +44,7 @@ It measures, in one run, side by side:
       read the message and finished; messages per second, send to finished, one after another
 The config root is bench/bench_company/ (its fake stays in memory even under SANOMA_FAKES=instance).
 Each measure is a module of bench/engine_bench/; this script runs them in order and prints the table.
-Their helpers are tested in bench/engine_bench/tests/ (run by path: `.venv/bin/pytest bench/engine_bench/tests`).
+Their helpers are tested in bench/engine_bench/tests/ (collected by ./test).
 
 It ends with its aims, each MET or MISSED with its figure: the step at most 1.5x the
 bare insert (marginal 1.2x), Python CPU per step at most 0.5 ms, 2 workers' steps/s at least 4x
@@ -60,18 +60,17 @@ import os
 import signal
 import statistics
 import sys
-import tempfile
-from pathlib import Path
 from urllib.parse import urlparse
 
 from engine_bench.anatomy import step_anatomy
 from engine_bench.chain import hash_chain_cost
-from engine_bench.common import BENCH_ROOT, NOTES, REPO, VERSION, ms
-from engine_bench.database import bare_insert, recreate_database
+from engine_bench.common import NOTES, ms
+from engine_bench.database import bare_insert
 from engine_bench.dbos import dbos, dbos_child
 from engine_bench.figures import Aim, aim_lines
 from engine_bench.in_process import in_process
 from engine_bench.puts import collection_puts, collections_config, messages_delivered
+from engine_bench.setup import prepare
 from engine_bench.worker import drained_by_worker, queue_before_worker, sleep_resumption, start_worker, with_worker
 
 
@@ -98,26 +97,7 @@ def main() -> None:
 
     b_runs, rounds, c_runs, f_runs, d_runs = (50, 3, 200, 10, 200) if args.quick else (100, 5, 500, 20, 500)
     rounds = args.rounds or rounds
-    recreate_database(url)
-    var = Path(tempfile.mkdtemp(prefix="sanoma-bench-"))
-    env = {"DATABASE_URL": url, "SANOMA_ROOT": str(BENCH_ROOT), "SANOMA_FAKES": "instance",
-           "SANOMA_APP_VERSION": VERSION, "SANOMA_VAR_DIR": str(var), "SANOMA_LOG_LEVEL": "WARNING"}
-    os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "sanoma_site.settings"
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from runs.config.registry import set_config
-    from runs.config.resolution import load_config
-    from runs.testing import make_user
-
-    call_command("migrate", verbosity=0)
-    config = load_config(BENCH_ROOT, fakes="instance", app_version=VERSION)
-    set_config(config)
-    make_user("bench", perms=["runs.start_workflow"])
+    config, env, var = prepare(url)
 
     print(f"bench database {urlparse(url).path.lstrip('/')}; python {sys.version.split()[0]}; {os.cpu_count()} cores")
     collections = collections_config(config, var)
