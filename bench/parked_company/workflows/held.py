@@ -1,5 +1,5 @@
 """`held`: one call, then an approval asked of `approver` (a person or `group:<name>`)."""
-from parked_company.vendor import DO
+from bench_company.vendor import DO
 from pydantic import BaseModel
 
 from runs.authoring import define_workflow
@@ -10,7 +10,7 @@ class HeldInput(BaseModel):
 
 
 def run(ctx, input: HeldInput):
-    ctx.parkedbench.step.do({"n": 0})
+    ctx.bench.step.do({"n": 0})
     ctx.approval("Let it through", approver=input.approver)
     return {"approved": True}
 

@@ -1,5 +1,5 @@
 """`nap`: one call, then a sleep until a moment (a day ahead in the bench)."""
-from parked_company.vendor import DO
+from bench_company.vendor import DO
 from pydantic import BaseModel
 
 from runs.authoring import define_workflow
@@ -10,7 +10,7 @@ class NapInput(BaseModel):
 
 
 def run(ctx, input: NapInput):
-    ctx.parkedbench.step.do({"n": 0})
+    ctx.bench.step.do({"n": 0})
     ctx.sleep(until=input.until_ms)
     return {"woke": True}
 

@@ -1,5 +1,5 @@
 """`steps`: n trivial checkpointed calls in a row (the step measured beside the parked runs)."""
-from parked_company.vendor import DO
+from bench_company.vendor import DO
 from pydantic import BaseModel, Field
 
 from runs.authoring import define_workflow
@@ -11,7 +11,7 @@ class StepsInput(BaseModel):
 
 def run(ctx, input: StepsInput):
     for i in range(input.n):
-        ctx.parkedbench.step.do({"n": i})
+        ctx.bench.step.do({"n": i})
     return {"steps": input.n}
 
 

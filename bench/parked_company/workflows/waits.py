@@ -1,5 +1,5 @@
 """`waits`: one call, then a wait for a message on `go` that the bench never sends."""
-from parked_company.vendor import DO
+from bench_company.vendor import DO
 from pydantic import BaseModel
 
 from runs.authoring import define_workflow
@@ -10,7 +10,7 @@ class WaitsInput(BaseModel):
 
 
 def run(ctx, input: WaitsInput):
-    ctx.parkedbench.step.do({"n": input.n})
+    ctx.bench.step.do({"n": input.n})
     return ctx.wait_message("go")
 
 
