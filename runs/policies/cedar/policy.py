@@ -202,9 +202,7 @@ class CedarPolicy:
         except SanomaError:
             raise
         except Exception as err:
-            failed = SanomaError(f"The policy failed deciding {op_id}: {err}", code=ErrorCode.POLICY_FAILED,
-                                 data={"op": op_id})
-            raise failed from err
+            raise _policy_failed(op_id, err) from err
 
     def evaluate(self, call: PolicyCall) -> Decision:
         """The decision on `call` evaluated by Cedar, never a kept one (what `decide` keeps)."""
@@ -214,9 +212,7 @@ class CedarPolicy:
         except SanomaError:
             raise
         except Exception as err:
-            failed = SanomaError(f"The policy failed deciding {op_id}: {err}", code=ErrorCode.POLICY_FAILED,
-                                 data={"op": op_id})
-            raise failed from err
+            raise _policy_failed(op_id, err) from err
 
     def _decide(self, call: PolicyCall, request: dict, entities: list) -> Decision:
         op_id = call.op_id
@@ -319,3 +315,8 @@ class CedarPolicy:
                 entry["lifted_by"] = _approval_id(approval) if approval is not None else None
             out.append(entry)
         return out
+
+
+def _policy_failed(op_id: str, err: Exception) -> SanomaError:
+    """An error met deciding on a call to `op_id` (other than a SanomaError, which says its own)."""
+    return SanomaError(f"The policy failed deciding {op_id}: {err}", code=ErrorCode.POLICY_FAILED, data={"op": op_id})
