@@ -4,7 +4,6 @@ PostgreSQL). Real commits."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -14,6 +13,7 @@ from django_q.models import OrmQ
 
 from runs.engine import clock
 from runs.models import Run, RunStatus
+from runs.tests.transaction_count import counted
 from wakeups import sweep as sweep_module
 from wakeups.sweep import STALE_QUEUED, sweep
 
@@ -33,30 +33,6 @@ def _run(run_id: str, status: str, **fields: Any) -> Run:
     now = clock.now()
     return Run.objects.create(id=run_id, workflow="w", app_version=VERSION, input={}, started_by="alice",
                               status=status, created_at=now, updated_at=now, queued_at=now, **fields)
-
-
-@contextmanager
-def transactions() -> Iterator[list[int]]:
-    """[COMMITs + statements in autocommit] on the default connection while active."""
-    count = [0]
-    connection.ensure_connection()
-    original = connection._commit  # type: ignore[attr-defined]  # private: the COMMIT Django issues
-
-    def commit() -> Any:
-        count[0] += 1
-        return original()
-
-    def execute(run: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if not connection.in_atomic_block and not sql.lstrip().upper().startswith("BEGIN"):
-            count[0] += 1
-        return run(sql, params, many, context)
-
-    connection._commit = commit  # type: ignore[attr-defined]
-    try:
-        with connection.execute_wrapper(execute):
-            yield count
-    finally:
-        del connection._commit  # type: ignore[attr-defined]
 
 
 def test_a_pass_wakes_the_due_takes_over_the_expired_and_reads_the_next_deadline():
@@ -94,7 +70,7 @@ def test_a_queued_run_whose_task_was_lost_is_sent_again_after_a_while():
 
 def test_an_idle_pass_costs_one_transaction_on_postgresql():
     _run("later", RunStatus.WAITING, wake_at=clock.now() + timedelta(seconds=30), waiting_for="sleep")
-    with transactions() as count:
+    with counted() as count:
         result = sweep(versions=[VERSION], cluster="sanoma")  # looks for lost tasks too (first pass)
     assert not result
-    assert count[0] == (1 if connection.vendor == "postgresql" else 5)
+    assert count.transactions == (1 if connection.vendor == "postgresql" else 5)
