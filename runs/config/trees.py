@@ -9,7 +9,9 @@ process of its own (`manage.py replay --tree DIR` starts one with `SANOMA_ROOT=D
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from django.conf import settings
@@ -34,7 +36,11 @@ def connection_url() -> str:
     """A DATABASE_URL naming the database this process uses, for a process that must read the same
     one (the settings may have been given no URL: the default SQLite file; under a test runner, the
     test database)."""
-    settings_dict = connections["default"].settings_dict
+    return url_of(connections["default"].settings_dict)
+
+
+def url_of(settings_dict: Mapping[str, Any]) -> str:
+    """A DATABASE_URL naming the database a Django `DATABASES` entry names."""
     engine, name = settings_dict["ENGINE"], str(settings_dict["NAME"])
     if engine.endswith("sqlite3"):
         return "sqlite://" + str(Path(name).resolve())

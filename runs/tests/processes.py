@@ -21,33 +21,28 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+
+from runs.config.trees import url_of
 
 REPO = Path(__file__).resolve().parents[2]
 READY_LINE = "worker started:"
 
 
 def database_url(settings_dict: Mapping[str, Any]) -> str:
-    """A DATABASE_URL naming the database this process is connected to (the test database)."""
+    """A DATABASE_URL naming the database this process is connected to (the test database), as
+    `runs.config.trees.url_of` writes it; an in-memory SQLite database, which no process can share,
+    is refused."""
     engine = settings_dict["ENGINE"]
     name = str(settings_dict["NAME"])
-    if engine.endswith("sqlite3"):
-        if not name or name == ":memory:" or name.startswith("file:") or "mode=memory" in name:
-            raise RuntimeError(
-                f"The test database is SQLite in memory ({name!r}); a worker process cannot share it. "
-                "Give DATABASES['default']['TEST']['NAME'] a file path"
-            )
-        return "sqlite://" + str(Path(name).resolve())
-    if engine.endswith("postgresql"):
-        user = quote(str(settings_dict.get("USER") or ""), safe="")
-        password = quote(str(settings_dict.get("PASSWORD") or ""), safe="")
-        auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-        host = str(settings_dict.get("HOST") or "")
-        if host.startswith("/"):  # a Unix-socket folder goes percent-encoded in the host part
-            host = quote(host, safe="")
-        port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
-        return f"postgresql://{auth}{host}{port}/{quote(name, safe='')}"
-    raise RuntimeError(f"No DATABASE_URL for a {engine} database")
+    if engine.endswith("sqlite3") and (not name or name == ":memory:" or name.startswith("file:")
+                                       or "mode=memory" in name):
+        raise RuntimeError(
+            f"The test database is SQLite in memory ({name!r}); a worker process cannot share it. "
+            "Give DATABASES['default']['TEST']['NAME'] a file path"
+        )
+    if not engine.endswith(("sqlite3", "postgresql")):
+        raise RuntimeError(f"No DATABASE_URL for a {engine} database")
+    return url_of(settings_dict)
 
 
 def worker_env(*, db_url: str, var_dir: Path, version: str, root: Path, **extra: Any) -> dict[str, str]:

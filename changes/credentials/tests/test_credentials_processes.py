@@ -26,7 +26,6 @@ from changes.credentials.tests.credentials_company.harness import (
     TEST_KEY,
     Worker,
     child_env,
-    database_url,
     manage,
     rows_containing,
 )
@@ -36,6 +35,7 @@ from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, load_config
 from runs.models import Run, RunStatus
 from runs.testing import make_user
+from runs.tests.processes import database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from django.db import connection
 
@@ -25,22 +24,6 @@ ROOT = Path(__file__).resolve().parent
 READY_LINE = "worker started:"
 # A fixed key for the tests (a test database's secrets only).
 TEST_KEY = "nEHw7aYxV3o2oFQ8q9Qy3tq0kq5mF7Hc2m2XlQy9t1Y="
-
-
-def database_url(settings_dict: Mapping[str, Any]) -> str:
-    engine, name = settings_dict["ENGINE"], str(settings_dict["NAME"])
-    if engine.endswith("sqlite3"):
-        if not name or name == ":memory:" or "mode=memory" in name:
-            raise RuntimeError("an in-memory SQLite test database cannot be shared with a child process")
-        return "sqlite://" + str(Path(name).resolve())
-    user = quote(str(settings_dict.get("USER") or ""), safe="")
-    password = quote(str(settings_dict.get("PASSWORD") or ""), safe="")
-    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = str(settings_dict.get("HOST") or "")
-    if host.startswith("/"):
-        host = quote(host, safe="")
-    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
-    return f"postgresql://{auth}{host}{port}/{quote(name, safe='')}"
 
 
 def rows_containing(text: str) -> list[str]:
