@@ -12,6 +12,10 @@ and 100,000 parked by default), what must not grow with them:
 - the runs list (first page and count, filtered by status `waiting`: an operator's and an approver's;
   and by `failed`, a status none of the parked runs is in),
 - the desk's badge (the approver's pending count),
+- the desk's runs list as a browser gets it (the whole page: its first page of `waiting` runs, the
+  count at its foot, the search box's counts, the date bar, the filters' choices; with "Show
+  counts", each status' count too; an operator's and an approver's), and the API's runs list,
+- the API's runs list (`/api/runs?status=waiting`: its first page and count),
 - a held run's start and park (start, one call, its approval asked and granted, suspended).
 
 Each is printed at each size as the best of its repetitions (the machine's load only ever adds
@@ -67,7 +71,6 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from runs import services  # noqa: E402
 from runs.approvals import selectors as approval_selectors  # noqa: E402
@@ -89,6 +92,9 @@ def setup_people() -> None:
     make_user("bench", perms=["runs.start_workflow"])
     make_user("ops", perms=["runs.view_any_run", "runs.operate_runs"])
     make_user("amy", groups=["approvers", "team1"])
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.filter(username__in=["ops", "amy"]).update(is_staff=True)  # they sign in to the desk
     make_user("fin", groups=["finance"])
     from django.contrib.auth.models import Group
 
@@ -207,6 +213,29 @@ def runs_page(who: str, status: str = RunStatus.WAITING) -> None:
     list_runs(viewer=who, status=status, limit=20)
 
 
+def page_of(who: str, url: str) -> Callable[[], Any]:
+    """A GET of `url` as `who` (signed in; an API token for /api/), through the whole site (its
+    middleware, the view, the template): 200 or the bench stops."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    client = Client()
+    user = get_user_model().objects.get(username=who)
+    headers = {}
+    if url.startswith("/api/"):
+        headers["HTTP_AUTHORIZATION"] = f"Token {Token.objects.get_or_create(user=user)[0].key}"
+    else:
+        client.force_login(user)
+
+    def get() -> None:
+        answer = client.get(url, **headers)
+        if answer.status_code != 200:
+            raise SystemExit(f"{url} as {who}: {answer.status_code}")
+
+    return get
+
+
 def measures(config: Any) -> dict[str, Callable[[], Any]]:
     versions = config.owned_versions
 
@@ -224,6 +253,11 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
         "runs list waiting: ops (page + count)": lambda: runs_page("ops"),
         "runs list waiting: amy (page + count)": lambda: runs_page("amy"),
         "runs list failed: ops (page + count)": lambda: runs_page("ops", RunStatus.FAILED),
+        "desk runs list waiting: ops": page_of("ops", "/admin/runs/run/?status__exact=waiting"),
+        "desk runs list waiting + counts: ops": page_of("ops", "/admin/runs/run/?status__exact=waiting&_facets="),
+        "desk runs list (all): ops": page_of("ops", "/admin/runs/run/"),
+        "desk runs list waiting: amy": page_of("amy", "/admin/runs/run/?status__exact=waiting"),
+        "API runs list waiting: ops": page_of("ops", "/api/runs?status=waiting"),
         "held run: start + park": lambda: held_ms(config),
         "(info) badge: fin's pending count": lambda: approval_selectors.pending_count(principal="fin"),
     }
@@ -232,18 +266,40 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
 SELF_TIMED = ("step (per step, 10-step run)", "held run: start + park")
 
 
+class Sent:
+    """The statements sent while it is open, with their parameters (Django's own query log is
+    emptied at the start of each request the test client makes, so it cannot count a page's)."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, Any]] = []
+
+    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        self.statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    def __enter__(self) -> Sent:
+        self._wrapped = connection.execute_wrapper(self)
+        self._wrapped.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._wrapped.__exit__(*exc)
+
+    def reads(self) -> list[tuple[str, Any]]:
+        return [(sql, params) for sql, params in self.statements if sql.lstrip().upper().startswith(("SELECT", "WITH"))]
+
+
 def server_ms(fn: Callable[[], Any], reps: int) -> float:
     """The database's own time for the reads fn makes: each SELECT it sent run again under EXPLAIN
     ANALYZE, execution times summed; the best of `reps` (what the client's load does not touch)."""
-    with CaptureQueriesContext(connection) as captured:
+    with Sent() as sent:
         fn()
-    reads = [q["sql"] for q in captured.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
     best = float("inf")
     with connection.cursor() as cursor:
         for _ in range(reps):
             total = 0.0
-            for sql in reads:
-                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + sql)
+            for sql, params in sent.reads():
+                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + sql, params)
                 plan = cursor.fetchone()[0]
                 total += (json.loads(plan) if isinstance(plan, str) else plan)[0]["Execution Time"]
             best = min(best, total)
@@ -258,14 +314,14 @@ def measure(config: Any, reps: int) -> Figures:
     the queries it sends."""
     figures: Figures = {}
     for name, fn in measures(config).items():
-        with CaptureQueriesContext(connection) as captured:
+        with Sent() as sent:
             fn()
         if name in SELF_TIMED:
             times = [fn() for _ in range(max(5, reps // 3))]
-            figures[name] = (min(times), statistics.median(times), None, len(captured))
+            figures[name] = (min(times), statistics.median(times), None, len(sent.statements))
         else:
             times = timed(fn, reps)
-            figures[name] = (min(times), statistics.median(times), server_ms(fn, reps), len(captured))
+            figures[name] = (min(times), statistics.median(times), server_ms(fn, reps), len(sent.statements))
     return figures
 
 

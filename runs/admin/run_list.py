@@ -8,8 +8,8 @@ Here:
 
 - the pages: counted up to `COUNT_BOUND` past the page shown (`BoundedPaginator`); beyond, the
   foot of the list says "more than 10,000 runs" and offers the next page, which counts on from there;
-- "(N total)" and each filter choice's count ("Show counts"): counted the same way, each its own
-  bounded read ("Waiting (more than 10,000)");
+- "(N total)": counted the same way; each filter choice's count ("Show counts"), up to
+  `FACET_BOUND` (1,000) each, its own bounded read ("Waiting (more than 1,000)");
 - the date bar: which years (months, days) hold a run is asked once per year (month, day) with an
   `EXISTS` that stops at the first run found, all in one query (`periods_with_runs`), from the
   indexes that begin with the run's start time (`created_at`; status, `created_at`).
@@ -95,12 +95,17 @@ class RunChangeList(ChangeList):
                 self.result_list = self.paginator.page(self.page_num).object_list
 
 
+# "Show counts" counts each choice of each filter (some twenty counts a page): up to this many each.
+FACET_BOUND = 1_000
+
+
 def bounded_facets(spec: Any, changelist: ChangeList) -> dict[str, Counted]:
-    """A filter's counts by choice ("Show counts"), each counted up to COUNT_BOUND (Django sums
-    them over every run that matches, in one read that grows with the runs)."""
+    """A filter's counts by choice ("Show counts"), each counted up to FACET_BOUND (Django sums
+    them over every run that matches, in one read that grows with the runs): "Waiting (more than
+    1,000)" is what a glance at the sidebar needs; the list's own foot counts further."""
     filtered = changelist.get_queryset(spec.request, exclude_parameters=spec.expected_parameters())
     counts = spec.get_facet_counts(changelist.pk_attname, filtered)
-    return {key: bounded_count(filtered if count.filter is None else filtered.filter(count.filter))
+    return {key: bounded_count(filtered if count.filter is None else filtered.filter(count.filter), bound=FACET_BOUND)
             for key, count in counts.items()}
 
 
