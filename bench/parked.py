@@ -20,10 +20,11 @@ and 100,000 parked by default), what must not grow with them:
 
 Each is printed at each size as the best of its repetitions (the machine's load only ever adds
 time) and their median, beside the best with none parked: MET when within 10 % of it (or within
-20 ms), MISSED otherwise. For the reads, `db` is the database's own time for the queries the
-figure sent (each run again under EXPLAIN ANALYZE, best of the repetitions), judged within 10 %
-or 0.5 ms: the figure that tells whether a query grows with the parked runs on a machine shared with other
-work, where the client's times mostly measure the load. `q` is how many queries the figure sends.
+20 ms), MISSED otherwise. `cpu` is this process' CPU time for the figure (best of the repetitions,
+judged the same way). For the reads, `db` is the database's own time for the queries the figure
+sent (each run again under EXPLAIN ANALYZE, best of the repetitions), judged within 10 % or 0.5 ms:
+on a machine shared with other work the wall time mostly measures the load, and these two tell
+whether the figure grows with the parked runs. `q` is how many statements the figure sends.
 
 The runs are made quickly: one of each kind is started and parked through the engine's own services
 (`services.start`, `advance`), then copied in bulk with SQL (`INSERT ... SELECT` over
@@ -37,6 +38,7 @@ which holds every tenth approval, shows an inbox that is large by its own right.
     --sizes 0,10000,100000   parked runs at each measure (cumulative, ascending)
     --reps 15                repetitions of each figure (the best and the median are printed)
     --explain                print EXPLAIN ANALYZE of the badge, inbox, runs list and next deadline
+    --slowest                at the largest size, each figure's three slowest reads (database time)
 """
 from __future__ import annotations
 
@@ -175,15 +177,16 @@ def park_copies(made: dict[str, str], first: int, last: int) -> None:
         cursor.execute("VACUUM ANALYZE")
 
 
-def timed(fn: Callable[[], Any], reps: int) -> list[float]:
-    """`reps` timings of fn, in ms (one warm-up call first)."""
+def timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], list[float]]:
+    """`reps` timings of fn, in ms of wall time and of this process' CPU (one warm-up call first)."""
     fn()
-    times = []
+    times, cpu = [], []
     for _ in range(reps):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append((time.perf_counter() - started) * 1000)
-    return times
+        cpu.append((time.process_time() - started_cpu) * 1000)
+    return times, cpu
 
 
 def step_ms(config: Any) -> float:
@@ -289,24 +292,27 @@ class Sent:
         return [(sql, params) for sql, params in self.statements if sql.lstrip().upper().startswith(("SELECT", "WITH"))]
 
 
-def server_ms(fn: Callable[[], Any], reps: int) -> float:
+SLOWEST: dict[str, list[tuple[float, str]]] = {}  # a figure's slowest reads (--slowest)
+
+
+def server_ms(fn: Callable[[], Any], reps: int, name: str = "") -> float:
     """The database's own time for the reads fn makes: each SELECT it sent run again under EXPLAIN
     ANALYZE, execution times summed; the best of `reps` (what the client's load does not touch)."""
     with Sent() as sent:
         fn()
-    best = float("inf")
+    reads = sent.reads()
+    best = [float("inf")] * len(reads)
     with connection.cursor() as cursor:
         for _ in range(reps):
-            total = 0.0
-            for sql, params in sent.reads():
+            for i, (sql, params) in enumerate(reads):
                 cursor.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + sql, params)
                 plan = cursor.fetchone()[0]
-                total += (json.loads(plan) if isinstance(plan, str) else plan)[0]["Execution Time"]
-            best = min(best, total)
-    return best
+                best[i] = min(best[i], (json.loads(plan) if isinstance(plan, str) else plan)[0]["Execution Time"])
+    SLOWEST[name] = sorted(((ms, sql) for ms, (sql, _) in zip(best, reads, strict=True)), reverse=True)[:3]
+    return sum(best)
 
 
-Figures = dict[str, tuple[float, float, float | None, int]]
+Figures = dict[str, tuple[float, float, float | None, int, float | None]]
 
 
 def measure(config: Any, reps: int) -> Figures:
@@ -318,10 +324,11 @@ def measure(config: Any, reps: int) -> Figures:
             fn()
         if name in SELF_TIMED:
             times = [fn() for _ in range(max(5, reps // 3))]
-            figures[name] = (min(times), statistics.median(times), None, len(sent.statements))
+            figures[name] = (min(times), statistics.median(times), None, len(sent.statements), None)
         else:
-            times = timed(fn, reps)
-            figures[name] = (min(times), statistics.median(times), server_ms(fn, reps), len(sent.statements))
+            times, cpu = timed(fn, reps)
+            figures[name] = (min(times), statistics.median(times), server_ms(fn, reps, name), len(sent.statements),
+                             min(cpu))
     return figures
 
 
@@ -366,6 +373,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="0,10000,100000", help="parked runs at each measure (ascending)")
     parser.add_argument("--reps", type=int, default=15, help="repetitions of each figure (best and median printed)")
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the read queries")
+    parser.add_argument("--slowest", action="store_true",
+                        help="at the largest size, print each figure's three slowest reads (the database's time)")
     options = parser.parse_args()
     sizes = sorted(int(s) for s in options.sizes.split(","))
     setup_people()
@@ -390,13 +399,20 @@ def main() -> None:
         results[size] = measure(config, options.reps)
         print(f"\n{parked:,} runs waiting ({size:,} parked copies):", flush=True)
         base = results[sizes[0]]
-        for name, (best, median, server, queries) in results[size].items():
+        for name, (best, median, server, queries, cpu) in results[size].items():
             said = "" if size == sizes[0] else f"  vs {base[name][0]:.2f} ms: {verdict(base[name][0], best)}"
             db = "" if server is None else f"; db {server:6.2f}"
-            base_db = base[name][2]
+            base_db, base_cpu = base[name][2], base[name][4]
             db_said = "" if server is None or base_db is None or size == sizes[0] else \
                 f" (db vs {base_db:.2f}: {verdict(base_db, server, 0.5)})"
-            print(f"  {name:<40} {best:8.2f} ms (median {median:7.2f}{db}; {queries} q){said}{db_said}", flush=True)
+            cpu_said = "" if cpu is None else f"; cpu {cpu:6.2f}"
+            if cpu is not None and base_cpu is not None and size != sizes[0]:
+                cpu_said += f" vs {base_cpu:.2f}: {verdict(base_cpu, cpu)}"
+            print(f"  {name:<40} {best:8.2f} ms (median {median:7.2f}{db}; {queries} q){said}{db_said}{cpu_said}",
+                  flush=True)
+            if options.slowest and server is not None and size == sizes[-1]:
+                for ms, sql in SLOWEST.get(name, []):
+                    print(f"      {ms:7.2f} ms  {sql[:300]}", flush=True)
         if options.explain:
             explain()
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from typing import Any, cast
 
+from django.contrib.admin import SimpleListFilter
 from django.contrib.admin.views.main import PAGE_VAR, ChangeList
 from django.core.paginator import Paginator
 from django.db import connections
@@ -102,11 +103,32 @@ FACET_BOUND = 1_000
 def bounded_facets(spec: Any, changelist: ChangeList) -> dict[str, Counted]:
     """A filter's counts by choice ("Show counts"), each counted up to FACET_BOUND (Django sums
     them over every run that matches, in one read that grows with the runs): "Waiting (more than
-    1,000)" is what a glance at the sidebar needs; the list's own foot counts further."""
+    1,000)" is what a glance at the sidebar needs; the list's own foot counts further. A filter of
+    its own (`SimpleListFilter`) counts the runs its `queryset` selects for the choice (Django asks
+    for `pk IN (those)`, which the database may read in full before counting)."""
     filtered = changelist.get_queryset(spec.request, exclude_parameters=spec.expected_parameters())
+    if isinstance(spec, SimpleListFilter):
+        return simple_facets(spec, filtered)
     counts = spec.get_facet_counts(changelist.pk_attname, filtered)
     return {key: bounded_count(filtered if count.filter is None else filtered.filter(count.filter), bound=FACET_BOUND)
             for key, count in counts.items()}
+
+
+def simple_facets(spec: SimpleListFilter, filtered: QuerySet[Any]) -> dict[str, Counted]:
+    """Each choice of `spec` counted up to FACET_BOUND from the runs its `queryset` selects."""
+    name = cast(str, spec.parameter_name)
+    used = cast(dict[str, Any], spec.used_parameters)
+    given = used.get(name)
+    counts = {}
+    try:
+        for i, choice in enumerate(spec.lookup_choices):
+            used[name] = choice[0]
+            chosen = spec.queryset(spec.request, filtered)
+            if chosen is not None:
+                counts[f"{i}__c"] = bounded_count(chosen, bound=FACET_BOUND)
+    finally:
+        used[name] = given
+    return counts
 
 
 # -- the date bar
