@@ -225,14 +225,14 @@ def page_of(who: str, url: str) -> Callable[[], Any]:
 
     client = Client()
     user = get_user_model().objects.get(username=who)
-    headers = {}
+    headers: dict[str, str] = {}
     if url.startswith("/api/"):
-        headers["HTTP_AUTHORIZATION"] = f"Token {Token.objects.get_or_create(user=user)[0].key}"
+        headers["Authorization"] = f"Token {Token.objects.get_or_create(user=user)[0].key}"
     else:
         client.force_login(user)
 
     def get() -> None:
-        answer = client.get(url, **headers)
+        answer = client.get(url, headers=headers)
         if answer.status_code != 200:
             raise SystemExit(f"{url} as {who}: {answer.status_code}")
 
