@@ -36,6 +36,9 @@ and in the template's group, so her inbox grows by one per hundred held runs; `f
 which holds every tenth approval, shows an inbox that is large by its own right.
 
     --sizes 0,10000,100000   parked runs at each measure (cumulative, ascending)
+    --page 50                runs of each kind copied before the first measure, so every list's first
+                             page is as full with none parked as with 100,000 (a page of 3 rows is not
+                             the same page as one of 50: the desk's list shows 50, the API's 20)
     --reps 15                repetitions of each figure (the best and the median are printed)
     --explain                print EXPLAIN ANALYZE of the badge, inbox, runs list and next deadline
     --slowest                at the largest size, each figure's three slowest reads (database time)
@@ -371,6 +374,7 @@ def verdict(base: float, now: float, slack: float = 20) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="0,10000,100000", help="parked runs at each measure (ascending)")
+    parser.add_argument("--page", type=int, default=50, help="runs of each kind there before the first measure")
     parser.add_argument("--reps", type=int, default=15, help="repetitions of each figure (best and median printed)")
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the read queries")
     parser.add_argument("--slowest", action="store_true",
@@ -386,6 +390,9 @@ def main() -> None:
     print(f"database: PostgreSQL {server}; {options.reps} reps a figure (best, median); loaded machine figures",
           flush=True)
     copies = 0
+    if options.page:
+        park_copies(made, 1, options.page)
+        copies = options.page
     results: dict[int, Figures] = {}
     for size in sizes:
         per_kind = size // len(KINDS)
@@ -397,7 +404,7 @@ def main() -> None:
             copies = per_kind
         parked = Run.objects.filter(status=RunStatus.WAITING).count()
         results[size] = measure(config, options.reps)
-        print(f"\n{parked:,} runs waiting ({size:,} parked copies):", flush=True)
+        print(f"\n{parked:,} runs waiting ({copies * len(KINDS):,} parked copies; measure {size:,}):", flush=True)
         base = results[sizes[0]]
         for name, (best, median, server, queries, cpu) in results[size].items():
             said = "" if size == sizes[0] else f"  vs {base[name][0]:.2f} ms: {verdict(base[name][0], best)}"
