@@ -16,6 +16,8 @@ and 100,000 parked by default), what must not grow with them:
   count at its foot, the search box's counts, the date bar, the filters' choices; with "Show
   counts", each status' count too; an operator's and an approver's), and the API's runs list,
 - the API's runs list (`/api/runs?status=waiting`: its first page and count),
+- the desk's home page (an approver's, with the badge) and its Versions page (each deploy version's
+  unfinished runs, counted),
 - a held run's start and park (start, one call, its approval asked and granted, suspended).
 
 Each is printed at each size as the best of its repetitions (the machine's load only ever adds
@@ -264,6 +266,8 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
         "desk runs list (all): ops": page_of("ops", "/admin/runs/run/"),
         "desk runs list waiting: amy": page_of("amy", "/admin/runs/run/?status__exact=waiting"),
         "API runs list waiting: ops": page_of("ops", "/api/runs?status=waiting"),
+        "desk home: amy": page_of("amy", "/admin/"),
+        "desk versions page: ops": page_of("ops", "/admin/runs/appversion/"),
         "held run: start + park": lambda: held_ms(config),
         "(info) badge: fin's pending count": lambda: approval_selectors.pending_count(principal="fin"),
     }
