@@ -99,6 +99,7 @@ def setup_people() -> None:
     make_user("bench", perms=["runs.start_workflow"])
     make_user("ops", perms=["runs.view_any_run", "runs.operate_runs"])
     make_user("amy", groups=["approvers", "team1"])
+    make_user("root", superuser=True)  # the Versions page is a superuser's
     from django.contrib.auth import get_user_model
 
     get_user_model().objects.filter(username__in=["ops", "amy"]).update(is_staff=True)  # they sign in to the desk
@@ -267,7 +268,7 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
         "desk runs list waiting: amy": page_of("amy", "/admin/runs/run/?status__exact=waiting"),
         "API runs list waiting: ops": page_of("ops", "/api/runs?status=waiting"),
         "desk home: amy": page_of("amy", "/admin/"),
-        "desk versions page: ops": page_of("ops", "/admin/runs/appversion/"),
+        "desk versions page: root": page_of("root", "/admin/runs/appversion/"),
         "held run: start + park": lambda: held_ms(config),
         "(info) badge: fin's pending count": lambda: approval_selectors.pending_count(principal="fin"),
     }
