@@ -12,14 +12,21 @@ and 100,000 parked by default), what must not grow with them:
 - the runs list (first page and count, filtered by status `waiting`: an operator's and an approver's;
   and by `failed`, a status none of the parked runs is in),
 - the desk's badge (the approver's pending count),
+- the desk's runs list as a browser gets it (the whole page: its first page of `waiting` runs, the
+  count at its foot, the search box's counts, the date bar, the filters' choices; with "Show
+  counts", each status' count too; an operator's and an approver's), and the API's runs list,
+- the API's runs list (`/api/runs?status=waiting`: its first page and count),
+- the desk's home page (an approver's, with the badge) and its Versions page (each deploy version's
+  unfinished runs, counted),
 - a held run's start and park (start, one call, its approval asked and granted, suspended).
 
 Each is printed at each size as the best of its repetitions (the machine's load only ever adds
 time) and their median, beside the best with none parked: MET when within 10 % of it (or within
-20 ms), MISSED otherwise. For the reads, `db` is the database's own time for the queries the
-figure sent (each run again under EXPLAIN ANALYZE, best of the repetitions), judged within 10 %
-or 0.5 ms: the figure that tells whether a query grows with the parked runs on a machine shared with other
-work, where the client's times mostly measure the load. `q` is how many queries the figure sends.
+20 ms), MISSED otherwise. `cpu` is this process' CPU time for the figure (best of the repetitions,
+judged the same way). For the reads, `db` is the database's own time for the queries the figure
+sent (each run again under EXPLAIN ANALYZE, best of the repetitions), judged within 10 % or 0.5 ms:
+on a machine shared with other work the wall time mostly measures the load, and these two tell
+whether the figure grows with the parked runs. `q` is how many statements the figure sends.
 
 The runs are made quickly: one of each kind is started and parked through the engine's own services
 (`services.start`, `advance`), then copied in bulk with SQL (`INSERT ... SELECT` over
@@ -31,8 +38,12 @@ and in the template's group, so her inbox grows by one per hundred held runs; `f
 which holds every tenth approval, shows an inbox that is large by its own right.
 
     --sizes 0,10000,100000   parked runs at each measure (cumulative, ascending)
+    --page 50                runs of each kind copied before the first measure, so every list's first
+                             page is as full with none parked as with 100,000 (a page of 3 rows is not
+                             the same page as one of 50: the desk's list shows 50, the API's 20)
     --reps 15                repetitions of each figure (the best and the median are printed)
     --explain                print EXPLAIN ANALYZE of the badge, inbox, runs list and next deadline
+    --slowest                at the largest size, each figure's three slowest reads (database time)
 """
 from __future__ import annotations
 
@@ -67,7 +78,6 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from runs import services  # noqa: E402
 from runs.approvals import selectors as approval_selectors  # noqa: E402
@@ -89,6 +99,10 @@ def setup_people() -> None:
     make_user("bench", perms=["runs.start_workflow"])
     make_user("ops", perms=["runs.view_any_run", "runs.operate_runs"])
     make_user("amy", groups=["approvers", "team1"])
+    make_user("root", superuser=True)  # the Versions page is a superuser's
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.filter(username__in=["ops", "amy"]).update(is_staff=True)  # they sign in to the desk
     make_user("fin", groups=["finance"])
     from django.contrib.auth.models import Group
 
@@ -169,15 +183,16 @@ def park_copies(made: dict[str, str], first: int, last: int) -> None:
         cursor.execute("VACUUM ANALYZE")
 
 
-def timed(fn: Callable[[], Any], reps: int) -> list[float]:
-    """`reps` timings of fn, in ms (one warm-up call first)."""
+def timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], list[float]]:
+    """`reps` timings of fn, in ms of wall time and of this process' CPU (one warm-up call first)."""
     fn()
-    times = []
+    times, cpu = [], []
     for _ in range(reps):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append((time.perf_counter() - started) * 1000)
-    return times
+        cpu.append((time.process_time() - started_cpu) * 1000)
+    return times, cpu
 
 
 def step_ms(config: Any) -> float:
@@ -207,6 +222,29 @@ def runs_page(who: str, status: str = RunStatus.WAITING) -> None:
     list_runs(viewer=who, status=status, limit=20)
 
 
+def page_of(who: str, url: str) -> Callable[[], Any]:
+    """A GET of `url` as `who` (signed in; an API token for /api/), through the whole site (its
+    middleware, the view, the template): 200 or the bench stops."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    client = Client()
+    user = get_user_model().objects.get(username=who)
+    headers: dict[str, str] = {}
+    if url.startswith("/api/"):
+        headers["Authorization"] = f"Token {Token.objects.get_or_create(user=user)[0].key}"
+    else:
+        client.force_login(user)
+
+    def get() -> None:
+        answer = client.get(url, headers=headers)
+        if answer.status_code != 200:
+            raise SystemExit(f"{url} as {who}: {answer.status_code}")
+
+    return get
+
+
 def measures(config: Any) -> dict[str, Callable[[], Any]]:
     versions = config.owned_versions
 
@@ -224,6 +262,13 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
         "runs list waiting: ops (page + count)": lambda: runs_page("ops"),
         "runs list waiting: amy (page + count)": lambda: runs_page("amy"),
         "runs list failed: ops (page + count)": lambda: runs_page("ops", RunStatus.FAILED),
+        "desk runs list waiting: ops": page_of("ops", "/admin/runs/run/?status__exact=waiting"),
+        "desk runs list waiting + counts: ops": page_of("ops", "/admin/runs/run/?status__exact=waiting&_facets="),
+        "desk runs list (all): ops": page_of("ops", "/admin/runs/run/"),
+        "desk runs list waiting: amy": page_of("amy", "/admin/runs/run/?status__exact=waiting"),
+        "API runs list waiting: ops": page_of("ops", "/api/runs?status=waiting"),
+        "desk home: amy": page_of("amy", "/admin/"),
+        "desk versions page: root": page_of("root", "/admin/runs/appversion/"),
         "held run: start + park": lambda: held_ms(config),
         "(info) badge: fin's pending count": lambda: approval_selectors.pending_count(principal="fin"),
     }
@@ -232,25 +277,50 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
 SELF_TIMED = ("step (per step, 10-step run)", "held run: start + park")
 
 
-def server_ms(fn: Callable[[], Any], reps: int) -> float:
+class Sent:
+    """The statements sent while it is open, with their parameters (Django's own query log is
+    emptied at the start of each request the test client makes, so it cannot count a page's)."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, Any]] = []
+
+    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        self.statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    def __enter__(self) -> Sent:
+        self._wrapped = connection.execute_wrapper(self)
+        self._wrapped.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._wrapped.__exit__(*exc)
+
+    def reads(self) -> list[tuple[str, Any]]:
+        return [(sql, params) for sql, params in self.statements if sql.lstrip().upper().startswith(("SELECT", "WITH"))]
+
+
+SLOWEST: dict[str, list[tuple[float, str]]] = {}  # a figure's slowest reads (--slowest)
+
+
+def server_ms(fn: Callable[[], Any], reps: int, name: str = "") -> float:
     """The database's own time for the reads fn makes: each SELECT it sent run again under EXPLAIN
     ANALYZE, execution times summed; the best of `reps` (what the client's load does not touch)."""
-    with CaptureQueriesContext(connection) as captured:
+    with Sent() as sent:
         fn()
-    reads = [q["sql"] for q in captured.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
-    best = float("inf")
+    reads = sent.reads()
+    best = [float("inf")] * len(reads)
     with connection.cursor() as cursor:
         for _ in range(reps):
-            total = 0.0
-            for sql in reads:
-                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + sql)
+            for i, (sql, params) in enumerate(reads):
+                cursor.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + sql, params)
                 plan = cursor.fetchone()[0]
-                total += (json.loads(plan) if isinstance(plan, str) else plan)[0]["Execution Time"]
-            best = min(best, total)
-    return best
+                best[i] = min(best[i], (json.loads(plan) if isinstance(plan, str) else plan)[0]["Execution Time"])
+    SLOWEST[name] = sorted(((ms, sql) for ms, (sql, _) in zip(best, reads, strict=True)), reverse=True)[:3]
+    return sum(best)
 
 
-Figures = dict[str, tuple[float, float, float | None, int]]
+Figures = dict[str, tuple[float, float, float | None, int, float | None]]
 
 
 def measure(config: Any, reps: int) -> Figures:
@@ -258,14 +328,15 @@ def measure(config: Any, reps: int) -> Figures:
     the queries it sends."""
     figures: Figures = {}
     for name, fn in measures(config).items():
-        with CaptureQueriesContext(connection) as captured:
+        with Sent() as sent:
             fn()
         if name in SELF_TIMED:
             times = [fn() for _ in range(max(5, reps // 3))]
-            figures[name] = (min(times), statistics.median(times), None, len(captured))
+            figures[name] = (min(times), statistics.median(times), None, len(sent.statements), None)
         else:
-            times = timed(fn, reps)
-            figures[name] = (min(times), statistics.median(times), server_ms(fn, reps), len(captured))
+            times, cpu = timed(fn, reps)
+            figures[name] = (min(times), statistics.median(times), server_ms(fn, reps, name), len(sent.statements),
+                             min(cpu))
     return figures
 
 
@@ -308,8 +379,11 @@ def verdict(base: float, now: float, slack: float = 20) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="0,10000,100000", help="parked runs at each measure (ascending)")
+    parser.add_argument("--page", type=int, default=50, help="runs of each kind there before the first measure")
     parser.add_argument("--reps", type=int, default=15, help="repetitions of each figure (best and median printed)")
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the read queries")
+    parser.add_argument("--slowest", action="store_true",
+                        help="at the largest size, print each figure's three slowest reads (the database's time)")
     options = parser.parse_args()
     sizes = sorted(int(s) for s in options.sizes.split(","))
     setup_people()
@@ -321,6 +395,9 @@ def main() -> None:
     print(f"database: PostgreSQL {server}; {options.reps} reps a figure (best, median); loaded machine figures",
           flush=True)
     copies = 0
+    if options.page:
+        park_copies(made, 1, options.page)
+        copies = options.page
     results: dict[int, Figures] = {}
     for size in sizes:
         per_kind = size // len(KINDS)
@@ -332,15 +409,22 @@ def main() -> None:
             copies = per_kind
         parked = Run.objects.filter(status=RunStatus.WAITING).count()
         results[size] = measure(config, options.reps)
-        print(f"\n{parked:,} runs waiting ({size:,} parked copies):", flush=True)
+        print(f"\n{parked:,} runs waiting ({copies * len(KINDS):,} parked copies; measure {size:,}):", flush=True)
         base = results[sizes[0]]
-        for name, (best, median, server, queries) in results[size].items():
+        for name, (best, median, server, queries, cpu) in results[size].items():
             said = "" if size == sizes[0] else f"  vs {base[name][0]:.2f} ms: {verdict(base[name][0], best)}"
             db = "" if server is None else f"; db {server:6.2f}"
-            base_db = base[name][2]
+            base_db, base_cpu = base[name][2], base[name][4]
             db_said = "" if server is None or base_db is None or size == sizes[0] else \
                 f" (db vs {base_db:.2f}: {verdict(base_db, server, 0.5)})"
-            print(f"  {name:<40} {best:8.2f} ms (median {median:7.2f}{db}; {queries} q){said}{db_said}", flush=True)
+            cpu_said = "" if cpu is None else f"; cpu {cpu:6.2f}"
+            if cpu is not None and base_cpu is not None and size != sizes[0]:
+                cpu_said += f" vs {base_cpu:.2f}: {verdict(base_cpu, cpu)}"
+            print(f"  {name:<40} {best:8.2f} ms (median {median:7.2f}{db}; {queries} q){said}{db_said}{cpu_said}",
+                  flush=True)
+            if options.slowest and server is not None and size == sizes[-1]:
+                for ms, sql in SLOWEST.get(name, []):
+                    print(f"      {ms:7.2f} ms  {sql[:300]}", flush=True)
         if options.explain:
             explain()
 

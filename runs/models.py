@@ -63,6 +63,12 @@ class Run(models.Model):
             models.Index(fields=["-created_at"], name="run_created"),
             # A list by status, newest first, from its first row however many wait (and status' lookups).
             models.Index(fields=["status", "-created_at", "-id"], name="run_status_created"),
+            # The waiting runs by what they wait for (the list's filter, its count), and the runs a
+            # pause holds: small indexes of the rows they name, never every parked run.
+            models.Index(fields=["waiting_for", "-created_at"], condition=models.Q(status="waiting"),
+                         name="run_waiting_for_created"),
+            models.Index(fields=["waiting_for"], condition=models.Q(waiting_for__startswith="paused "),
+                         name="run_paused"),
         ]
         permissions = [
             ("view_any_run", "Can view every run (operator)"),

@@ -67,12 +67,43 @@ def get_run(*, run_id: str, viewer: str | Principal | None = None) -> Run | None
         return None
 
 
+# A list counts the runs that match up to this many past where its page starts, and says "more than"
+# beyond: a count that reads every match grows with the runs parked in the list (100,000 waiting runs
+# are 100,000 index entries read on every page), this one stops where a person stops counting.
+COUNT_BOUND = 10_000
+
+
+@dataclass(frozen=True)
+class Counted:
+    """How many match: `n` exactly, or (`exact` false) more than `n`."""
+
+    n: int
+    exact: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.n:,}" if self.exact else f"more than {self.n:,}"
+
+
+def bounded_count(runs: QuerySet[Any], *, start: int = 0, bound: int | None = None) -> Counted:
+    """How many of `runs` there are, reading at most `start + bound + 1` of them (`bound`:
+    COUNT_BOUND when not given): exact up to there, "more than `start + bound`" past it. `start` is
+    where the page shown begins, so a page far down a long list still knows whether more follow."""
+    cap = start + (COUNT_BOUND if bound is None else bound)
+    found = runs.order_by().values("pk")[: cap + 1].count()
+    return Counted(found) if found <= cap else Counted(cap, exact=False)
+
+
 @dataclass(frozen=True)
 class RunPage:
     runs: list[Run]
-    total: int
+    total: int  # exact when `total_exact`, else more than `total` match
     offset: int
     limit: int
+    total_exact: bool = True
+
+    @property
+    def counted(self) -> Counted:
+        return Counted(self.total, self.total_exact)
 
 
 @dataclass(frozen=True)
@@ -181,7 +212,8 @@ def list_runs(
     limit: int = 20,
     offset: int = 0,
 ) -> RunPage:
-    """Runs newest first, filtered; a viewer sees only the runs they may see."""
+    """Runs newest first, filtered; a viewer sees only the runs they may see. Counted up to
+    COUNT_BOUND past the page's start (see `bounded_count`)."""
     if where is None:
         where = RunFilter.parse(status=status, workflow=workflow, started_by=started_by)
     if not isinstance(limit, int) or not 1 <= limit <= 500:
@@ -191,7 +223,9 @@ def list_runs(
         raise InvalidInput("offset must be a whole number from 0",
                            data={"issues": [input_issue(["offset"], "out of range", IssueCode.INVALID)]})
     runs = matching_runs(viewer=viewer, where=where)
-    return RunPage(runs=list(runs[offset : offset + limit]), total=runs.count(), offset=offset, limit=limit)
+    total = bounded_count(runs, start=offset, bound=max(COUNT_BOUND, limit))
+    return RunPage(runs=list(runs[offset : offset + limit]), total=total.n, offset=offset, limit=limit,
+                   total_exact=total.exact)
 
 
 def distinct_run_values(column: str) -> list[str]:
@@ -304,8 +338,8 @@ def comparable_runs(run: Run, *, viewer: Principal, limit: int) -> list[tuple[st
 
 def failed_error_codes() -> list[str]:
     """The codes of the failed runs' errors, sorted, each once."""
-    codes = (Run.objects.filter(status=RunStatus.FAILED).exclude(error__code=None)
-             .values_list("error__code", flat=True).distinct())
+    codes = (Run.objects.filter(status=RunStatus.FAILED).exclude(error__code=None).order_by()
+             .values_list("error__code", flat=True).distinct())  # no ordering: DISTINCT on the codes alone
     return sorted({c for c in codes if isinstance(c, str)})
 
 

@@ -28,6 +28,7 @@ from runs.admin.run_filters import (
     tag_terms,
 )
 from runs.admin.run_inlines import ApprovalInline, StepInline
+from runs.admin.run_list import BoundedPaginator, RunChangeList, page_asked
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls, unread_topic
 from runs.admin.start import StartRunMixin
 from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
@@ -67,6 +68,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
     date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")
     list_per_page = 50
+    # Counted by RunChangeList, up to 10,000 past the page shown (Django's would count every run).
+    show_full_result_count = False
     inlines = (ApprovalInline, StepInline)
     change_form_template = "admin/runs/run/change_form.html"
     missing_noun = "run"
@@ -111,6 +114,14 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
 
     def get_queryset(self, request: HttpRequest):
         return with_pending_count(visible_runs(me(request)))
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[RunChangeList]:
+        return RunChangeList
+
+    def get_paginator(self, request: HttpRequest, queryset: Any, per_page: int, orphans: int = 0,
+                      allow_empty_first_page: bool = True) -> BoundedPaginator:
+        return BoundedPaginator(queryset, per_page, page=page_asked(request), orphans=orphans,
+                                allow_empty_first_page=allow_empty_first_page)
 
     def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> tuple[Any, bool]:
         """Django's search (run id, tag values), and `key=value` terms matching a tag exactly."""

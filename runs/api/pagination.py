@@ -2,10 +2,14 @@
 
 Two kinds, chosen per endpoint:
 
-- `Page` (limit and offset): `{count, next, previous, results}`. For the runs list and the short
-  lists (workflows, connectors, approvals, the inbox, pauses, collections, credentials, scenarios):
-  the count is one cheap query (or the length of a list already in memory), and a person paging a
-  filtered list wants to know how many match.
+- `Page` (limit and offset): `{count, next, previous, results}`. For the short lists (workflows,
+  connectors, approvals, the inbox, pauses, collections, credentials, scenarios): the count is one
+  cheap query (or the length of a list already in memory), and a person paging a filtered list
+  wants to know how many match.
+- `RunsPage`, the runs list's: `{count, count_exact, next, previous, results}`. The runs that match
+  are counted up to 10,000 past the page's start (`runs.selectors.bounded_count`): a list of
+  100,000 parked runs costs what a list of 10,000 does. Past that, `count_exact` is false and
+  `count` says how many at least (more than it match); `next` is there while a next page is.
 - `LedgerCursor` (an opaque cursor on `seq`): `{next, previous, results}` with no count. A ledger
   only grows, at its end, while a run goes on; a cursor keeps its place across those appends, costs
   no COUNT and no OFFSET scan over a long ledger, and its `next` link is how a reader follows a run.
@@ -74,6 +78,43 @@ class Page(LimitOffsetPagination):
              "description": "How many to skip first (default 0).",
              "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET}},
         ]
+
+
+class RunsPage(Page):
+    """`Page` whose count may be a lower bound: `count_exact` false says more than `count` match."""
+
+    count_exact = True
+
+    def answer(self, request: Request, results: Any, *, count: int, limit: int, offset: int,
+               exact: bool = True) -> Response:
+        self.count_exact = exact
+        return super().answer(request, results, count=count, limit=limit, offset=offset)
+
+    def get_next_link(self) -> str | None:
+        if not self.count_exact:  # more than `count` match, and `count` reaches past this page
+            counted = self.count
+            self.count = (counted or 0) + 1
+            try:
+                return super().get_next_link()
+            finally:
+                self.count = counted
+        return super().get_next_link()
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response({"count": self.count, "count_exact": self.count_exact, "next": self.get_next_link(),
+                         "previous": self.get_previous_link(), "results": data})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        answer = super().get_paginated_response_schema(schema)
+        answer["required"] = ["count", "count_exact", "results"]
+        answer["properties"] = {
+            "count": {"type": "integer", "example": 123, "description":
+                      "How many match: exactly, or when count_exact is false, at least (more than this many)."},
+            "count_exact": {"type": "boolean", "description":
+                            "false: the runs were counted up to 10,000 past the page's start and more match."},
+            **{k: v for k, v in answer["properties"].items() if k != "count"},
+        }
+        return answer
 
 
 class LedgerCursor(CursorPagination):

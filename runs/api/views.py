@@ -14,7 +14,7 @@ from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, e
 from runs import selectors, services
 from runs.api import serializers as s
 from runs.api.base import ApiError, SanomaAPIView, error_body, errors, invalid_input, me
-from runs.api.pagination import LedgerCursor, Page
+from runs.api.pagination import LedgerCursor, Page, RunsPage
 from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.selectors import pending_counts
@@ -77,7 +77,7 @@ class ConnectorListView(SanomaAPIView):
 
 
 class RunListView(SanomaAPIView):
-    pagination_class = Page
+    pagination_class = RunsPage
 
     @extend_schema(
         operation_id="runs_list", summary="The runs you may see, newest first",
@@ -94,12 +94,12 @@ class RunListView(SanomaAPIView):
             status=query.get("status"), workflow=query.get("workflow"), started_by=query.get("started_by"),
             error_code=query.get("error_code"), tags=query.get("tag") or (), started_after=query.get("since"),
             started_before=query.get("until"), waiting_for=query.get("waiting_for"))
-        paginator = Page()
+        paginator = RunsPage()
         limit, offset = paginator.get_limit(request), paginator.get_offset(request)
         page = selectors.list_runs(viewer=me(request), where=where, limit=limit, offset=offset)
         counts = pending_counts([run.id for run in page.runs])
         runs = s.RunSerializer(page.runs, many=True, context={"pending_counts": counts}).data
-        return paginator.answer(request, runs, count=page.total, limit=limit, offset=offset)
+        return paginator.answer(request, runs, count=page.total, limit=limit, offset=offset, exact=page.total_exact)
 
     @extend_schema(
         operation_id="runs_start", summary="Start a run",

@@ -49,4 +49,4 @@ class Command(BaseCommand):
                 f"by {run.started_by}{error}"
             )
         shown = f"{page.offset + 1}-{page.offset + len(page.runs)}" if page.runs else "none"
-        self.stdout.write(f"{shown} of {page.total}")
+        self.stdout.write(f"{shown} of {page.counted}")
