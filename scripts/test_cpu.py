@@ -42,7 +42,7 @@ def _file() -> TextIO | None:
     target = os.environ.get(VARIABLE, "")
     if _out is None and target:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
-        _out = open(target, "w", encoding="utf-8")  # noqa: SIM115  (open for the whole session)
+        _out = open(target, "w", encoding="utf-8")  # open for the whole session
     return _out
 
 
