@@ -93,8 +93,9 @@ def pytest_collection_modifyitems(config, items):
     Each Chromium journey runs once per `./test`, on one of its two suites: the page a journey
     drives is the same on either database, and the server side of every page runs on both in the
     request tests. Which suite is fixed per test (a hash of its id), so the two suites share the
-    journeys about evenly and each suite has journeys on it. A run of pytest on its own (no
-    SANOMA_SUITE set by ./test) runs them all."""
+    journeys about evenly and each suite has journeys on it. So does a test that uses no database
+    of the suite (scripts/suite_lanes.py, `suite_of`): the same on either, it runs on one. A run of
+    pytest on its own (no SANOMA_SUITE set by ./test) runs them all."""
     import os
     import zlib
 
@@ -109,9 +110,16 @@ def pytest_collection_modifyitems(config, items):
     suite = os.environ.get("SANOMA_SUITE", "")
     if suite not in ("sqlite", "postgresql"):
         return
+    from scripts.suite_lanes import BOTH, suite_of_item
+
+    sources: dict[str, str] = {}
     for item in items:
-        if "shared_chromium" not in getattr(item, "fixturenames", ()):
+        if "shared_chromium" in getattr(item, "fixturenames", ()):
+            home = ("sqlite", "postgresql")[zlib.crc32(item.nodeid.split("[")[0].encode()) % 2]
+            if home != suite:
+                item.add_marker(pytest.mark.skip(reason=f"a browser journey runs once per ./test: on the {home} suite"))
             continue
-        home = ("sqlite", "postgresql")[zlib.crc32(item.nodeid.split("[")[0].encode()) % 2]
-        if home != suite:
-            item.add_marker(pytest.mark.skip(reason=f"a browser journey runs once per ./test: on the {home} suite"))
+        home = suite_of_item(item, sources)
+        if home not in (BOTH, suite):
+            item.add_marker(pytest.mark.skip(reason=f"uses no database of the suite: runs once per ./test, on the "
+                                                    f"{home} suite"))

@@ -14,7 +14,9 @@ lanes together run what one pytest would. Each lane has a test database and a va
 """
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 WAITS = "waits"
@@ -61,3 +63,72 @@ def split(items: Sequence[Any], lane: str) -> tuple[list[Any], list[Any]]:
     for item in items:
         (kept if lane_of_item(item) == lane else other).append(item)
     return kept, other
+
+
+# ---- which suite runs a test ---------------------------------------------------------------------
+#
+# `./test` runs pytest twice, once per database (SANOMA_SUITE: sqlite, postgresql). A test that uses
+# no database of the suite (no `django_db` mark, no database fixture) does the same thing on either:
+# it runs on one of them (its home, fixed by a hash of its file, so a module's fixtures are set up
+# once), and the other suite skips it saying where it ran. A test stays on both when its file reaches
+# for the suite's database another way: it reads which database it is (`django.db.connection`), hands
+# the environment's DATABASE_URL to what it starts, or starts a worker or behave on it (needles below),
+# or when it carries a skip mark (whose condition may name the database). Files whose needles and
+# marks were read and found not to depend on the suite are named in `ONE_SUITE_FILES` (each with why).
+SUITES = ("sqlite", "postgresql")
+BOTH = "both"
+DATABASE_MARKS = frozenset({"django_db"})
+DATABASE_FIXTURES = frozenset({
+    "_django_db_helper", "db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+    "live_server",
+})
+KEEP_MARKS = frozenset({"skip", "skipif", "xfail"})
+# Text in a test file that can reach the suite's database without a database fixture.
+DATABASE_NEEDLES = (
+    "connection",  # django.db's connection(s): which database, its settings, its URL
+    "DATABASE_URL", "DATABASES",  # read from the environment or the settings
+    "os.environ",  # the environment handed to a process it starts
+    "features.tests.support",  # behave run on the suite's database
+    "runs.tests.processes",  # a worker on the test database
+    "django_db_blocker",  # database access unblocked by hand (pytest-django asks for it in every test)
+)
+# Files that hold a needle or a skip mark and were read: their tests without a database fixture give
+# every process they start an environment without the suite's database, or read the needle for
+# something else, and skip on what the machine lacks (/proc, Linux), never on the database.
+ONE_SUITE_FILES = {
+    "sanoma_site/tests/test_demo.py": "the demo runs on a SQLite file of its own (DATABASE_URL removed)",
+    "runs/tests/test_startcompany.py": "its commands run with SANOMA_*, DJANGO_*, DATABASE_* removed",
+    "sanoma_site/tests/test_settings.py": "settings read in a clean environment (the clean_environ fixture); "
+                                          "its connections are to databases it names itself",
+    "changes/lifecycle/remotes/tests/test_git.py": "os.environ only for git's author and committer",
+    "bench/engine_bench/tests/test_scale_others.py": "a made-up DATABASE_URL handed to a probe script",
+    "runs/tests/test_lint.py": "os.environ is text in the workflows it lints",
+    "runs/tests/test_lint_checks.py": "os.environ is text in the workflows it lints",
+    "changes/tests/test_datafiles.py": "os.environ is text in the data files it reads",
+}
+
+
+def uses_suite_database(marks: Iterable[str], fixtures: Iterable[str]) -> bool:
+    """Whether a test uses the suite's database through pytest-django (a mark or a fixture)."""
+    return bool(DATABASE_MARKS.intersection(marks) or DATABASE_FIXTURES.intersection(fixtures))
+
+
+def suite_of(nodeid: str, marks: Iterable[str], fixtures: Iterable[str], source: str) -> str:
+    """The suite a test runs on (one of SUITES), or BOTH; `source` is its file's text."""
+    marks = set(marks)
+    if uses_suite_database(marks, fixtures):
+        return BOTH
+    path = nodeid.split("::", 1)[0]
+    if path not in ONE_SUITE_FILES and (KEEP_MARKS.intersection(marks)
+                                        or any(needle in source for needle in DATABASE_NEEDLES)):
+        return BOTH
+    return SUITES[zlib.crc32(path.encode()) % len(SUITES)]
+
+
+def suite_of_item(item: Any, sources: dict[str, str]) -> str:
+    """The suite of a collected pytest item; `sources` caches its file's text by path."""
+    path = str(item.path)
+    if path not in sources:
+        sources[path] = Path(path).read_text(encoding="utf-8")
+    return suite_of(item.nodeid, (mark.name for mark in item.iter_markers()), getattr(item, "fixturenames", ()),
+                    sources[path])

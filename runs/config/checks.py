@@ -43,6 +43,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 
 from connectors.errors import ConfigError, Problem, ProblemKind
+from runs.config.registry import load_site_config
 from runs.config.resolution import ENGINE_OPS, load_config
 from runs.policies.approvers import approver_problems
 from runs.policies.cedar import CedarPolicy
@@ -96,12 +97,7 @@ def check_config(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) 
         message = f"the config root {root} is not a folder"
         return [Error(message, hint=_HINTS["sanoma.E001"], obj=_Where(root), id="sanoma.E001")]
     try:
-        resolved = load_config(
-            root,
-            fakes=settings.SANOMA_FAKES,
-            fake_dir=Path(settings.VAR_DIR) / "fakes",
-            app_version=settings.SANOMA_APP_VERSION,
-        )
+        resolved = load_site_config(for_check=True)  # the command's own get_config takes it
     except ConfigError as err:
         # One line per problem, however many workflows share it.
         unique = list({str(problem): problem for problem in err.problems}.values())

@@ -23,7 +23,8 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
-from django.test import Client
+from django.db import transaction
+from django.test import Client, override_settings
 from django_q.models import OrmQ
 from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
@@ -33,9 +34,13 @@ from runs import pausing
 from runs.admin import approvals as approvals_admin
 from runs.api import views
 from runs.authoring import define_workflow
+from runs.config.registry import set_config
+from runs.config.resolution import SanomaConfig
 from runs.engine import pauses as engine_pauses
 from runs.models import Approval, DecisionMessage, LedgerRecord, Run, RunMessage
-from runs.testing import make_user
+from runs.testing import make_user, resolve_on_fakes
+from runs.tests.conftest import Engine
+from runs.tests.fixtures import acme
 
 STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF, NOBODY, ANONYMOUS = (
     "alice", "finance-lead", "fiona", "olga", "sam", "nobody", "anonymous")
@@ -86,27 +91,52 @@ def expected(action: str, actor: str, run: str) -> str:
     return OK  # see, list, ledger, result
 
 
+@pytest.fixture(scope="module")
+def shared_world(django_db_setup, django_db_blocker):
+    """The two waiting runs and the actors, made once for the module inside a transaction of its own
+    that is rolled back when the module ends; each case runs in a savepoint within it (the `world`
+    fixture), so what a case writes is gone before the next, as if the world were made afresh."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        with django_db_blocker.unblock(), override_settings(SANOMA_RETRY_DELAYS=(0.01, 0.02)):
+            engine = Engine(resolve_on_fakes(SanomaConfig(connectors=[acme], workflows=[matrix])))
+            set_config(engine.config)
+            engine_pauses.forget()
+            make_user(STARTER, perms=["runs.start_workflow"])  # as the engine_for fixture makes her
+            make_user(STARTER, groups=["finance", "staff"], perms=["runs.start_workflow"])
+            make_user(APPROVER, perms=["runs.start_workflow"])
+            make_user(GROUP_MEMBER, groups=["finance"], perms=["runs.start_workflow"])
+            make_user(OPERATOR, perms=["runs.start_workflow", "runs.view_any_run", "runs.operate_runs", "runs.pause"])
+            make_user(STAFF, groups=["staff"], perms=["runs.start_workflow"])
+            make_user(NOBODY, perms=["runs.start_workflow"])
+            get_user_model().objects.filter(username__in=[STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF]).update(
+                is_staff=True)
+            for run, run_id in RUNS.items():
+                engine.start("matrix", {"approver": APPROVERS[run]}, by=STARTER, run_id=run_id)
+            engine.drain()
+            assert Run.objects.filter(status="waiting").count() == 2
+        yield engine
+    finally:
+        set_config(None)
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
 @pytest.fixture
-def world(engine_for, monkeypatch):
+def world(shared_world, db, monkeypatch):
     # No worker runs here: an allowed decision stays pending (202, or the admin's message sent), so
     # waiting the usual 5 s for a worker to apply it would only wait.
     monkeypatch.setattr(views, "DECIDE_WAIT_SECONDS", 0.05)
     monkeypatch.setattr(approvals_admin, "DECIDE_WAIT_SECONDS", 0.05)
-    engine = engine_for(matrix)
-    engine_pauses.forget()  # a pause cached by an earlier case (hold_a_run) went with its transaction
-    make_user(STARTER, groups=["finance", "staff"], perms=["runs.start_workflow"])
-    make_user(APPROVER, perms=["runs.start_workflow"])
-    make_user(GROUP_MEMBER, groups=["finance"], perms=["runs.start_workflow"])
-    make_user(OPERATOR, perms=["runs.start_workflow", "runs.view_any_run", "runs.operate_runs", "runs.pause"])
-    make_user(STAFF, groups=["staff"], perms=["runs.start_workflow"])
-    make_user(NOBODY, perms=["runs.start_workflow"])
-    get_user_model().objects.filter(username__in=[STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF]).update(
-        is_staff=True)
-    for run, run_id in RUNS.items():
-        engine.start("matrix", {"approver": APPROVERS[run]}, by=STARTER, run_id=run_id)
-    engine.drain()
+    set_config(shared_world.config)
+    engine_pauses.forget()  # a pause cached by an earlier case (hold_a_run) went with its savepoint
     assert Run.objects.filter(status="waiting").count() == 2
-    return engine
+    with override_settings(SANOMA_RETRY_DELAYS=(0.01, 0.02)):
+        yield shared_world
+    set_config(None)
 
 
 def held(run: str) -> str:

@@ -6,7 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from scripts.suite_lanes import LANES, WAIT_FILES, WAITS, WORK, lane_of, split
+from scripts.suite_lanes import (
+    BOTH,
+    DATABASE_NEEDLES,
+    LANES,
+    ONE_SUITE_FILES,
+    SUITES,
+    WAIT_FILES,
+    WAITS,
+    WORK,
+    lane_of,
+    split,
+    suite_of,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,3 +76,49 @@ def test_an_unknown_lane_is_refused_by_name():
 def test_every_waiting_file_named_is_a_test_file_here():
     missing = sorted(path for path in WAIT_FILES if not (REPO / path).is_file())
     assert not missing, f"scripts/suite_lanes.py names test files that are gone: {missing}"
+
+
+# ---- which suite runs a test --------------------------------------------------------------------
+
+PLAIN = "def test_it():\n    assert 1 + 1 == 2\n"
+
+
+def test_a_test_with_a_database_mark_or_fixture_runs_on_both_suites():
+    assert suite_of("runs/tests/test_calls.py::test_a_call", ["django_db"], [], PLAIN) == BOTH
+    assert suite_of("runs/tests/test_calls.py::test_b", [], ["request", "_django_db_helper"], PLAIN) == BOTH
+    assert suite_of("runs/tests/test_calls.py::test_c", [], ["live_server"], PLAIN) == BOTH
+
+
+def test_a_test_without_the_database_runs_on_one_suite_fixed_by_its_file():
+    homes = {suite_of(f"runs/tests/test_{name}.py::test_it", ["parametrize"], ["request", "django_db_blocker"], PLAIN)
+             for name in ("a", "b", "c", "d", "e", "f")}
+    assert homes == set(SUITES)  # the files share the suites out
+    one = {suite_of(f"runs/tests/test_a.py::test_{n}", [], [], PLAIN) for n in range(10)}
+    assert len(one) == 1  # a module's tests (and its fixtures) stay together
+
+
+@pytest.mark.parametrize("needle", DATABASE_NEEDLES)
+def test_a_file_that_may_reach_the_suites_database_otherwise_runs_on_both(needle):
+    source = f"import os\n\n\ndef test_it():\n    print({needle!r})\n".replace(repr(needle), needle)
+    assert suite_of("runs/tests/test_a.py::test_it", [], [], source) == BOTH
+
+
+def test_a_skip_mark_keeps_a_test_on_both_unless_its_file_was_read():
+    assert suite_of("runs/tests/test_a.py::test_it", ["skipif"], [], PLAIN) == BOTH
+    read = "sanoma_site/tests/test_demo.py"
+    assert suite_of(f"{read}::test_it", ["skipif"], [], "os.environ  DATABASE_URL") in SUITES
+
+
+def test_every_file_read_for_one_suite_is_a_test_file_here_and_holds_a_needle_or_a_mark():
+    missing = sorted(path for path in ONE_SUITE_FILES if not (REPO / path).is_file())
+    assert not missing, f"scripts/suite_lanes.py names test files that are gone: {missing}"
+    for path in ONE_SUITE_FILES:
+        text = (REPO / path).read_text(encoding="utf-8")
+        assert any(needle in text for needle in DATABASE_NEEDLES) or "skip" in text, path
+
+
+def test_the_docs_pages_keep_their_own_rule():
+    """The docs' pages run on the SQLite suite by their own mark (test_docs.once): on both suites here."""
+    text = (REPO / "sanoma_site/tests/test_docs.py").read_text(encoding="utf-8")
+    assert "sanoma_site/tests/test_docs.py" not in ONE_SUITE_FILES
+    assert suite_of("sanoma_site/tests/test_docs.py::test_page[index.md]", ["skipif"], [], text) == BOTH
