@@ -11,3 +11,9 @@ class DeskAdminConfig(AdminConfig):
 class SiteConfig(AppConfig):
     name = "sanoma_site"
     verbose_name = "The site"
+
+    def ready(self) -> None:
+        # Traces are off unless an OTLP endpoint is configured (runs.telemetry.tracing).
+        from runs.telemetry import tracing
+
+        tracing.configure_from_settings()

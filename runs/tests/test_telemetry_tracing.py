@@ -1,0 +1,123 @@
+"""Traces: a span per advance (segment), per step it writes and per attempt of a vendor call, with
+the attributes, sent to an in-memory exporter; none when tracing is off."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from runs.models import RunStatus, Step
+from runs.policies import define_policy
+from runs.telemetry import tracing
+from runs.testing import make_user
+from runs.tests.test_telemetry_metrics import METERED, PUBLISHING, decide, hold_money
+
+
+@pytest.fixture
+def spans():
+    exporter = InMemorySpanExporter()
+    tracing.configure(exporter=exporter, batch=False, instrument=False)
+    try:
+        yield exporter
+    finally:
+        tracing.shutdown()
+
+
+def by_name(finished, prefix: str) -> list:
+    return [s for s in finished if s.name.startswith(prefix)]
+
+
+def test_one_span_per_step_and_per_call_with_the_attributes(engine_for, spans):
+    engine = engine_for(METERED, policy=define_policy(hold_money, version="v1"))
+    make_user("finance-lead")
+    run = engine.run("metered")
+    decide(run, "approve")
+    engine.drain()
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINISHED, run.error
+    finished = spans.get_finished_spans()
+
+    segments = by_name(finished, "segment ")
+    assert len(segments) == 2  # held for the approval, then on to the end
+    assert {s.attributes["sanoma.run_id"] for s in segments} == {run.id}
+    assert [s.attributes["sanoma.outcome"] for s in segments] == ["waiting", "finished"]
+    assert {s.attributes["sanoma.workflow"] for s in segments} == {"metered"}
+
+    steps = [s for s in by_name(finished, "step ") if s.attributes.get("sanoma.outcome") != "waiting"]
+    written = list(Step.objects.filter(run=run).order_by("seq").values_list("seq", "kind", "name"))
+    assert sorted((s.attributes["sanoma.step.seq"], s.attributes["sanoma.step.kind"], s.attributes["sanoma.step.name"])
+                  for s in steps) == written
+    for span in finished:
+        if span not in segments:
+            assert "sanoma.run_id" not in span.attributes  # the run id is on the segment only
+    calls = {s.attributes["sanoma.step.name"]: s for s in steps if s.attributes["sanoma.step.kind"] == "call"}
+    refund = calls["acme.order.refund"]
+    assert (refund.attributes["sanoma.effect"], refund.attributes["sanoma.decision"], refund.attributes["sanoma.attempt"],
+            refund.attributes["sanoma.outcome"], refund.attributes["sanoma.operation"]) == (
+        "money", "allow", 1, "ok", "acme.order.refund")
+    # The refund's step began in the first advance and waited there for the approval.
+    [waited] = [s for s in by_name(finished, "step call acme.order.refund")
+                if s.attributes.get("sanoma.outcome") == "waiting"]
+    assert waited.parent.span_id == segments[0].context.span_id
+
+    vendor = by_name(finished, "call ")
+    assert sorted(s.attributes["sanoma.operation"] for s in vendor) == sorted(calls)  # one per vendor call
+    for span in vendor:
+        step = calls[span.attributes["sanoma.operation"]]
+        assert span.parent.span_id == step.context.span_id  # nested in its step
+        assert step.parent.span_id in {seg.context.span_id for seg in segments}
+        assert span.context.trace_id == step.context.trace_id
+        assert (span.attributes["sanoma.attempt"], span.attributes["sanoma.outcome"],
+                span.attributes["sanoma.connector"]) == (1, "ok", "acme")
+
+
+def test_a_failed_attempt_is_its_own_span_with_its_error_code(engine_for, spans):
+    engine = engine_for(PUBLISHING)
+    engine.fake.fail_next("acme.post.publish")
+    assert engine.run("publishing").status == RunStatus.FINISHED
+    attempts = by_name(spans.get_finished_spans(), "call acme.post.publish")
+    assert [(s.attributes["sanoma.attempt"], s.attributes["sanoma.outcome"]) for s in attempts] == [
+        (1, "driver_failed"), (2, "ok")]
+
+
+def test_no_span_when_tracing_is_off(engine_for):
+    exporter = InMemorySpanExporter()
+    tracing.configure(exporter=exporter, batch=False, instrument=False)
+    tracing.shutdown()
+    assert not tracing.ON
+    engine = engine_for(PUBLISHING)
+    assert engine.run("publishing").status == RunStatus.FINISHED
+    assert exporter.get_finished_spans() == ()
+
+
+@pytest.mark.django_db
+def test_django_requests_are_traced_when_on():
+    exporter = InMemorySpanExporter()
+    tracing.configure(exporter=exporter, batch=False, instrument=True)
+    try:
+        client = Client()
+        client.force_login(make_user("root", superuser=True))
+        assert client.get("/metrics").status_code == 200
+    finally:
+        tracing.shutdown()
+    [request] = [s for s in exporter.get_finished_spans() if s.name.startswith("GET")]
+    assert request.attributes.get("http.status_code", request.attributes.get("http.response.status_code")) == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_psycopg_queries_are_traced_when_on():
+    if connection.vendor != "postgresql":
+        pytest.skip("psycopg is PostgreSQL's driver")
+    exporter = InMemorySpanExporter()
+    tracing.configure(exporter=exporter, batch=False, instrument=True)
+    try:
+        connection.close()  # a connection opened while tracing is on is traced
+        assert Step.objects.count() == 0
+    finally:
+        tracing.shutdown()
+        connection.close()
+    queries = [s for s in exporter.get_finished_spans()
+               if "postgresql" in (s.attributes.get("db.system"), s.attributes.get("db.system.name"))]
+    assert any("runs_step" in str(s.attributes.get("db.statement", s.attributes.get("db.query.text", "")))
+               for s in queries), [s.name for s in exporter.get_finished_spans()]
