@@ -10,12 +10,15 @@ so an advance with tracing off does no more than one attribute read per step.
         call <operation>        sanoma.operation, sanoma.connector, sanoma.effect, sanoma.attempt,
                                 sanoma.outcome
 
-The run id is on the segment span only. Django's requests and psycopg's queries are instrumented
+Every segment of a run is in one trace, whose id comes from the run id (`run_trace_id`), so the
+run page links to it (`SANOMA_TRACE_URL_TEMPLATE`) with nothing stored; the segments' parent is that
+trace's root, which no process sends. The run id is on the segment span only. Django's requests and psycopg's queries are instrumented
 too (their spans nest under the segment's, or start their own trace on the site).
 """
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -112,6 +115,21 @@ def flush() -> None:
         _provider.force_flush()
 
 
+def run_trace_id(run_id: str) -> str:
+    """The trace id of every segment of a run (32 hex): one trace per run, whatever worker advances it."""
+    return hashlib.sha256(f"sanoma-run:{run_id}".encode()).hexdigest()[:32]
+
+
+def _run_parent(run_id: str) -> Any:
+    """The context every segment of a run starts from: a remote parent in the run's own trace."""
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
+    root = int(hashlib.sha256(f"sanoma-run-root:{run_id}".encode()).hexdigest()[:16], 16) or 1
+    return set_span_in_context(NonRecordingSpan(SpanContext(
+        trace_id=int(run_trace_id(run_id), 16), span_id=root, is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+
+
 def trace_url(trace_id: str) -> str | None:
     """The link to a trace (`SANOMA_TRACE_URL_TEMPLATE` with `{trace_id}`), or None when no template is set."""
     template = settings.SANOMA_TRACE_URL_TEMPLATE
@@ -125,7 +143,8 @@ def segment(run: Run, body: Callable[[], _T]) -> _T:
     assert _tracer is not None
     from opentelemetry.trace import SpanKind
 
-    with _tracer.start_as_current_span(f"segment {run.workflow}", kind=SpanKind.INTERNAL, attributes={
+    with _tracer.start_as_current_span(f"segment {run.workflow}", context=_run_parent(run.pk), kind=SpanKind.INTERNAL,
+                                       attributes={
         "sanoma.workflow": run.workflow, "sanoma.run_id": run.pk, "sanoma.app_version": run.app_version,
     }) as span:
         state = _SegmentTrace(span=span, workflow=run.workflow)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from runs.models import RunStatus, Step
@@ -43,6 +43,8 @@ def test_one_span_per_step_and_per_call_with_the_attributes(engine_for, spans):
     assert {s.attributes["sanoma.run_id"] for s in segments} == {run.id}
     assert [s.attributes["sanoma.outcome"] for s in segments] == ["waiting", "finished"]
     assert {s.attributes["sanoma.workflow"] for s in segments} == {"metered"}
+    # One trace per run, across its segments: the run page's link needs nothing stored.
+    assert {format(s.context.trace_id, "032x") for s in segments} == {tracing.run_trace_id(run.id)}
 
     steps = [s for s in by_name(finished, "step ") if s.attributes.get("sanoma.outcome") != "waiting"]
     written = list(Step.objects.filter(run=run).order_by("seq").values_list("seq", "kind", "name"))
@@ -53,9 +55,8 @@ def test_one_span_per_step_and_per_call_with_the_attributes(engine_for, spans):
             assert "sanoma.run_id" not in span.attributes  # the run id is on the segment only
     calls = {s.attributes["sanoma.step.name"]: s for s in steps if s.attributes["sanoma.step.kind"] == "call"}
     refund = calls["acme.order.refund"]
-    assert (refund.attributes["sanoma.effect"], refund.attributes["sanoma.decision"], refund.attributes["sanoma.attempt"],
-            refund.attributes["sanoma.outcome"], refund.attributes["sanoma.operation"]) == (
-        "money", "allow", 1, "ok", "acme.order.refund")
+    assert [refund.attributes[f"sanoma.{key}"] for key in ("effect", "decision", "attempt", "outcome", "operation")] \
+        == ["money", "allow", 1, "ok", "acme.order.refund"]
     # The refund's step began in the first advance and waited there for the approval.
     [waited] = [s for s in by_name(finished, "step call acme.order.refund")
                 if s.attributes.get("sanoma.outcome") == "waiting"]
@@ -121,3 +122,13 @@ def test_psycopg_queries_are_traced_when_on():
                if "postgresql" in (s.attributes.get("db.system"), s.attributes.get("db.system.name"))]
     assert any("runs_step" in str(s.attributes.get("db.statement", s.attributes.get("db.query.text", "")))
                for s in queries), [s.name for s in exporter.get_finished_spans()]
+
+
+def test_the_run_page_links_to_its_trace_when_a_template_is_set(engine_for, admin_client):
+    engine = engine_for(PUBLISHING)
+    run = engine.run("publishing")
+    page = f"/admin/runs/run/{run.id}/change/"
+    assert 'id="trace-link"' not in admin_client.get(page).content.decode()
+    with override_settings(SANOMA_TRACE_URL_TEMPLATE="https://traces.example/trace/{trace_id}"):
+        html = admin_client.get(page).content.decode()
+    assert f'href="https://traces.example/trace/{tracing.run_trace_id(run.id)}" id="trace-link"' in html
