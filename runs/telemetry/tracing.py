@@ -12,8 +12,9 @@ so an advance with tracing off does no more than one attribute read per step.
 
 Every segment of a run is in one trace, whose id comes from the run id (`run_trace_id`), so the
 run page links to it (`SANOMA_TRACE_URL_TEMPLATE`) with nothing stored; the segments' parent is that
-trace's root, which no process sends. The run id is on the segment span only. Django's requests and psycopg's queries are instrumented
-too (their spans nest under the segment's, or start their own trace on the site).
+trace's root, which no process sends. The run id is on the segment span only. Django's requests
+and psycopg's queries are instrumented too (their spans nest under the segment's, or start their
+own trace on the site).
 """
 from __future__ import annotations
 
