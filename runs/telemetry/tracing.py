@@ -12,9 +12,10 @@ so an advance with tracing off does no more than one attribute read per step.
 
 Every segment of a run is in one trace, whose id comes from the run id (`run_trace_id`), so the
 run page links to it (`SANOMA_TRACE_URL_TEMPLATE`) with nothing stored; the segments' parent is that
-trace's root, which no process sends. The run id is on the segment span only. Django's requests
-and psycopg's queries are instrumented too (their spans nest under the segment's, or start their
-own trace on the site).
+trace's root, which no process sends. The run id is on the segment span only. Django's requests,
+psycopg's queries and urllib's requests (an HTTP driver's) are instrumented too: theirs nest under
+the segment's (a driver's request inside its call's, with the trace context sent to the vendor in
+a `traceparent` header), or start their own trace on the site.
 """
 from __future__ import annotations
 
@@ -104,8 +105,10 @@ def shutdown() -> None:
 def _instrument(provider: TracerProvider) -> None:
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+    from opentelemetry.instrumentation.urllib import URLLibInstrumentor
 
-    for instrumentor in (DjangoInstrumentor(), PsycopgInstrumentor()):
+    # urllib: the HTTP drivers' requests (the example shop's) as client spans carrying `traceparent`.
+    for instrumentor in (DjangoInstrumentor(), PsycopgInstrumentor(), URLLibInstrumentor()):
         if not instrumentor.is_instrumented_by_opentelemetry:
             instrumentor.instrument(tracer_provider=provider)
             _instrumented.append(instrumentor)

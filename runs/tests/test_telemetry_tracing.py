@@ -2,11 +2,19 @@
 the attributes, sent to an in-memory exporter; none when tracing is off."""
 from __future__ import annotations
 
+import http.server
+import threading
+import urllib.request
+
 import pytest
 from django.db import connection
 from django.test import Client, override_settings
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel
 
+from connectors import define_connector, op, with_setup
+from connectors.drivers import CallContext, define_driver
+from runs.authoring import define_workflow
 from runs.models import RunStatus, Step
 from runs.policies import define_policy
 from runs.telemetry import tracing
@@ -132,3 +140,67 @@ def test_the_run_page_links_to_its_trace_when_a_template_is_set(engine_for, admi
     with override_settings(SANOMA_TRACE_URL_TEMPLATE="https://traces.example/trace/{trace_id}"):
         html = admin_client.get(page).content.decode()
     assert f'href="https://traces.example/trace/{tracing.run_trace_id(run.id)}" id="trace-link"' in html
+
+
+# ---- an HTTP driver's request: a child span of its call, its context sent to the vendor --------------
+
+
+class _Page(BaseModel):
+    path: str = "/"
+
+
+class _Fetched(BaseModel):
+    status: int
+
+
+web = define_connector("web", {"page": {"fetch": op(effect="read", input=_Page, output=_Fetched, idempotent=True)}})
+
+
+@pytest.fixture
+def vendor_server():
+    """A vendor over real HTTP on a free port, keeping each request's headers."""
+    seen: list[dict[str, str]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append({name.lower(): value for name, value in self.headers.items()})
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_http_drivers_request_is_a_span_of_its_call_and_carries_the_trace(engine_for, vendor_server):
+    base, seen = vendor_server
+
+    def fetch(i: _Page, c: CallContext) -> dict:
+        with urllib.request.urlopen(base + i.path, timeout=c.time_left() or 5) as reply:
+            return {"status": reply.status}
+
+    connector = with_setup(web, driver=lambda: define_driver(web, {"page": {"fetch": fetch}}))
+    fetching = define_workflow(name="fetching", uses=[connector.op("web.page.fetch")],
+                               run=lambda ctx, input: {"status": ctx.web.page.fetch({"path": "/orders"}).status})
+    engine = engine_for(fetching, connectors=[connector])
+    exporter = InMemorySpanExporter()
+    tracing.configure(exporter=exporter, batch=False, instrument=True)
+    try:
+        run = engine.run("fetching")
+    finally:
+        tracing.shutdown()
+    assert (run.status, run.result) == (RunStatus.FINISHED, {"status": 200}), run.error
+    finished = exporter.get_finished_spans()
+    [call] = by_name(finished, "call web.page.fetch")
+    [request] = [s for s in finished if s.name.startswith("GET") and s.parent is not None
+                 and s.parent.span_id == call.context.span_id]
+    [headers] = seen
+    assert headers["traceparent"].split("-")[1] == tracing.run_trace_id(run.id)  # the vendor sees the run's trace
+    assert headers["traceparent"].split("-")[2] == format(request.context.span_id, "016x")
