@@ -7,10 +7,12 @@ API's error shape (`{"error": ..., "code": ...}`). With no token set, only super
 from __future__ import annotations
 
 import hmac
+import logging
 import os
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET
@@ -24,6 +26,7 @@ from runs.api.base import error_body
 from runs.telemetry.collector import DatabaseCollector
 
 BEARER = "bearer "
+log = logging.getLogger("sanoma.telemetry")
 
 
 def _refusal(status: int, message: str, code: str) -> JsonResponse:
@@ -54,8 +57,17 @@ def _refused(request: HttpRequest) -> JsonResponse | None:
 
 
 def extra_collectors() -> list[Collector]:
-    """The collectors `SANOMA_METRICS_COLLECTORS` names by dotted path (a class, made with no arguments)."""
-    return [import_string(path)() for path in settings.SANOMA_METRICS_COLLECTORS]
+    """The collectors `SANOMA_METRICS_COLLECTORS` names by dotted path (a class, made with no arguments).
+
+    A path that names nothing importable is ImproperlyConfigured, naming it."""
+    made = []
+    for path in settings.SANOMA_METRICS_COLLECTORS:
+        try:
+            made.append(import_string(path)())
+        except ImportError as err:
+            raise ImproperlyConfigured(f"SANOMA_METRICS_COLLECTORS names {path!r}, which cannot be imported: {err}"
+                                       ) from None
+    return made
 
 
 def registry(collectors: Iterable[Collector] = ()) -> CollectorRegistry:
@@ -85,4 +97,9 @@ def metrics(request: HttpRequest) -> HttpResponse:
     refused = _refused(request)
     if refused is not None:
         return refused
-    return HttpResponse(generate_latest(registry(extra_collectors())), content_type=CONTENT_TYPE_LATEST)
+    try:
+        collectors = extra_collectors()
+    except ImproperlyConfigured as err:
+        log.error("/metrics: %s", err)
+        return _refusal(500, str(err), ErrorCode.CONFIG_INVALID)
+    return HttpResponse(generate_latest(registry(collectors)), content_type=CONTENT_TYPE_LATEST)

@@ -283,3 +283,11 @@ def test_metrics_add_the_collectors_the_settings_name(admin_client):
     with override_settings(SANOMA_METRICS_COLLECTORS=["runs.tests.test_telemetry_metrics.SpareCollector"]):
         families = scrape(admin_client)
     assert [s.value for s in families["sanoma_spare_answer"]] == [42]
+
+
+@pytest.mark.django_db
+def test_a_collector_path_that_names_nothing_is_an_error_naming_it(admin_client):
+    with override_settings(SANOMA_METRICS_COLLECTORS=["runs.tests.nowhere.Collector"]):
+        response = admin_client.get("/metrics")
+    refused(response, 500, "config_invalid")
+    assert "SANOMA_METRICS_COLLECTORS names 'runs.tests.nowhere.Collector'" in json.loads(response.content)["error"]
