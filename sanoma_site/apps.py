@@ -3,6 +3,8 @@ when Django needs it), and the site itself, which composes the apps below it (th
 from django.apps import AppConfig
 from django.contrib.admin.apps import AdminConfig
 
+from runs.telemetry import tracing
+
 
 class DeskAdminConfig(AdminConfig):
     default_site = "sanoma_site.desk.DeskSite"
@@ -14,6 +16,4 @@ class SiteConfig(AppConfig):
 
     def ready(self) -> None:
         # Traces are off unless an OTLP endpoint is configured (runs.telemetry.tracing).
-        from runs.telemetry import tracing
-
         tracing.configure_from_settings()

@@ -5,7 +5,9 @@ from collections import Counter
 
 from prometheus_client import REGISTRY
 
+from changes.lifecycle.workflow import NAME
 from changes.tests.test_drift_apply import acme, drift  # noqa: F401 (the fixture)
+from runs.telemetry import metrics
 
 
 def found() -> Counter[str]:
@@ -23,3 +25,7 @@ def test_a_drift_run_counts_what_it_found_by_resource_type(acme):  # noqa: F811
     grown = found()
     grown.subtract(before)
     assert +grown == expected
+
+
+def test_the_change_workflow_is_the_one_whose_ends_count_as_changes():
+    assert metrics.CHANGE_WORKFLOW == NAME
