@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, Min
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from runs.engine import clock
 from runs.models import Approval, ApprovalStatus, PresenceRole, Run, RunStatus
 from runs.presence import seen
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
 
 
 def waiting_kind(waiting_for: str) -> str:
@@ -29,7 +31,7 @@ def _age(now: datetime, since: datetime | None) -> float:
     return max((now - since).total_seconds(), 0.0) if since is not None else 0.0
 
 
-class DatabaseCollector(Collector):
+class DatabaseCollector:
     """`sanoma_runs_waiting`, `sanoma_approvals_pending`, `sanoma_approval_oldest_pending_seconds`,
     `sanoma_queue_runnable`, `sanoma_queue_oldest_runnable_seconds` and `sanoma_workers_live`."""
 
@@ -43,6 +45,8 @@ class DatabaseCollector(Collector):
         return []  # read at scrape time only: never at registration
 
     def _waiting(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
         family = GaugeMetricFamily("sanoma_runs_waiting", "Runs waiting, by workflow and what they wait for",
                                    labels=["workflow", "waiting_for"])
         counts: dict[tuple[str, str], int] = {}
@@ -56,6 +60,8 @@ class DatabaseCollector(Collector):
         yield family
 
     def _approvals(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
         pending = GaugeMetricFamily("sanoma_approvals_pending", "Approvals pending, by approver", labels=["approver"])
         oldest = GaugeMetricFamily("sanoma_approval_oldest_pending_seconds",
                                    "Age of the oldest pending approval, by approver", labels=["approver"])
@@ -69,6 +75,8 @@ class DatabaseCollector(Collector):
         yield oldest
 
     def _queue(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
         """Runnable: queued, or a sleeper whose deadline has passed (a sweep will queue it)."""
         now = clock.now()
         queued = Run.objects.filter(status=RunStatus.QUEUED).aggregate(n=Count("id"), first=Min("queued_at"))
@@ -84,6 +92,8 @@ class DatabaseCollector(Collector):
         yield oldest
 
     def _workers(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
         family = GaugeMetricFamily("sanoma_workers_live", "Workers that beat recently, by the app version they run",
                                    labels=["version"])
         live: dict[str, int] = {}

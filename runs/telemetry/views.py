@@ -10,20 +10,21 @@ import hmac
 import logging
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
-from prometheus_client.metrics_core import Metric
-from prometheus_client.multiprocess import MultiProcessCollector
-from prometheus_client.registry import Collector
 
 from connectors.errors import ErrorCode
 from runs.api.base import error_body
 from runs.telemetry.collector import DatabaseCollector
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
 
 BEARER = "bearer "
 log = logging.getLogger("sanoma.telemetry")
@@ -56,11 +57,11 @@ def _refused(request: HttpRequest) -> JsonResponse | None:
     return None
 
 
-def extra_collectors() -> list[Collector]:
+def extra_collectors() -> list[Any]:
     """The collectors `SANOMA_METRICS_COLLECTORS` names by dotted path (a class, made with no arguments).
 
     A path that names nothing importable is ImproperlyConfigured, naming it."""
-    made = []
+    made: list[Any] = []
     for path in settings.SANOMA_METRICS_COLLECTORS:
         try:
             made.append(import_string(path)())
@@ -70,9 +71,12 @@ def extra_collectors() -> list[Collector]:
     return made
 
 
-def registry(collectors: Iterable[Collector] = ()) -> CollectorRegistry:
+def registry(collectors: Iterable[Any] = ()) -> CollectorRegistry:
     """What one scrape reads: the process files of the host (or this process alone, without a
     folder), the database's gauges and the configured collectors."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.multiprocess import MultiProcessCollector
+
     scrape = CollectorRegistry(auto_describe=False)
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if folder:
@@ -85,15 +89,19 @@ def registry(collectors: Iterable[Collector] = ()) -> CollectorRegistry:
     return scrape
 
 
-class _Default(Collector):
+class _Default:
     """This process's own metrics (no multi-process folder): the default registry's."""
 
     def collect(self) -> Iterable[Metric]:
+        from prometheus_client import REGISTRY
+
         return REGISTRY.collect()
 
 
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
     refused = _refused(request)
     if refused is not None:
         return refused
