@@ -3,6 +3,8 @@ when Django needs it), and the site itself, which composes the apps below it (th
 from django.apps import AppConfig
 from django.contrib.admin.apps import AdminConfig
 
+from runs.telemetry import tracing
+
 
 class DeskAdminConfig(AdminConfig):
     default_site = "sanoma_site.desk.DeskSite"
@@ -11,3 +13,7 @@ class DeskAdminConfig(AdminConfig):
 class SiteConfig(AppConfig):
     name = "sanoma_site"
     verbose_name = "The site"
+
+    def ready(self) -> None:
+        # Traces are off unless an OTLP endpoint is configured (runs.telemetry.tracing).
+        tracing.configure_from_settings()

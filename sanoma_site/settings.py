@@ -11,6 +11,7 @@ one line (an ImproperlyConfigured).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import zoneinfo
 from collections.abc import Callable
@@ -32,7 +33,8 @@ _T = TypeVar("_T")
 env = Env()
 _problems: list[str] = []
 # Values never repeated in an error message.
-_SECRET_VARIABLES = {"DATABASE_URL", "DATABASE_OWNER_URL", "DJANGO_SECRET_KEY", "SECRET_KEY", "SANOMA_SECRETS_KEY"}
+_SECRET_VARIABLES = {"DATABASE_URL", "DATABASE_OWNER_URL", "DJANGO_SECRET_KEY", "SECRET_KEY", "SANOMA_SECRETS_KEY",
+                     "SANOMA_METRICS_TOKEN"}
 # Django's own marker of a key nobody chose; `check --deploy` and the production profile refuse it.
 _DEVELOPMENT_SECRET_KEY = "django-insecure-sanoma-local-development-key-change-me-in-production"
 _POSITIVE = Range(min=0, min_inclusive=False, error="must be greater than 0")
@@ -356,6 +358,32 @@ Q_CLUSTER = {
     "catch_up": False,
     "log_level": logging.getLevelName(_q_log_level),
 }
+
+# What monitoring reads (docs/guides/operating/metrics.md, traces.md). Metrics: on unless
+# SANOMA_METRICS=false; every process writes its values to files in PROMETHEUS_MULTIPROC_DIR
+# (default <SANOMA_VAR_DIR>/metrics), which /metrics adds up. prometheus_client reads that variable
+# once, when first imported, so it is set here, before anything imports it.
+SANOMA_METRICS = _read(env.bool, "SANOMA_METRICS", True)
+SANOMA_METRICS_TOKEN = _read(env.str, "SANOMA_METRICS_TOKEN", "")
+# Collectors added to /metrics, by dotted path to a class made with no arguments.
+SANOMA_METRICS_COLLECTORS: list[str] = _read_list("SANOMA_METRICS_COLLECTORS", [])
+if SANOMA_METRICS:
+    _metrics_dir = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or VAR_DIR / "metrics")
+    try:
+        _metrics_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(_metrics_dir)
+    except OSError as err:
+        _problems.append(f"PROMETHEUS_MULTIPROC_DIR={str(_metrics_dir)!r}: the folder cannot be made ({err.strerror})")
+# Traces: off unless an OTLP endpoint is named (OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT, or
+# SANOMA_OTLP_ENDPOINT: the traces URL itself, e.g. http://collector:4318/v1/traces).
+SANOMA_OTLP_ENDPOINT = _read(env.str, "SANOMA_OTLP_ENDPOINT", "")
+SANOMA_TRACING = bool(SANOMA_OTLP_ENDPOINT or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+                      or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+SANOMA_TRACE_SERVICE = _read(env.str, "SANOMA_TRACE_SERVICE", "sanoma")
+# The run page links to its trace: "{trace_id}" is replaced, e.g. https://tempo.example/trace/{trace_id}
+SANOMA_TRACE_URL_TEMPLATE = _read(env.str, "SANOMA_TRACE_URL_TEMPLATE", "")
+if SANOMA_TRACE_URL_TEMPLATE and "{trace_id}" not in SANOMA_TRACE_URL_TEMPLATE:
+    _problems.append(f"SANOMA_TRACE_URL_TEMPLATE={SANOMA_TRACE_URL_TEMPLATE!r}: must contain {{trace_id}}")
 
 LOGGING = logging_config(
     log_format=_read(

@@ -20,6 +20,7 @@ from django_q.models import OrmQ
 from runs.engine import clock, transitions
 from runs.engine.pauses import PAUSED
 from runs.models import Run, RunStatus
+from runs.telemetry import metrics
 
 log = logging.getLogger("sanoma.sweep")
 
@@ -57,6 +58,7 @@ def _take_over(expired: Sequence[tuple[str, str]], now: datetime) -> int:
             taken += 1
             log.warning("run %s: worker %s stopped renewing its lease; taking the run over", run_id, owner,
                         extra={"run_id": run_id})
+    metrics.taken_over(taken)
     return taken
 
 
@@ -104,6 +106,7 @@ def sweep(*, versions: Sequence[str], cluster: str = "sanoma") -> SweepResult:
     pass costs one transaction. `next_wake` says when the next sleeper is due (now, when a full
     batch was due: more may be)."""
     global _next_resend
+    started = time.monotonic()
     now = clock.now()
     lost = time.monotonic() >= _next_resend
     if lost:
@@ -115,4 +118,6 @@ def sweep(*, versions: Sequence[str], cluster: str = "sanoma") -> SweepResult:
         next_wake = now if len(due) >= BATCH else _next_wake(versions, now)
     resent = sum(transitions.resend(run_id=run_id, queued_at=queued_at, now=now) for run_id, queued_at in stale)
     woken = sum(transitions.wake_due(run_id=run_id, now=now) for run_id in due)
-    return SweepResult(woken=woken, taken_over=_take_over(expired, now), resent=resent, next_wake=next_wake)
+    result = SweepResult(woken=woken, taken_over=_take_over(expired, now), resent=resent, next_wake=next_wake)
+    metrics.swept(time.monotonic() - started)
+    return result

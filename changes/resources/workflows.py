@@ -31,6 +31,7 @@ from connectors.errors import error_code
 from connectors.operations import Operation
 from connectors.resources import ResourceType
 from runs.config.workflows import WorkflowDefinition, define_workflow
+from runs.telemetry import metrics
 
 READ_OP = "sanoma.resources.read"
 SOURCE_OP = "sanoma.source.resolve"
@@ -126,7 +127,11 @@ def report_of(observation: Mapping[str, Any]) -> dict[str, Any]:
 
 def drift_body(types: Mapping[str, ResourceType]) -> Any:
     def drift(ctx: Any, input: Any) -> dict[str, Any]:
-        return report_of(observe(ctx, types))
+        report = report_of(observe(ctx, types))
+        for entry in report["resources"]:  # counted in the advance that makes the report
+            if entry["status"] in ("drifted", "gone"):
+                metrics.drift_found(entry["type"])
+        return report
 
     return drift
 

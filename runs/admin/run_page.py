@@ -31,6 +31,7 @@ from runs.approvals.selectors import states_of
 from runs.engine import clock
 from runs.expected_messages import expected_messages, payload_skeleton
 from runs.models import Run, RunStatus
+from runs.telemetry import tracing
 from runs.timing import run_time
 
 
@@ -118,4 +119,5 @@ def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str,
         "may_message": not run.ended and can_send_message(viewer, run),
         **(message_form(run) if not run.ended and can_send_message(viewer, run) else {}),
         "in_doubt": run.status == RunStatus.WAITING and run.waiting_for == "in_doubt",
+        "trace_url": tracing.trace_url(tracing.run_trace_id(run.pk)),
     }

@@ -29,6 +29,7 @@ from runs.engine.segment import Segment
 from runs.engine.stops import Cancelled, LeaseLost, Suspend
 from runs.errors import RunCode
 from runs.models import Approval, DecisionMessage, LedgerKind, LedgerRecord, Run, RunStatus
+from runs.telemetry import metrics, tracing
 
 log = logging.getLogger("sanoma.engine")
 
@@ -67,6 +68,13 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
             log.warning("leaving run %s alone: it runs version %s; this worker runs %s (%s)", run_id, version,
                         config.version, version_of(config, workflow), extra={"run_id": run_id})
         return Advanced.SKIPPED
+    if tracing.ON:
+        return tracing.segment(run, lambda: _advance_held(run, worker_id, config, claimed_at))
+    return _advance_held(run, worker_id, config, claimed_at)
+
+
+def _advance_held(run: Run, worker_id: str, config: ResolvedConfig, claimed_at: float) -> Advanced:
+    run_id = run.pk
     try:
         try:
             return _advance_claimed(run, worker_id, config, claimed_at)
@@ -172,6 +180,8 @@ def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: RunStatus,
         return True if LedgerRecord.objects.filter(record_id=record.record_id).exists() else None
 
     ended = reconnect.ride_out(write, deadline=deadline, landed=landed, what=f"run {run.pk}: its end ({status})")
+    if ended:
+        metrics.run_ended(run.workflow, status.value, error=error)
     return Advanced(status.value) if ended else Advanced.LOST
 
 

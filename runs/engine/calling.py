@@ -11,6 +11,7 @@ runs on the worker's thread too.
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -23,6 +24,7 @@ from pydantic import BaseModel
 from connectors.drivers import CallContext, Driver
 from connectors.errors import DriverTimeout
 from connectors.operations import Operation, Retry
+from runs.telemetry import tracing
 
 # Vendors whose drivers are the runtime's own and use the worker's database connection.
 INLINE_VENDORS = ("data", "sanoma")
@@ -53,7 +55,10 @@ def invoke(driver: Driver, op: Operation, parsed: BaseModel, context: CallContex
     and a driver that answers at once (`Driver.answers_inline`: an in-memory fake) run here."""
     if op.vendor in INLINE_VENDORS or driver.answers_inline(op.id):
         return driver.call(op.id, parsed, context)
-    future = _executor().submit(_on_pool_thread, driver, op.id, parsed, context)
+    if tracing.ON:  # the driver's own spans (an HTTP client's) nest in the call's
+        future = _executor().submit(contextvars.copy_context().run, _on_pool_thread, driver, op.id, parsed, context)
+    else:
+        future = _executor().submit(_on_pool_thread, driver, op.id, parsed, context)
     try:
         return future.result(timeout=timeout)
     except FutureTimeout:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from connectors.drivers import CallContext
+from connectors.drivers import CallContext, Driver
 from connectors.errors import (
     DriverError,
     ErrorCode,
@@ -37,6 +37,7 @@ from runs.engine.segment import Checkpoint, Segment
 from runs.engine.stops import Cancelled, LeaseLost, Suspend
 from runs.models import Approval, LedgerKind, LedgerRecord, StepKind
 from runs.policies.decisions import Decision, DecisionKind
+from runs.telemetry import metrics, tracing
 
 log = logging.getLogger("sanoma.engine")
 
@@ -95,6 +96,8 @@ class Calls:
                 raise error_from_dict(step.error)
             return effect.replay(step.output)
         segment.check_time()
+        if tracing.ON:
+            tracing.call_step(seq, op)
         if effect.pausable:
             held = pauses.holding_call(op)
             if held is not None:  # the run waits for the unpause instead of failing
@@ -132,6 +135,7 @@ class Calls:
         in_doubt = op.idempotency_key == "ignored" and not op.idempotent
         if in_doubt and seq in self.history.doubts:
             settled = doubts.resolution(segment, self.history, op, seq, parsed, timeout)
+            metrics.call_in_doubt(op)
             if settled["happened"]:
                 output = op.output.model_validate(settled["output"])
                 self.settle(op, seq, input_json, decision, output=output, attempt=self.history.doubts[seq][0],
@@ -168,7 +172,7 @@ class Calls:
                 if driver is None:
                     raise SanomaError(f"{op.id} has no driver", code=ErrorCode.NO_DRIVER, data={"op": op.id})
                 with segment.heartbeat():
-                    reply = calling.invoke(driver, op, parsed, context, allowed)
+                    reply = _invoke(driver, op, parsed, context, allowed, seq)
                 try:
                     output = op.output.model_validate(reply)
                 except ValidationError as err:
@@ -201,6 +205,7 @@ class Calls:
         record = self.segment.record(LedgerKind.OP_ATTEMPT_FAILED, seq, body, key=f"{seq}:{attempt}")
         self.segment.commit(Checkpoint(records=[record], retries=True))
         self.history.attempts[seq] = (attempt, next_at)
+        metrics.call_retried(op)
 
     # ---- the call's checkpoint --------------------------------------------------------------
 
@@ -243,10 +248,12 @@ class Calls:
         checkpoint = Checkpoint(step, [self.segment.record(LedgerKind.OP_CALLED, seq, body)])
         if output is None:
             self.segment.commit(checkpoint)
+            metrics.call_settled(op, call_outcome(error, approval))
             return
         # The vendor acted: retry the write before giving up, then refuse every further call, so a
         # workflow that catches the failure cannot repeat the effect unrecorded.
         self._commit_effect(op, checkpoint, call_seconds=duration_ms / 1000)
+        metrics.call_settled(op, "ok")
 
     def _commit_effect(self, op: Operation, checkpoint: Checkpoint, *, call_seconds: float) -> None:
         """Write the checkpoint of a call the vendor carried out, trying again before giving up.
@@ -277,6 +284,27 @@ class Calls:
             log.warning("recording %s of run %s failed (%s); trying again", op.id, run_id,
                         str(failure).strip().split("\n")[0], extra={"run_id": run_id})
             clock.sleep(delay)
+
+
+def call_outcome(error: BaseException | None, approval: Approval | None) -> str:
+    """A settled call's outcome as the metrics count it: ok, denied, rejected or failed."""
+    if error is None:
+        return "ok"
+    if approval is not None:
+        return "rejected"
+    return "denied" if getattr(error, "code", None) == ErrorCode.POLICY_DENIED else "failed"
+
+
+def _invoke(driver: Driver, op: Operation, parsed: BaseModel, context: CallContext, timeout: float, seq: int) -> Any:
+    """One attempt of the driver, timed for `sanoma_call_duration_seconds` (and traced when on)."""
+    started = time.monotonic()
+    try:
+        if tracing.ON:
+            return tracing.call(seq, op, context.attempt,
+                                lambda: calling.invoke(driver, op, parsed, context, timeout))
+        return calling.invoke(driver, op, parsed, context, timeout)
+    finally:
+        metrics.call_attempted(op, time.monotonic() - started)
 
 
 class _OperationCall:

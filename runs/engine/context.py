@@ -44,6 +44,7 @@ from runs.engine.segment import APPROVAL, Checkpoint, Segment
 from runs.engine.stops import Suspend
 from runs.errors import RunCode
 from runs.models import Approval, ApprovalRequester, DecisionMessage, LedgerKind, LedgerRecord, Run, StepKind
+from runs.telemetry import metrics
 from runs.validation import validate_input
 
 P = ParamSpec("P")
@@ -172,8 +173,12 @@ class RunContext:
             segment.commit(Checkpoint(step, [record]))
         assert step.output is not None  # a recorded sleep always has its end
         until_ms = step.output["until"]
-        if clock.now_ms() < until_ms:
+        now_ms = clock.now_ms()
+        if now_ms < until_ms:
             raise Suspend("sleep", wake_at=clock.from_ms(until_ms))
+        if segment.replay_until is None and seq in segment.steps and seq == max(segment.steps):
+            # the sleep was the run's last step: this advance is the one its deadline woke
+            metrics.woke((now_ms - until_ms) / 1000)
 
     @builtin("wait_message")
     def wait_message(self, topic: str, timeout: Any = None, *, model: Any = None) -> Any:

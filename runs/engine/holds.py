@@ -46,6 +46,7 @@ from runs.policies.calls import build_policy_call
 from runs.policies.decisions import Decision as PolicyDecision
 from runs.policies.decisions import DecisionKind
 from runs.policies.versions import policy_version_of
+from runs.telemetry import metrics
 
 
 def judge_call(*, policy: Any, op: Operation, input_json: dict, target: str | None, run: Run,
@@ -105,12 +106,14 @@ class Holds:
         for index in range(len(held) + 1):
             decision = self.policy_decision(op, input_json, target)
             if decision.kind != DecisionKind.APPROVE:
+                metrics.policy_decided(decision.kind)  # counted as it takes effect: allowed or denied
                 return decision, None
             if any(a.status == ApprovalStatus.APPROVED and a.approver == decision.approver for a in held[:index]):
                 return decision, None  # that approver already let this very call through
             if index == len(held):
                 self.request(seq=self.segment.take_seq(), requested_by=ApprovalRequester.POLICY, op=op.id,
                              op_input=input_json, op_seq=seq, **hold_fields(op, target, decision))
+                metrics.policy_decided(decision.kind)  # held: counted once, as its approval is asked
                 raise Suspend("approval")
             approval = held[index]
             self.segment.skip_past(approval.seq)
@@ -121,6 +124,7 @@ class Holds:
                 continue  # a newer policy let the call through (`rejudge`): the policy is asked again
             if approval.status == ApprovalStatus.WITHDRAWN and approval.decided_by == POLICY_ACTOR:
                 # A newer policy denies the held call (`rejudge`): refused as a denied call is.
+                metrics.policy_decided(DecisionKind.DENY)
                 return PolicyDecision(kind=DecisionKind.DENY, reason=approval.note,
                                       policy_version=approval.decided_with), None
             if approval.status != ApprovalStatus.APPROVED:
@@ -197,6 +201,7 @@ class Holds:
             approval.decided_at = clock.now()
             approval.note = message.note
             approval.decided_with = message.message_id
+            metrics.woke((approval.decided_at - message.sent_at).total_seconds())
             body = {"approval": approval.approval_id, "decision": message.decision, "by": message.by}
             if message.note:
                 body["note"] = message.note

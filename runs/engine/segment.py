@@ -29,6 +29,7 @@ from runs.engine.stops import Cancelled, Diverged, LeaseLost, ReachedStep, Suspe
 from runs.engine.transitions import LeaseCheck
 from runs.errors import RunCode
 from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunTag, Step, StepKind
+from runs.telemetry import metrics, tracing
 
 log = logging.getLogger("sanoma.engine")
 
@@ -113,6 +114,8 @@ class Segment:
         if self.replay_until is not None and seq >= self.replay_until:
             raise ReachedStep(seq)
         self.next_seq = seq + 1
+        if tracing.ON:
+            tracing.step_taken(seq)
         return seq
 
     def skip_past(self, seq: int) -> None:
@@ -256,6 +259,10 @@ class Segment:
         seq = step.seq if step is not None else records[0].seq if records else "-"
         what = f"run {self.run.id}: writing step {seq}"
         reconnect.ride_out(write, deadline=lambda: self.write_deadline(call_seconds), landed=landed, what=what)
+        if step is not None:
+            metrics.step_written(self.run.workflow, step.kind)
+            if tracing.ON:
+                tracing.step_written(step)
         if mark_approvals:
             self.run.has_approvals = True
         if mark_retries:

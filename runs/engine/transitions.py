@@ -46,6 +46,7 @@ from runs.engine.dispatch import enqueue
 from runs.ledger import record_id
 from runs.ledger_chain import prepare as ledger_prepare
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
+from runs.telemetry import metrics
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
 
@@ -99,6 +100,7 @@ def start(*, run: Run) -> None:
     run.status = RunStatus.QUEUED
     run.save(force_insert=True)
     enqueue(run.pk)
+    metrics.run_started(run.workflow)  # counted once the transaction commits
 
 
 # ---- claim ----------------------------------------------------------------------------------
@@ -342,6 +344,7 @@ def cancel(*, run: Run, now: datetime, record: LedgerRecord) -> bool:
         withdraw_pending(run_id=run.pk, workflow=run.workflow, app=record.app, status=RunStatus.CANCELLED, now=now,
                          at=record.at)
         record.save(force_insert=True)
+        metrics.run_ended(run.workflow, RunStatus.CANCELLED.value, after_commit=True)
     return True
 
 
