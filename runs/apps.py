@@ -21,6 +21,9 @@ class RunsConfig(AppConfig):
         from runs.config.checks import check_config, check_deployment
 
         post_migrate.connect(_forget_permission_ids, dispatch_uid="runs.forget_permission_ids")
+        from runs.health import timeouts
+
+        timeouts.connect()  # migrations run without PostgreSQL's statement timeout
         # Every command that runs the checks (check, runserver, migrate, worker, ...) refuses a broken config.
         checks.register(check_config, "sanoma")
         checks.register(check_deployment, "sanoma", deploy=True)

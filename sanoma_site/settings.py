@@ -183,6 +183,8 @@ SECURE_HSTS_SECONDS = _read(
 )
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _production and SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = _production and SECURE_HSTS_SECONDS > 0
+# Probes ask over plain HTTP inside the platform: they get their answer, not a redirect to HTTPS.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SESSION_COOKIE_SECURE = _production
 CSRF_COOKIE_SECURE = _production
 # Behind a proxy that ends TLS, the request reaches Django as http: trust its X-Forwarded-Proto.
@@ -248,6 +250,33 @@ except ValueError as err:
     _problems.append(f"DATABASE_URL: {err}")
     _default_database = _database("", VAR_DIR / "sanoma.sqlite3")
 DATABASES = {"default": _default_database}
+# PostgreSQL: no statement runs longer than this, and no session sits idle inside a transaction
+# longer than that (either holds locks others wait on); 0 turns one off. Set when each connection
+# opens (no query of its own); migrations and `ledger verify` lift the statement timeout for
+# themselves (runs.health.timeouts).
+SANOMA_DB_STATEMENT_TIMEOUT_SECONDS = _read(
+    env.float, "SANOMA_DB_STATEMENT_TIMEOUT_SECONDS", 30.0, validate=Range(min=0, error="must be 0 (off) or more"))
+SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS = _read(
+    env.float, "SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS", 60.0, validate=Range(min=0, error="must be 0 (off) or more"))
+
+
+def _pg_timeouts(entry: dict[str, Any]) -> None:
+    if entry["ENGINE"] != "django.db.backends.postgresql":
+        return
+    options = entry["OPTIONS"]
+    given = str(options.get("options", ""))  # what the URL's own ?options= says wins
+    parts = [given] if given else []
+    for name, seconds in (("statement_timeout", SANOMA_DB_STATEMENT_TIMEOUT_SECONDS),
+                          ("idle_in_transaction_session_timeout", SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS)):
+        if name not in given:
+            parts.append(f"-c {name}={int(seconds * 1000)}")
+    options["options"] = " ".join(parts)
+
+
+_pg_timeouts(DATABASES["default"])
+
+# Collectors `/metrics` adds to its own (dotted paths): gauges an app reads from the database at scrape time.
+SANOMA_METRICS_COLLECTORS = ["runs.health.metrics.HealthCollector"]
 # The tables' owner, for `migrate --database owner` and `db_roles` (PostgreSQL): the runtime then
 # connects through DATABASE_URL as a role that may only read and append the ledger.
 try:
