@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from django.db.models import Count, Min, Q
 from django.db.models.functions import Coalesce
 
-from connectors.errors import ErrorCode
+from connectors.errors import ConfigError, ErrorCode
 from runs import presence
 from runs.config.registry import get_config
 from runs.engine import clock
@@ -173,7 +173,7 @@ def conditions() -> list[Condition]:
 
     try:
         overdue = overdue_approvals(approval_slas())
-    except Exception as err:  # a config that does not resolve: the page says so and goes on
+    except ConfigError as err:  # a config that does not resolve: the page says so and goes on
         found.append(Condition(key="approvals", alert="SanomaApprovalOverSLA", title="Approvals within their SLA",
                                ok=None, summary=f"the config does not resolve, so the SLAs are not known ({err})"))
     else:
@@ -190,7 +190,7 @@ def conditions() -> list[Condition]:
 
     try:
         calls = vendor_calls()
-    except Exception as err:
+    except ConfigError as err:
         found.append(Condition(key="vendors", alert="SanomaVendorFailureRate", title="Vendors answering",
                                ok=None, summary=f"the config does not resolve ({err})"))
     else:

@@ -17,12 +17,16 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from connectors.errors import ConfigError
 from runs.health import conditions
 
 
 class HealthCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        slas = conditions.approval_slas()
+        try:
+            slas = conditions.approval_slas()
+        except ConfigError:  # a config that does not resolve: its SLAs are not known (/readyz says why)
+            slas = {}
         over = GaugeMetricFamily("sanoma_approvals_over_sla",
                                  "Pending approvals older than their workflow's approval_sla", labels=["workflow"])
         sla_seconds = GaugeMetricFamily("sanoma_approval_sla_seconds", "A workflow's declared approval_sla",

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
+from connectors.errors import ConfigError
 from runs import presence
 from runs.config.registry import get_config
 from runs.models import PresenceRole
@@ -72,7 +73,7 @@ def config(*, say_why: bool) -> Check:
     command's output), else only that it failed (an unauthenticated HTTP answer)."""
     try:
         get_config()
-    except Exception as err:  # whatever resolving raises, the probe answers it
+    except ConfigError as err:
         log.warning("readiness: the config does not resolve: %s", err)
         why = f": {err}" if say_why else " (see the site's log, or run `manage.py check`)"
         return Check("config", False, f"the config does not resolve{why}")
