@@ -11,6 +11,7 @@ one line (an ImproperlyConfigured).
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import zoneinfo
 from collections.abc import Callable
@@ -261,16 +262,16 @@ SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS = _read(
 
 
 def _pg_timeouts(entry: dict[str, Any]) -> None:
+    """These settings win over the same options in the URL's `?options=` (a URL another process
+    wrote from this one's settings carries them too); the URL's other options are kept."""
     if entry["ENGINE"] != "django.db.backends.postgresql":
         return
     options = entry["OPTIONS"]
-    given = str(options.get("options", ""))  # what the URL's own ?options= says wins
-    parts = [given] if given else []
-    for name, seconds in (("statement_timeout", SANOMA_DB_STATEMENT_TIMEOUT_SECONDS),
-                          ("idle_in_transaction_session_timeout", SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS)):
-        if name not in given:
-            parts.append(f"-c {name}={int(seconds * 1000)}")
-    options["options"] = " ".join(parts)
+    given = re.sub(r"-c\s*(statement_timeout|idle_in_transaction_session_timeout)=\S+", "",
+                   str(options.get("options", ""))).split()
+    options["options"] = " ".join([*given, f"-c statement_timeout={int(SANOMA_DB_STATEMENT_TIMEOUT_SECONDS * 1000)}",
+                                   "-c idle_in_transaction_session_timeout="
+                                   f"{int(SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS * 1000)}"])
 
 
 _pg_timeouts(DATABASES["default"])
