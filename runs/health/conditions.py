@@ -213,7 +213,7 @@ def conditions() -> list[Condition]:
     verified = last_verification()
     if verified is None:
         found.append(Condition(key="ledger", alert="SanomaLedgerVerifyFailed", title="The ledger verified",
-                               ok=None, summary="`manage.py ledger verify` has not been run"))
+                               ok=None, summary="manage.py ledger verify has not been run yet"))
     else:
         since = (now - verified.checked_at).total_seconds()
         stale = since > VERIFY_STALE.total_seconds()
