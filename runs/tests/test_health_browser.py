@@ -3,11 +3,14 @@ it from the desk's home page, sees every condition hold, and after a run is left
 approval outlives its workflow's SLA, sees those conditions failing, each naming its alert.
 
 Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; skipped with the reason
-when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots (default: the test's temp dir).
+when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots (default: the test's temp dir);
+with `SANOMA_README_SHOTS` naming a folder, the docs' picture of the page is left there too.
 """
 from __future__ import annotations
 
+import os
 from datetime import timedelta
+from pathlib import Path
 
 from runs.authoring import define_workflow
 from runs.engine import clock
@@ -74,3 +77,6 @@ def test_an_operator_sees_the_conditions_the_alerts_watch(live_server, browser, 
     assert color == "rgba(186, 33, 33, 1)", color  # failing shows in the desk's red
     assert state(browser, "wakeup")[0] == "ok" and state(browser, "vendors")[0] == "ok"
     support.full_page(browser, shots / "health.png")
+    if folder := os.environ.get("SANOMA_README_SHOTS"):  # the docs' picture (docs/guides/operating/health.md)
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        support.full_page(browser, Path(folder) / "health.png")
