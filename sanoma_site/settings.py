@@ -277,7 +277,7 @@ def _pg_timeouts(entry: dict[str, Any]) -> None:
 _pg_timeouts(DATABASES["default"])
 
 # Collectors `/metrics` adds to its own (dotted paths): gauges an app reads from the database at scrape time.
-SANOMA_METRICS_COLLECTORS = ["runs.health.metrics.HealthCollector"]
+SANOMA_METRICS_COLLECTORS = ["runs.health.metrics.HealthCollector", "wakeups.health.WakeupCollector"]
 # The tables' owner, for `migrate --database owner` and `db_roles` (PostgreSQL): the runtime then
 # connects through DATABASE_URL as a role that may only read and append the ledger.
 try:

@@ -1,5 +1,6 @@
 """The conditions an operator is told about, read from the database: what the alert rules shipped
-in `deploy/prometheus/alerts.yml` watch, as the desk's health page shows them.
+in `deploy/prometheus/alerts.yml` watch, as the desk's health page shows them. (The wakeup's, which
+the engine's layer cannot read, is `wakeups.health`'s; the page puts it in its place.)
 
 Each condition is read here once and shown twice: the page calls `conditions()`; the alert rules
 read the same facts as gauges (`runs.health.metrics` and the site's own metrics) against the same
@@ -134,14 +135,6 @@ def vendor_calls() -> list[VendorCalls]:
     return [VendorCalls(connector=c, calls=n, failed=f) for c, (n, f) in sorted(by.items())]
 
 
-def wakeup_error() -> str | None:
-    """Why registering the next deadline with the wakeup last failed; None when it did not fail."""
-    from wakeups.models import WAKEUP_ROW_ID, WakeupRow  # the wakeup row is the wakeups app's
-
-    error = WakeupRow.objects.filter(pk=WAKEUP_ROW_ID).values_list("last_error", flat=True).first()
-    return error or None
-
-
 def last_verification() -> LedgerVerification | None:
     return LedgerVerification.objects.order_by("-checked_at", "-id").first()
 
@@ -203,12 +196,6 @@ def conditions() -> list[Condition]:
                      else f"{sum(c.calls for c in calls)} call(s) in the last {_age(FAILURE_WINDOW.total_seconds())}, "
                           f"no vendor failing more than {FAILURE_RATE:.0%}"),
             details=tuple(f"{c.connector}: {c.failed} of {c.calls} calls failed ({c.rate:.0%})" for c in failing)))
-
-    error = wakeup_error()
-    found.append(Condition(
-        key="wakeup", alert="SanomaWakeupNotRegistered", title="The wakeup registered",
-        ok=error is None,
-        summary=f"registering the next deadline failed: {error}" if error else "no registration has failed"))
 
     verified = last_verification()
     if verified is None:

@@ -3,12 +3,11 @@ site's `/metrics` includes (`settings.SANOMA_METRICS_COLLECTORS` names it).
 
     sanoma_approvals_over_sla{workflow}        pending approvals older than their workflow's approval_sla
     sanoma_approval_sla_seconds{workflow}      that SLA, for each workflow that declares one
-    sanoma_wakeup_registered                   1, or 0 while registering the next deadline with the wakeup fails
     sanoma_ledger_verify_ok                    1 when the last `ledger verify` of every chain passed, else 0
     sanoma_ledger_verify_last_timestamp_seconds  when it ran (Unix time)
 
 The ledger's two are absent until a verify has been kept. No label carries a run id, a person or a
-secret: a workflow's name is the company's code.
+secret: a workflow's name is the company's code. The wakeup's gauge is `wakeups.health`'s.
 """
 from __future__ import annotations
 
@@ -36,10 +35,6 @@ class HealthCollector(Collector):
             sla_seconds.add_metric([overdue.workflow], overdue.sla.total_seconds())
         yield over
         yield sla_seconds
-
-        yield GaugeMetricFamily("sanoma_wakeup_registered",
-                                "0 while registering the next deadline with the wakeup fails, else 1",
-                                value=0 if conditions.wakeup_error() else 1)
 
         verified = conditions.last_verification()
         if verified is not None:

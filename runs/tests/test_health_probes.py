@@ -94,7 +94,8 @@ def test_the_command_checks_this_hosts_worker_within_its_lease(capsys, settings)
 
     with pytest.raises(CommandError) as failed:
         call_command("health", "--worker")
-    assert str(failed.value) == f"unhealthy: worker: no worker on {presence.own_name().rpartition(':')[0]} has said it is up"
+    host = presence.own_name().rpartition(":")[0]
+    assert str(failed.value) == f"unhealthy: worker: no worker on {host} has said it is up"
 
     capsys.readouterr()
     presence.beat(role=PresenceRole.WORKER, version="v1")

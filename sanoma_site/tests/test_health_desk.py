@@ -1,5 +1,5 @@
 """The desk's health page, server side: who may read it, and what it says (the browser journey is
-in test_health_browser.py)."""
+in sanoma_site/tests/test_health_browser.py)."""
 from __future__ import annotations
 
 from datetime import timedelta

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from runs.health import conditions
+from wakeups import health as wakeup_health
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 PROMTOOL = shutil.which("promtool")
@@ -50,7 +51,8 @@ def test_promtool_runs_each_alerts_cases(tmp_path):
 
 def test_every_alert_has_a_case_that_fires_and_one_that_does_not():
     cases = yaml.safe_load((RULES / "alerts_test.yml").read_text())["tests"]
-    fired, quiet = set(), set()
+    fired: set[str] = set()
+    quiet: set[str] = set()
     for case in cases:
         for check in case["alert_rule_test"]:
             (fired if check["exp_alerts"] else quiet).add(check["alertname"])
@@ -68,4 +70,5 @@ def test_the_rules_limits_are_the_health_pages():
     hours = int(conditions.VERIFY_STALE.total_seconds() // 3600)
     assert f"> {hours} * 3600" in rules["SanomaLedgerVerifyStale"]["expr"]
     # Each condition on the page names its alert, and each alert is one of the page's.
-    assert set(re.findall(r'"(Sanoma\w+)"', inspect.getsource(conditions))) == set(rules)
+    sources = inspect.getsource(conditions) + inspect.getsource(wakeup_health)
+    assert set(re.findall(r'"(Sanoma\w+)"', sources)) == set(rules)
