@@ -12,9 +12,15 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
+from runs import services
 from runs.authoring import define_workflow
+from runs.config.registry import set_config
+from runs.config.resolution import SanomaConfig
 from runs.engine import clock
 from runs.models import Approval, Run, RunStatus
+from runs.testing import drain, make_user, resolve_on_fakes
 from runs.tests import browser_support as support
 from runs.tests.browser_support import BROWSER_TESTS, EC, By, StaleElementReferenceException, WebDriverWait, log_in
 
@@ -42,8 +48,15 @@ def state(driver, key: str) -> tuple[str, str]:
     return row.get_attribute("class"), row.text
 
 
-def test_an_operator_sees_the_conditions_the_alerts_watch(live_server, browser, shots, engine_for):
-    engine = engine_for(paying)
+@pytest.fixture
+def config():
+    resolved = resolve_on_fakes(SanomaConfig(connectors=[], workflows=[paying]))
+    set_config(resolved)  # the live server's thread reads it too
+    yield resolved
+    set_config(None)
+
+
+def test_an_operator_sees_the_conditions_the_alerts_watch(live_server, browser, shots, config):
     support.staff_user("olga")
     log_in(browser, live_server.url, "olga", then="/admin/")
     until(browser, EC.element_to_be_clickable((By.LINK_TEXT, "Conditions"))).click()
@@ -59,7 +72,10 @@ def test_an_operator_sees_the_conditions_the_alerts_watch(live_server, browser, 
     now = clock.now()
     Run.objects.create(id="stuck-1", workflow="paying", app_version="paying@1", input={}, started_by="olga",
                        status=RunStatus.QUEUED, queued_at=now - timedelta(minutes=20), created_at=now, updated_at=now)
-    waiting = engine.run("paying")
+    make_user("alice", perms=["runs.start_workflow"])
+    waiting = services.start(workflow="paying", input={}, started_by="alice", config=config)
+    drain(config)
+    waiting.refresh_from_db()
     assert waiting.status == RunStatus.WAITING
     Approval.objects.filter(run=waiting).update(requested_at=now - timedelta(hours=6))
 
