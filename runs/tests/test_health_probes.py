@@ -44,6 +44,14 @@ def test_healthz_answers_without_the_database(client):
 
 
 @pytest.mark.django_db
+def test_the_probes_are_answered_over_http_where_everything_else_is_sent_to_https(client, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    assert client.get("/admin/").status_code == 301
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+
+
+@pytest.mark.django_db
 def test_readyz_answers_ready_when_everything_holds(client):
     answer = client.get("/readyz")
     assert answer.status_code == 200, answer.content
