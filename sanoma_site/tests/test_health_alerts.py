@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.conf import settings
+from django.utils.module_loading import import_string
+from prometheus_client import CollectorRegistry, generate_latest
 
 from runs.health import conditions
 from wakeups import health as wakeup_health
@@ -72,3 +75,15 @@ def test_the_rules_limits_are_the_health_pages():
     # Each condition on the page names its alert, and each alert is one of the page's.
     sources = inspect.getsource(conditions) + inspect.getsource(wakeup_health)
     assert set(re.findall(r'"(Sanoma\w+)"', sources)) == set(rules)
+
+
+@needs_promtool
+@pytest.mark.django_db
+def test_promtool_finds_the_health_gauges_well_formed():
+    registry = CollectorRegistry()
+    for dotted in settings.SANOMA_METRICS_COLLECTORS:
+        registry.register(import_string(dotted)())
+    text = generate_latest(registry)
+    assert b"sanoma_wakeup_registered 1.0" in text
+    done = subprocess.run([str(PROMTOOL), "check", "metrics"], input=text, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
