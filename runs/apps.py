@@ -3,6 +3,7 @@ from django.core import checks
 from django.db.models.signals import post_migrate
 
 import runs.errors  # noqa: F401  (registers the app's error codes: the registry is whole once apps are ready)
+from runs.health import timeouts
 
 
 def _forget_permission_ids(**kwargs: object) -> None:
@@ -21,6 +22,7 @@ class RunsConfig(AppConfig):
         from runs.config.checks import check_config, check_deployment
 
         post_migrate.connect(_forget_permission_ids, dispatch_uid="runs.forget_permission_ids")
+        timeouts.connect()  # migrations run without PostgreSQL's statement timeout
         # Every command that runs the checks (check, runserver, migrate, worker, ...) refuses a broken config.
         checks.register(check_config, "sanoma")
         checks.register(check_deployment, "sanoma", deploy=True)

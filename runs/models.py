@@ -494,6 +494,9 @@ class WorkflowEntry(models.Model):
         return self.name
 
 
+# The last ledger verify, kept (runs.health): its table is this app's.
+from runs.health.models import LedgerVerification  # noqa: E402,F401
+
 # The guardian tables live in a module of their own; importing them here registers them with the app.
 from runs.object_permissions import (  # noqa: E402,F401
     ApprovalGroupObjectPermission,

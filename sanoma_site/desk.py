@@ -26,6 +26,7 @@ from runs.approvals.selectors import pending_count
 from runs.engine import clock
 from runs.preferences import set_time_zone, time_zone_of, time_zones
 from sanoma_site import catalog
+from sanoma_site.health_page import health_page
 from sanoma_site.middleware import TIME_ZONE_SESSION_KEY
 from sanoma_site.signin import DeskSignInForm
 
@@ -93,6 +94,10 @@ class DeskSite(admin.AdminSite):
                 {"name": "Connectors", "object_name": "connector", "admin_url": reverse("admin:catalog_connectors"),
                  "view_only": True, "perms": {"view": True}},
             ]})
+        desk.append({  # after the desk's apps: what the alert rules watch, as the page reads it
+            "name": "Health", "app_label": "health", "app_url": reverse("admin:health"), "has_module_perms": True,
+            "models": [{"name": "Conditions", "object_name": "condition", "admin_url": reverse("admin:health"),
+                        "view_only": True, "perms": {"view": True}}]})
         if rest and request.user.is_superuser:
             models = [{**model, "name": f"{app['name']}: {model['name']}"} for app in rest for model in app["models"]]
             desk.append({"name": "Administration", "app_label": "administration", "app_url": rest[0]["app_url"],
@@ -109,6 +114,7 @@ class DeskSite(admin.AdminSite):
             path("catalog/connectors/<str:vendor>/", page(catalog.connector_page), name="catalog_connector"),
             path("catalog/workflows/", page(catalog.workflows_page), name="catalog_workflows"),
             path("catalog/workflows/<str:name>/", page(catalog.workflow_page), name="catalog_workflow"),
+            path("health/", page(health_page), name="health"),
             *super().get_urls(),
         ]
 

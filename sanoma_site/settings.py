@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import zoneinfo
 from collections.abc import Callable
@@ -185,6 +186,8 @@ SECURE_HSTS_SECONDS = _read(
 )
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _production and SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = _production and SECURE_HSTS_SECONDS > 0
+# Probes ask over plain HTTP inside the platform: they get their answer, not a redirect to HTTPS.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SESSION_COOKIE_SECURE = _production
 CSRF_COOKIE_SECURE = _production
 # Behind a proxy that ends TLS, the request reaches Django as http: trust its X-Forwarded-Proto.
@@ -250,6 +253,31 @@ except ValueError as err:
     _problems.append(f"DATABASE_URL: {err}")
     _default_database = _database("", VAR_DIR / "sanoma.sqlite3")
 DATABASES = {"default": _default_database}
+# PostgreSQL: no statement runs longer than this, and no session sits idle inside a transaction
+# longer than that (either holds locks others wait on); 0 turns one off. Set when each connection
+# opens (no query of its own); migrations and `ledger verify` lift the statement timeout for
+# themselves (runs.health.timeouts).
+SANOMA_DB_STATEMENT_TIMEOUT_SECONDS = _read(
+    env.float, "SANOMA_DB_STATEMENT_TIMEOUT_SECONDS", 30.0, validate=Range(min=0, error="must be 0 (off) or more"))
+SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS = _read(
+    env.float, "SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS", 60.0, validate=Range(min=0, error="must be 0 (off) or more"))
+
+
+def _pg_timeouts(entry: dict[str, Any]) -> None:
+    """These settings win over the same options in the URL's `?options=` (a URL another process
+    wrote from this one's settings carries them too); the URL's other options are kept."""
+    if entry["ENGINE"] != "django.db.backends.postgresql":
+        return
+    options = entry["OPTIONS"]
+    given = re.sub(r"-c\s*(statement_timeout|idle_in_transaction_session_timeout)=\S+", "",
+                   str(options.get("options", ""))).split()
+    options["options"] = " ".join([*given, f"-c statement_timeout={int(SANOMA_DB_STATEMENT_TIMEOUT_SECONDS * 1000)}",
+                                   "-c idle_in_transaction_session_timeout="
+                                   f"{int(SANOMA_DB_IDLE_IN_TRANSACTION_SECONDS * 1000)}"])
+
+
+_pg_timeouts(DATABASES["default"])
+
 # The tables' owner, for `migrate --database owner` and `db_roles` (PostgreSQL): the runtime then
 # connects through DATABASE_URL as a role that may only read and append the ledger.
 try:
@@ -365,8 +393,12 @@ Q_CLUSTER = {
 # once, when first imported, so it is set here, before anything imports it.
 SANOMA_METRICS = _read(env.bool, "SANOMA_METRICS", True)
 SANOMA_METRICS_TOKEN = _read(env.str, "SANOMA_METRICS_TOKEN", "")
-# Collectors added to /metrics, by dotted path to a class made with no arguments.
-SANOMA_METRICS_COLLECTORS: list[str] = _read_list("SANOMA_METRICS_COLLECTORS", [])
+# Collectors added to /metrics, by dotted path to a class made with no arguments: the health
+# conditions' gauges the apps read from the database at scrape time, then any the site names.
+SANOMA_METRICS_COLLECTORS: list[str] = [
+    "runs.health.metrics.HealthCollector", "wakeups.health.WakeupCollector",
+    *_read_list("SANOMA_METRICS_COLLECTORS", []),
+]
 if SANOMA_METRICS:
     _metrics_dir = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or VAR_DIR / "metrics")
     try:

@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from runs.api.views import NotFoundView
+from runs.health.views import healthz, readyz
 from runs.telemetry.views import metrics
 from sanoma_site.api_config import ConfigView
 from sanoma_site.api_index import ApiIndexView
@@ -15,6 +16,8 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
     path("metrics", metrics, name="metrics"),  # Prometheus' format, for a scraper with the token
+    path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
     path("api/", ApiIndexView.as_view(), name="api-index"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -176,6 +176,9 @@ class WorkflowDefinition:
     builtin: bool = False
     # `uses` was left out: `ops` and `builtins` are derived from the outline when the config resolves.
     derived: bool = False
+    # How long one of its approvals may stay pending before it is overdue (the health page, the
+    # sanoma_approvals_over_sla gauge); None: no limit.
+    approval_sla: timedelta | None = None
 
     def __repr__(self) -> str:
         return f"<workflow {self.name}>"
@@ -189,6 +192,7 @@ def define_workflow(
     uses: Sequence[Operation | str | Callable[..., Any]] | None = None,
     title: str = "",
     trigger: Trigger = "manual",
+    approval_sla: timedelta | str | None = None,
 ) -> WorkflowDefinition:
     """A workflow: `run(ctx, input)`, run durably; every call it makes goes through `ctx`.
 
@@ -198,7 +202,9 @@ def define_workflow(
     collection's `notes.put`, or an id) and built-ins as `Ctx.approval`, `Ctx.sleep`, `Ctx.all`,
     `Ctx.wait_message`, `Ctx.start_run`, `Ctx.wait_run`. `trigger` is "manual", a
     `Schedule(cron=..., timezone=...)` or an `Every("15m")`. A file under `apps/<app>/workflows/`
-    names it `<app>.<name>`.
+    names it `<app>.<name>`. `approval_sla` (a `timedelta`, or `"4h"`, `"2d"`) is how long one of
+    its approvals may wait for a decision before the desk's health page and the alerts call it
+    overdue.
     """
     local = check_name(name)
     if not callable(run):
@@ -227,6 +233,7 @@ def define_workflow(
                 "ctx calls"
             )
     checked_trigger = _check_trigger(name, trigger)
+    sla = _check_approval_sla(name, approval_sla)
     file = sys._getframe(1).f_code.co_filename
     app = app_of(file)
     return WorkflowDefinition(
@@ -242,7 +249,22 @@ def define_workflow(
         app=app,
         local_name=local,
         derived=uses is None,
+        approval_sla=sla,
     )
+
+
+def _check_approval_sla(name: str, sla: Any) -> timedelta | None:
+    if sla is None:
+        return None
+    if isinstance(sla, str):
+        try:
+            return timedelta(seconds=parse_every(sla))
+        except ValueError:
+            pass
+    elif isinstance(sla, timedelta) and sla > timedelta(0):
+        return sla
+    raise ValueError(f'Workflow "{name}": approval_sla {sla!r} is not a positive duration '
+                     "(a timedelta, or '30m', '4h', '2d')")
 
 
 def builtin_of(use: Any) -> str | None:
