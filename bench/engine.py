@@ -34,7 +34,9 @@ It measures, in one run, side by side:
       UPDATE, as hand-written SQL, and as one statement of data-modifying CTEs (1 round trip: what
       the engine does on PostgreSQL, runs/fastpath.py), wall and CPU
   (h) the engine's step (as (b)) with the ledger's hash chain and without it (its trigger disabled,
-      no digest computed), rounds alternating; aim: the chain adds under 5 %
+      no digest computed), rounds alternating; aim: the chain adds under 5 %; with the CPU per step
+      of this process and of its PostgreSQL backend (read from /proc when the server is local), the
+      steadier figures when the machine is loaded
   (i) collection puts through ctx (`ctx.data.bench_notes.put`, the database driver: the record and
       its idempotency row in one transaction, then the step's checkpoint), in-process as (b), rounds
       alternating with the same number of `bench.step.do` steps; per put, marginal, and put/step;
@@ -123,7 +125,9 @@ def main() -> None:
     print("(g) step transaction: " + ", ".join(f"{k} {ms(v)}" for k, v in anatomy.items() if not k.endswith("_cpu")))
     chain = hash_chain_cost(config, b_runs, 10, 4 if args.quick else 6)
     chain_extra = chain["with"] / chain["without"] - 1
-    print(f"(h) step with the hash chain {ms(chain['with'])}, without {ms(chain['without'])} ({chain_extra:+.1%})")
+    print(f"(h) step with the hash chain {ms(chain['with'])}, without {ms(chain['without'])} ({chain_extra:+.1%}); "
+          f"CPU here {ms(chain['with_cpu'])} against {ms(chain['without_cpu'])}, PostgreSQL's "
+          f"{ms(chain['with_pg_cpu'])} against {ms(chain['without_pg_cpu'])}")
     log = var / "worker.log"
     queue_before_worker(config, c_runs, 10)
     worker = start_worker(env, log, args.workers)
@@ -192,6 +196,11 @@ def main() -> None:
         ("(h) ... the same WITHOUT it (no trigger, no digest)", ms(chain["without"]),
          f"marginal {ms(chain['without_marginal'])}; the chain costs {chain_extra:+.1%} "
          f"(marginal {chain['with_marginal'] / chain['without_marginal'] - 1:+.1%})"),
+        ("(h) ... CPU per step with / without it: this process",
+         f"{ms(chain['with_cpu'])} / {ms(chain['without_cpu'])}", "the content digest is computed here"),
+        ("(h) ... CPU per step with / without it: its PostgreSQL backend",
+         f"{ms(chain['with_pg_cpu'])} / {ms(chain['without_pg_cpu'])}",
+         "the link trigger runs there; from /proc (nan: server elsewhere)"),
         ("(f) sleep deadline -> resumed", f"p50 {f['p50']:.0f} ms, p95 {f['p95']:.0f} ms (max {f['max']:.0f})",
          f"{f_runs} runs, worker up"),
         ("(i) collection put through ctx (database driver, 10-put runs)",
