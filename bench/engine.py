@@ -7,6 +7,7 @@ Usage (PostgreSQL only; the database named is DROPPED and created afresh, so giv
     ... bench/engine.py --quick          # smaller batches, about a minute
     ... bench/engine.py --profile FILE   # also cProfile the in-process steps (b) into FILE (pstats)
     ... bench/engine.py --skip-dbos      # without (d)
+    ... bench/engine.py --chain-variants # only (k): the link trigger's cost, and an alternative
 
 It measures, in one run, side by side:
   (a) a bare ORM insert-and-commit: one ~100-byte JSON row per `transaction.atomic()`, measured in
