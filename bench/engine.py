@@ -7,6 +7,7 @@ Usage (PostgreSQL only; the database named is DROPPED and created afresh, so giv
     ... bench/engine.py --quick          # smaller batches, about a minute
     ... bench/engine.py --profile FILE   # also cProfile the in-process steps (b) into FILE (pstats)
     ... bench/engine.py --skip-dbos      # without (d)
+    ... bench/engine.py --chain-variants # only (k): the link trigger's cost, and an alternative
 
 It measures, in one run, side by side:
   (a) a bare ORM insert-and-commit: one ~100-byte JSON row per `transaction.atomic()`, measured in
@@ -34,7 +35,9 @@ It measures, in one run, side by side:
       UPDATE, as hand-written SQL, and as one statement of data-modifying CTEs (1 round trip: what
       the engine does on PostgreSQL, runs/fastpath.py), wall and CPU
   (h) the engine's step (as (b)) with the ledger's hash chain and without it (its trigger disabled,
-      no digest computed), rounds alternating; aim: the chain adds under 5 %
+      no digest computed), rounds alternating; aim: the chain adds under 5 %; with the CPU per step
+      of this process and of its PostgreSQL backend (read from /proc when the server is local), the
+      steadier figures when the machine is loaded
   (i) collection puts through ctx (`ctx.data.bench_notes.put`, the database driver: the record and
       its idempotency row in one transaction, then the step's checkpoint), in-process as (b), rounds
       alternating with the same number of `bench.step.do` steps; per put, marginal, and put/step;
@@ -42,6 +45,9 @@ It measures, in one run, side by side:
   (j) messages delivered: runs waiting in `ctx.wait_message`, each sent one with
       `runs.services.send_message` (which wakes it) and then advanced in this process until it has
       read the message and finished; messages per second, send to finished, one after another
+  (k) only with --chain-variants: records inserted one per transaction under the link trigger, under
+      a trigger that keeps the chain's head on the run row (one UPDATE instead of a lock and a read;
+      measured, not adopted) and with none, rounds alternating: PostgreSQL's CPU and wall per record
 The config root is bench/bench_company/ (its fake stays in memory even under SANOMA_FAKES=instance).
 Each measure is a module of bench/engine_bench/; this script runs them in order and prints the table.
 Their helpers are tested in bench/engine_bench/tests/ (collected by ./test).
@@ -64,14 +70,27 @@ from urllib.parse import urlparse
 
 from engine_bench.anatomy import step_anatomy
 from engine_bench.chain import hash_chain_cost
+from engine_bench.chain_variants import chain_variants
 from engine_bench.common import NOTES, ms
 from engine_bench.database import bare_insert
 from engine_bench.dbos import dbos, dbos_child
 from engine_bench.figures import Aim, aim_lines
-from engine_bench.in_process import in_process
+from engine_bench.in_process import in_process, start_runs
 from engine_bench.puts import collection_puts, collections_config, messages_delivered
 from engine_bench.setup import prepare
 from engine_bench.worker import drained_by_worker, queue_before_worker, sleep_resumption, start_worker, with_worker
+
+
+def print_chain_variants(config: object, records: int, rounds: int) -> None:
+    template = start_runs(config, "k-template", 1, 0)[0]
+    found = chain_variants(template, records, rounds)
+    for mode, figures in found.items():
+        print(f"(k) link {mode.ljust(12)} PostgreSQL CPU {figures['pg_cpu'] * 1e6:6.1f} us a record, wall "
+              f"{figures['wall'] * 1e6:6.1f} us (insert and commit; medians of {rounds} rounds alternating)"
+              + ("" if mode == "off" or figures["verified"] else "  CHAINS BROKEN"))
+    off = found["off"]["pg_cpu"]
+    for mode in ("current", "head_on_run"):
+        print(f"(k) {mode}: the link costs {(found[mode]['pg_cpu'] - off) * 1e6:+.1f} us of PostgreSQL CPU a record")
 
 
 def main() -> None:
@@ -80,6 +99,8 @@ def main() -> None:
     parser.add_argument("--skip-dbos", action="store_true")
     parser.add_argument("--only-collections", action="store_true",
                         help="only (i) collection puts and (j) messages (after a warm-up)")
+    parser.add_argument("--chain-variants", action="store_true",
+                        help="only (k): the link trigger's cost, and the chain's head kept on the run row")
     parser.add_argument("--profile", metavar="FILE", help="cProfile one in-process batch of (b) into FILE")
     parser.add_argument("--workers", type=int, default=2, help="SANOMA_WORKERS for (c) and (f)")
     parser.add_argument("--rounds", type=int, help="rounds of (b) alternating with (a) (default 5; --quick 3)")
@@ -100,6 +121,8 @@ def main() -> None:
     config, env, var = prepare(url)
 
     print(f"bench database {urlparse(url).path.lstrip('/')}; python {sys.version.split()[0]}; {os.cpu_count()} cores")
+    if args.chain_variants:
+        return print_chain_variants(config, 1000 if args.quick else 3000, rounds * 2)
     collections = collections_config(config, var)
     puts = collection_puts(collections, b_runs, 10, 2 * rounds)
     put_ratio = puts["put"] / puts["step"]
@@ -123,7 +146,9 @@ def main() -> None:
     print("(g) step transaction: " + ", ".join(f"{k} {ms(v)}" for k, v in anatomy.items() if not k.endswith("_cpu")))
     chain = hash_chain_cost(config, b_runs, 10, 4 if args.quick else 6)
     chain_extra = chain["with"] / chain["without"] - 1
-    print(f"(h) step with the hash chain {ms(chain['with'])}, without {ms(chain['without'])} ({chain_extra:+.1%})")
+    print(f"(h) step with the hash chain {ms(chain['with'])}, without {ms(chain['without'])} ({chain_extra:+.1%}); "
+          f"CPU here {ms(chain['with_cpu'])} against {ms(chain['without_cpu'])}, PostgreSQL's "
+          f"{ms(chain['with_pg_cpu'])} against {ms(chain['without_pg_cpu'])}")
     log = var / "worker.log"
     queue_before_worker(config, c_runs, 10)
     worker = start_worker(env, log, args.workers)
@@ -192,6 +217,11 @@ def main() -> None:
         ("(h) ... the same WITHOUT it (no trigger, no digest)", ms(chain["without"]),
          f"marginal {ms(chain['without_marginal'])}; the chain costs {chain_extra:+.1%} "
          f"(marginal {chain['with_marginal'] / chain['without_marginal'] - 1:+.1%})"),
+        ("(h) ... CPU per step with / without it: this process",
+         f"{ms(chain['with_cpu'])} / {ms(chain['without_cpu'])}", "the content digest is computed here"),
+        ("(h) ... CPU per step with / without it: its PostgreSQL backend",
+         f"{ms(chain['with_pg_cpu'])} / {ms(chain['without_pg_cpu'])}",
+         "the link trigger runs there; from /proc (nan: server elsewhere)"),
         ("(f) sleep deadline -> resumed", f"p50 {f['p50']:.0f} ms, p95 {f['p95']:.0f} ms (max {f['max']:.0f})",
          f"{f_runs} runs, worker up"),
         ("(i) collection put through ctx (database driver, 10-put runs)",

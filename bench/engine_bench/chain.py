@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from engine_bench.in_process import advance_all, start_runs
+from engine_bench.database import backend_cpu
+from engine_bench.in_process import CPU_SPENT, advance_all, start_runs
 
 _PLAIN_INDEX = itertools.count(10**6)  # chain_index of records written with the chain off: never repeated
 
@@ -39,20 +40,29 @@ def chain_off() -> Iterator[None]:
 
 def hash_chain_cost(config: Any, runs: int, steps: int, rounds: int) -> dict[str, float]:
     """(h) the engine's step with the hash chain and without it, rounds alternating (seconds per step,
-    medians): per_step over 10-call runs, and marginal (minus 0-call runs)."""
+    medians): per_step over 10-call runs, and marginal (minus 0-call runs); and the CPU each side
+    spends per step of the 10-call runs: this process (`cpu`) and its PostgreSQL backend (`pg_cpu`,
+    NaN when the server's /proc is not readable here). CPU is the steadier figure on a loaded machine."""
     from contextlib import nullcontext
 
     from runs import ledger
 
-    found: dict[str, list[float]] = {"with": [], "without": [], "with_marginal": [], "without_marginal": []}
+    found: dict[str, list[float]] = {name: [] for mode in ("with", "without")
+                                     for name in (mode, mode + "_marginal", mode + "_cpu", mode + "_pg_cpu")}
     for r in range(rounds):
         for mode in ("with", "without") if r % 2 == 0 else ("without", "with"):
             with chain_off() if mode == "without" else nullcontext():
-                full = advance_all(config, start_runs(config, f"h{r}-{mode}-full", runs, steps))
+                full_ids = start_runs(config, f"h{r}-{mode}-full", runs, steps)
+                pg_before = backend_cpu()
+                full = advance_all(config, full_ids)
+                pg_after = backend_cpu()
+                found[mode + "_cpu"].append(CPU_SPENT[0] / (runs * steps))
+                if pg_before is not None and pg_after is not None:
+                    found[mode + "_pg_cpu"].append((pg_after - pg_before) / (runs * steps))
                 empty = advance_all(config, start_runs(config, f"h{r}-{mode}-empty", runs, 0))
             found[mode].append(full / (runs * steps))
             found[mode + "_marginal"].append((full - empty) / (runs * steps))
-    result = {name: statistics.median(values) for name, values in found.items()}
+    result = {name: statistics.median(values) if values else float("nan") for name, values in found.items()}
     checked = ledger.verify("h0-with-full-0")  # a run written with the chain: its chain holds
     if checked.breaks or not checked.records:
         raise SystemExit(f"(h) the chain does not verify: {checked}")

@@ -42,6 +42,27 @@ def xact_commit() -> int:
         return int(cursor.fetchone()[0])
 
 
+def backend_cpu() -> float | None:
+    """CPU seconds (user + system) the PostgreSQL backend of Django's default connection has spent,
+    read from /proc: None when the server is not on this machine (or not PostgreSQL). On a loaded
+    machine the server's CPU is steadier than wall time, which waits for other processes too."""
+    import os
+
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Counted:
     """COMMITs and statements issued on Django's default connection while active."""
 
