@@ -190,6 +190,11 @@ def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wa
                                                         "issues": [input_issue(["key"], "used for another call")]}
                                ) from None
         raise
+    except SanomaError as err:
+        if err.code == RunCode.RUN_EXISTS and run_id is not None:
+            raise SanomaError(f"The key {key} is taken by a call you may not see; use another key",
+                              code=RunCode.RUN_EXISTS, data={"run_id": run_id}) from None
+        raise
     if run.status in (RunStatus.QUEUED, RunStatus.WAITING):
         run = run_here(run, config, seconds=wait)
     run = _settled(run)
