@@ -184,7 +184,8 @@ def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wa
                                                  started_by=principal, run_id=run_id, config=config)
     except InvalidInput as err:
         if "differs" in err.data and run_id is not None:
-            differs = ["op" if d == "workflow" else d for d in err.data["differs"]]
+            named = {"workflow": "op", "startedBy": "caller"}
+            differs = [named.get(d, d) for d in err.data["differs"]]
             raise InvalidInput(f"The key {key} was used for another call (a different {', '.join(differs)}); "
                                "use another key", data={"differs": differs, "run_id": run_id,
                                                         "issues": [input_issue(["key"], "used for another call")]}
