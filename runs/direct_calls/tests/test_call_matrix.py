@@ -97,7 +97,7 @@ def api_answer(action: str, actor: str, which: str) -> str:
         op, payload = CALLS[which]
         body = {"op": op, "input": payload, "key": _key(action, actor, which)}
         response = client.post("/api/calls", data=json.dumps(body), content_type="application/json")
-    code = response.json().get("code") if response.status_code >= 400 else None
+    code = str(response.json().get("code")) if response.status_code >= 400 else ""
     if response.status_code == 200:
         return OK
     if response.status_code == 202 and response.json()["outcome"] == "held":
