@@ -187,3 +187,24 @@ def test_the_answer_to_dict_is_what_the_api_sends():
                               "message": "x.y.z is held for approval by group:finance (approval-1): run call-1 "
                                          "makes the call once it is approved",
                               "approvals": held.approvals, "approver": "group:finance"}
+
+
+# ---- the desk -----------------------------------------------------------------------------------
+
+
+def test_a_held_direct_call_is_on_the_desk_like_any_run(engine):
+    from django.test import Client
+
+    from runs.seed import seed_person
+
+    answer = post(client_of("alice"), {"op": "acme.order.refund", "input": {"order_id": "2", "amount": 900},
+                                       "key": "desk"}).json()
+    approver = seed_person(username="finance-lead", staff=True, perms=("runs.start_workflow",))
+    desk = Client()
+    desk.force_login(approver)
+    page = desk.get(f"/admin/runs/run/{answer['run_id']}/change/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "acme.order.refund" in text and "call-desk" in text
+    inbox = desk.get("/admin/runs/approval/").content.decode()
+    assert "call-desk" in inbox
