@@ -18,11 +18,10 @@ class RunsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from runs.config import extensions
         from runs.config.checks import check_config, check_deployment
-        from runs.direct_calls.workflow import provide as direct_calls
+        from runs.direct_calls.workflow import install as install_direct_calls
 
-        extensions.register("calls", direct_calls)  # the built-in `call` workflow: direct calls
+        install_direct_calls()  # the built-in `call` workflow, in every config: direct calls
 
         post_migrate.connect(_forget_permission_ids, dispatch_uid="runs.forget_permission_ids")
         # Every command that runs the checks (check, runserver, migrate, worker, ...) refuses a broken config.

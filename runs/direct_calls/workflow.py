@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from connectors.drivers import Driver
 from connectors.operations import Operation
+from runs.config import extensions
 from runs.config.extensions import Extension, Request
 from runs.config.workflows import WorkflowDefinition, define_workflow
 
@@ -67,4 +68,9 @@ def provide(request: Request) -> Extension:
     return Extension(workflows=_workflows)
 
 
-__all__ = ["CALL_WORKFLOW", "CallInput", "call_body", "call_workflow", "directly_callable", "provide"]
+def install() -> None:
+    """Add `call` to every config resolved from now on (the runs app does it when it is ready)."""
+    extensions.register("calls", provide)
+
+
+__all__ = ["CALL_WORKFLOW", "CallInput", "call_body", "call_workflow", "directly_callable", "install", "provide"]
