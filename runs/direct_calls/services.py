@@ -186,6 +186,9 @@ def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wa
         if "differs" in err.data and run_id is not None:
             named = {"workflow": "op", "startedBy": "caller"}
             differs = [named.get(d, d) for d in err.data["differs"]]
+            first = Run.objects.filter(pk=run_id).values_list("input", flat=True).first() or {}
+            if "input" in differs and isinstance(first, dict) and first.get("op") != operation.id:
+                differs[differs.index("input")] = "op"
             raise InvalidInput(f"The key {key} was used for another call (a different {', '.join(differs)}); "
                                "use another key", data={"differs": differs, "run_id": run_id,
                                                         "issues": [input_issue(["key"], "used for another call")]}

@@ -74,6 +74,9 @@ def test_a_key_used_for_another_call_is_refused_naming_what_differs(engine):
     assert refused.value.data["differs"] == ["input"]
     assert refused.value.data["issues"][0]["path"] == ["key"]
     assert "The key k1 was used for another call" in refused.value.message
+    with pytest.raises(InvalidInput) as other_op:
+        call(op="acme.order.get", input={"order_id": "1"}, by="alice", key="k1")
+    assert other_op.value.data["differs"] == ["op"]
     assert written() == before and len(engine.fake.calls) == 1
 
 
