@@ -203,3 +203,14 @@ def test_the_call_workflow_is_built_in_and_uses_the_callable_operations(engine):
     assert not any(op.startswith("sanoma.") for op in definition.ops)
     assert selectors.result(run_id=call(op="acme.order.get", input={"order_id": "2"}, by="alice").run_id,
                             timeout=0)["total"] == 5000
+
+
+def test_a_call_whose_retry_is_due_later_is_under_way_and_its_run_named(engine):
+    engine.fake.rate_limit("acme.order.get", retry_after=120)
+    answer = call(op="acme.order.get", input={"order_id": "1"}, by="alice", key="later")
+    assert (answer.outcome, answer.waiting_for) == ("under_way", "retry")
+    assert answer.message == "acme.order.get is under way (retry): follow run call-later"
+    assert answer.to_dict()["waiting_for"] == "retry" and "output" not in answer.to_dict()
+    run = Run.objects.get(pk="call-later")
+    assert (run.status, run.waiting_for) == ("waiting", "retry")
+    assert len(engine.records(run, "op.attempt_failed")) == 1
