@@ -20,6 +20,9 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         from runs.config.checks import check_config, check_deployment
+        from runs.direct_calls.workflow import install as install_direct_calls
+
+        install_direct_calls()  # the built-in `call` workflow, in every config: direct calls
 
         post_migrate.connect(_forget_permission_ids, dispatch_uid="runs.forget_permission_ids")
         timeouts.connect()  # migrations run without PostgreSQL's statement timeout

@@ -37,7 +37,7 @@ def test_a_config_with_resource_types_gets_drift_and_apply_as_builtins():
         *(f"sanoma.{kind}.{verb}" for kind in ("group", "local", "person")
           for verb in ("create", "delete", "import", "read", "update")),
         READ_OP, RECORD_OP, "sanoma.source.resolve", "sanoma.wakeup.register"])
-    assert sorted(config.workflows) == ["apply", "change", "drift"]
+    assert sorted(config.workflows) == ["apply", "call", "change", "drift"]
     assert extensions.extend(config) is config  # extending again adds nothing
 
 
@@ -46,7 +46,7 @@ def test_a_config_without_types_or_data_files_gets_neither(tmp_path):
     config = resolve_config(SanomaConfig(app_name="p", connectors=[plain], root=tmp_path))
     assert "drift" not in config.workflows and "apply" not in config.workflows
     # Every config has sanoma's change connector and its workflow; the declared-state ops are not added.
-    assert list(config.workflows) == ["change"] and config.workflows["change"].builtin
+    assert list(config.workflows) == ["call", "change"] and config.workflows["change"].builtin
     assert sorted(op_id for op_id in config.ops if op_id.startswith("sanoma.")) == [
         "sanoma.apps.list", "sanoma.change.check", "sanoma.change.merge", "sanoma.change.plan",
         "sanoma.change.resolve"]

@@ -69,7 +69,7 @@ def test_a_workflow_under_apps_is_named_for_its_app_and_one_at_the_root_is_not(t
         "apps/crm/workflows/sync.py": SYNC,
     })
     config = load_config(root, fakes="instance")
-    assert set(config.workflows) - {"change"} == {"sync", "shop.sync", "crm.sync"}  # and the built-in change
+    assert set(config.workflows) - {"call", "change"} == {"sync", "shop.sync", "crm.sync"}  # and the built-ins
     assert config.workflows["shop.sync"].app == "shop"
     assert config.workflows["crm.sync"].app == "crm"
     assert config.workflows["sync"].app is None
@@ -88,7 +88,7 @@ def test_two_definitions_with_one_name_are_refused_but_one_listed_twice_is_not()
     with pytest.raises(ConfigError, match='Two different workflow definitions are named "twin"'):
         resolve_config(SanomaConfig(connectors=[acme], workflows=[first, second]), fakes="instance")
     config = resolve_config(SanomaConfig(connectors=[acme], workflows=[first, first]), fakes="instance")
-    assert list(config.workflows) == ["twin", "change"]  # and the built-in change
+    assert list(config.workflows) == ["twin", "call", "change"]  # and the built-ins call and change
 
 
 class Anything(BaseModel):

@@ -36,6 +36,7 @@ DEFERRED_ON_PURPOSE = {
     # Django calls ready() once the app registry is loaded: models may be imported only then.
     ("runs/apps.py", "runs.approvals.permissions"),
     ("runs/apps.py", "runs.config.checks"),
+    ("runs/apps.py", "runs.direct_calls.workflow"),
     # The life of a change's extension is installed from ready(); what it names loads the models.
     ("changes/lifecycle/extension.py", "changes.lifecycle.services"),
     ("changes/lifecycle/extension.py", "changes.services"),

@@ -1,0 +1,84 @@
+"""`manage.py call <vendor.resource.op> --as U [--json J | --json-file F | --set k=v ...] [--key K] [--wait S]`:
+call one operation directly, outside any workflow.
+
+The call is a run of the built-in `call` workflow made here, in this process: the policy is asked,
+and the call is made (the reply printed as JSON, exit 0), held for an approver (the run and the
+approver said, exit 3: a worker makes the call once it is approved; with `--wait S` this command
+waits up to S seconds for the decision and makes it itself), or refused (denied, rejected, or the
+vendor's error: a one-line error naming the run, exit 1). `--key` makes it safe to run again: the
+same key answers the first call's run and never calls the vendor twice."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from connectors.errors import InvalidInput
+from runs.config.registry import get_config
+from runs.direct_calls import Outcome, call
+from runs.direct_calls.workflow import directly_callable
+from runs.management.commands._common import dumps, guarded, read_input
+from runs.validation import parse_json
+
+
+def _document(source: str, raw: str | bytes) -> Any:
+    """The input read from --json or --json-file; a JSON that does not parse is a one-line error."""
+    try:
+        return parse_json(raw, what=source)
+    except InvalidInput as err:
+        raise CommandError(err.message.replace("\n", " ")) from None
+
+
+def read_call_input(*, text: str | None, file: str | None, sets: list[str], schema: dict[str, Any] | None) -> Any:
+    """The input from --json or --json-file, then each --set read against the operation's schema."""
+    if text and file:
+        raise CommandError("give --json or --json-file, not both")
+    data: Any = {}
+    if file:
+        try:
+            raw = Path(file).read_bytes()
+        except OSError as err:
+            raise CommandError(f"--json-file {file}: {err.strerror or err}") from None
+        data = _document(f"--json-file {file}", raw)
+    elif text:
+        data = _document("--json", text)
+    if sets:
+        if not isinstance(data, dict):
+            raise CommandError("--set adds to a JSON object; --json is not one")
+        data.update(read_input(input_json=None, input_file=None, sets=sets, schema=schema))
+    return data
+
+
+class Command(BaseCommand):
+    help = ("Call one operation directly, outside any workflow: "
+            "manage.py call shop.order.get --json '{\"order_id\": \"1001\"}' --as alice")
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("op", help="the operation: <vendor>.<resource>.<name>, e.g. shop.order.get")
+        parser.add_argument("--as", dest="user", required=True, help="the username making the call")
+        parser.add_argument("--json", dest="json", help="the operation's input as a JSON object")
+        parser.add_argument("--json-file", help="a file holding the input as JSON")
+        parser.add_argument("--set", action="append", default=[],
+                            help="key=value, read by the input field's type (text for a text field, JSON otherwise)")
+        parser.add_argument("--key", help="an idempotency key (1-195 characters: letters, digits, - _ . : @ ~): "
+                                          "calling again with it answers the first call, never calling twice")
+        parser.add_argument("--wait", type=float, default=0,
+                            help="when the call is held, wait up to this many seconds for the decision and make "
+                                 "the call here")
+
+    @guarded
+    def handle(self, *args: Any, **options: Any) -> None:
+        config = get_config()
+        op = directly_callable(config.ops).get(options["op"])
+        schema = op.input.model_json_schema() if op is not None else None
+        data = read_call_input(text=options["json"], file=options["json_file"], sets=options["set"], schema=schema)
+        answer = call(op=options["op"], input=data, by=options["user"], key=options["key"], wait=options["wait"],
+                      config=config)
+        if answer.outcome == Outcome.MADE:
+            self.stderr.write(answer.message)
+            self.stdout.write(dumps(answer.output))
+            return
+        self.stdout.write(answer.message)  # held, or under way: the run goes on without this command
+        sys.exit(3)
