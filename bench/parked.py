@@ -8,10 +8,11 @@ and 100,000 parked by default), what must not grow with them:
 - a new run's step (a 10-step run advanced in-process, per step),
 - the sweep (due sleepers, expired leases, lost tasks: one pass),
 - the next deadline (the earliest sleeper of the worker's versions),
-- an approver's inbox (its first page and its count, as `/api/approvals` answers),
+- an approver's inbox (its first page and its count, as `/api/approvals` answers; and as the desk
+  reads it: a page by key, counted to 100), the desk's inbox page (amy's; fin's first and next page),
 - the runs list (first page and count, filtered by status `waiting`: an operator's and an approver's;
   and by `failed`, a status none of the parked runs is in),
-- the desk's badge (the approver's pending count),
+- the desk's badge (the approver's pending count, counted to 99+; fin's too),
 - the desk's runs list as a browser gets it (the whole page: its first page of `waiting` runs, the
   count at its foot, the search box's counts, the date bar, the filters' choices; with "Show
   counts", each status' count too; an operator's and an approver's), and the API's runs list,
@@ -99,11 +100,11 @@ def setup_people() -> None:
     make_user("bench", perms=["runs.start_workflow"])
     make_user("ops", perms=["runs.view_any_run", "runs.operate_runs"])
     make_user("amy", groups=["approvers", "team1"])
+    make_user("fin", groups=["finance"])
     make_user("root", superuser=True)  # the Versions page is a superuser's
     from django.contrib.auth import get_user_model
 
-    get_user_model().objects.filter(username__in=["ops", "amy"]).update(is_staff=True)  # they sign in to the desk
-    make_user("fin", groups=["finance"])
+    get_user_model().objects.filter(username__in=["ops", "amy", "fin"]).update(is_staff=True)  # they sign in
     from django.contrib.auth.models import Group
 
     Group.objects.bulk_create([Group(name=f"team{i}") for i in range(1, TEAMS)], ignore_conflicts=True)
@@ -213,9 +214,26 @@ def held_ms(config: Any) -> float:
 
 
 def inbox_page(who: str) -> None:
+    """The inbox as `/api/approvals` reads it: its first page and its whole count."""
     found = approval_selectors.inbox(principal=who)
     list(found[:20])
     found.count()
+
+
+def desk_inbox_reads(who: str) -> None:
+    """The inbox as the desk reads it: a page of 100 and one more, its count up to 101."""
+    from runs.selectors import bounded_count
+
+    found = approval_selectors.inbox(principal=who)
+    list(found[:101])
+    bounded_count(found, bound=100)
+
+
+def inbox_next_url(who: str) -> str:
+    """The desk inbox's second page for `who` (after its 100th approval), or its first when it has
+    no second."""
+    keys = list(approval_selectors.inbox(principal=who).values_list("pk", flat=True)[99:100])
+    return f"/admin/runs/approval/?after={keys[0]}" if keys else "/admin/runs/approval/"
 
 
 def runs_page(who: str, status: str = RunStatus.WAITING) -> None:
@@ -258,7 +276,11 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
         "sweep (one pass)": one_sweep,
         "next deadline": lambda: idle.next_sleeper(versions),
         "inbox: amy (page + count)": lambda: inbox_page("amy"),
-        "badge: amy's pending count": lambda: approval_selectors.pending_count(principal="amy"),
+        "inbox reads: amy (page + count to 100)": lambda: desk_inbox_reads("amy"),
+        "badge: amy (count to 99+)": lambda: approval_selectors.pending_badge(principal="amy"),
+        "desk inbox: amy": page_of("amy", "/admin/runs/approval/"),
+        "desk inbox: fin": page_of("fin", "/admin/runs/approval/"),
+        "desk inbox next page: fin": page_of("fin", inbox_next_url("fin")),
         "runs list waiting: ops (page + count)": lambda: runs_page("ops"),
         "runs list waiting: amy (page + count)": lambda: runs_page("amy"),
         "runs list failed: ops (page + count)": lambda: runs_page("ops", RunStatus.FAILED),
@@ -270,7 +292,8 @@ def measures(config: Any) -> dict[str, Callable[[], Any]]:
         "desk home: amy": page_of("amy", "/admin/"),
         "desk versions page: root": page_of("root", "/admin/runs/appversion/"),
         "held run: start + park": lambda: held_ms(config),
-        "(info) badge: fin's pending count": lambda: approval_selectors.pending_count(principal="fin"),
+        "(info) badge: fin (count to 99+)": lambda: approval_selectors.pending_badge(principal="fin"),
+        "(info) desk home: fin": page_of("fin", "/admin/"),
     }
 
 
@@ -344,7 +367,7 @@ def explain() -> None:
     from django.contrib.auth import get_user_model
 
     queries = {
-        "badge (amy)": approval_selectors.pending_for(principal="amy").order_by(),
+        "badge (fin, to 100)": approval_selectors.pending_for(principal="fin").order_by().values("pk")[:100],
         "inbox page (amy)": approval_selectors.inbox(principal="amy")[:20],
         "runs list page (amy)": list_runs_query("amy"),
         "runs list page (ops)": list_runs_query("ops"),

@@ -6,7 +6,7 @@ records, object permissions) are grouped under one "Administration" heading that
 superusers see. Within a section what an operator opens most comes first, and a table is named
 for the page it is (the wake-ups' ScheduleState is "Schedules"); who may start a workflow is
 granted from the catalog's page of that workflow, so workflows are listed once. Every page's
-header carries the count of approvals waiting for the signed-in user, linked to the inbox.
+header carries the count of approvals waiting for the signed-in user ("99+" past 99), linked to the inbox.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 
 from connectors.errors import SanomaError
-from runs.approvals.selectors import pending_count
+from runs.approvals.selectors import pending_badge
 from runs.engine import clock
 from runs.preferences import set_time_zone, time_zone_of, time_zones
 from sanoma_site import catalog
@@ -140,6 +140,6 @@ class DeskSite(admin.AdminSite):
         context["desk_now_ms"] = clock.now_ms()  # what a page's "(3 minutes ago)" counts from as it sits
         user = getattr(request, "user", None)
         if user is not None and user.is_active and user.is_staff:
-            context["pending_for_me"] = pending_count(principal=user.get_username())
+            context["pending_for_me"] = pending_badge(principal=user.get_username())  # "", "7", "99+"
             context["time_zone_shown"] = timezone.get_current_timezone_name()
         return context

@@ -7,6 +7,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -21,6 +23,7 @@ from runs.approvals.extras import extras_of
 from runs.approvals.permissions import check_can_view, is_operator
 from runs.display import ids_shortened, moment, tokens
 from runs.models import Approval, ApprovalStatus
+from runs.selectors import Counted, bounded_count
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
 DECIDE_WAIT_SECONDS = 5.0
@@ -51,6 +54,69 @@ class ApprovalStatusFilter(admin.SimpleListFilter):
         return queryset if value == "all" else queryset.filter(status=value)
 
 
+# The inbox's foot counts up to this many approvals ("more than 100 approvals" past it).
+INBOX_COUNT_BOUND = 100
+# `?after=<approval>`: the inbox's page that follows that approval (newest first).
+AFTER_VAR = "after"
+
+
+class InboxChangeList(ChangeList):
+    """The inbox's list, paged by key (newest first, `?after=` the last approval shown), never by
+    counting: a page reads its rows and one more (is there a next page?), and the foot counts at
+    most `INBOX_COUNT_BOUND` + 1 approvals. Django's list counts every approval that matches for its
+    page numbers and reads further down a long inbox with an OFFSET; an approver holding thousands
+    would pay for all of them on each page (and the inbox reads itself again every few seconds).
+    The list is always newest first (its columns do not sort: a page by key follows one order)."""
+
+    def get_filters_params(self, params: Any = None) -> Any:
+        found = super().get_filters_params(params)
+        found.pop(AFTER_VAR, None)
+        return found
+
+    def get_query_string(self, new_params: Any = None, remove: Any = None) -> str:
+        """Links to another filter or search start again at the newest."""
+        new_params = new_params or {}
+        if AFTER_VAR not in new_params:
+            new_params = {**new_params, AFTER_VAR: None}
+        return super().get_query_string(new_params, remove)
+
+    def get_results(self, request: HttpRequest) -> None:
+        self.after = self._after(request)
+        rows = self.queryset
+        if self.after is not None:
+            at, pk = self.after
+            rows = rows.filter(Q(requested_at__lt=at) | Q(requested_at=at, pk__lt=pk))
+        per_page = self.list_per_page
+        # The page's keys first (the sort reads only the approvals, not their runs' rows), then its
+        # rows with their runs: joined before the sort, every run of the inbox would be read.
+        keys = list(rows.values_list("pk", flat=True)[: per_page + 1])
+        found = list(Approval.objects.select_related("run").filter(pk__in=keys).order_by("-requested_at", "-id"))
+        self.result_list = found[:per_page]
+        self.has_next = len(found) > per_page
+        self.counted: Counted = bounded_count(self.queryset, bound=INBOX_COUNT_BOUND)
+        self.result_count = self.counted.n
+        self.full_result_count = self.result_count
+        self.show_full_result_count = False
+        self.can_show_all = False
+        self.multi_page = self.has_next or self.after is not None
+        self.paginator = self.model_admin.get_paginator(request, self.result_list, per_page)
+        self.next_url = self.get_query_string({AFTER_VAR: self.result_list[-1].pk}) if self.has_next else ""
+        self.newest_url = self.get_query_string() if self.after is not None else ""
+
+    def _after(self, request: HttpRequest) -> tuple[Any, int] | None:
+        """The approval `?after=` names, as its (requested_at, key); None (the newest page) when it
+        names none, and when it names no approval of this inbox (said on the page)."""
+        raw = request.GET.get(AFTER_VAR)
+        if raw is None:
+            return None
+        found = None
+        if raw.isascii() and raw.isdigit() and len(raw) < 19:
+            found = self.root_queryset.filter(pk=int(raw)).values_list("requested_at", "pk").first()
+        if found is None:
+            messages.error(request, f"No approval of your inbox to page after (after={raw[:40]!r}): showing the newest")
+        return found
+
+
 class DecisionForm(forms.Form):
     note = forms.CharField(required=False, strip=True, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
                            help_text="Recorded with the decision, in the ledger.")
@@ -67,6 +133,9 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = (ApprovalStatusFilter,)
     list_select_related = ("run",)
     ordering = ("-requested_at", "-id")
+    # Newest first, always: the inbox pages by key on this order (see `InboxChangeList`), so its
+    # columns do not sort.
+    sortable_by = ()
     search_fields = ("title", "run__id")
     search_help_text = "Search by title or run id"
     actions = None
@@ -90,6 +159,9 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
         """The inbox: what this user may decide, as `/api/approvals` and the header's badge answer it
         (an operator or a superuser is no one's approver by being one); the status filter narrows it."""
         return approval_selectors.inbox(principal=me(request), status=None)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[InboxChangeList]:
+        return InboxChangeList
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Approval | None:
         """An approval's page is open to whoever may see its run: its approvers, starter, operators."""

@@ -6,6 +6,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import quote, unquote
+from django.core.paginator import Page
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -31,7 +32,14 @@ from runs.admin.run_inlines import ApprovalInline, StepInline
 from runs.admin.run_list import BoundedPaginator, RunChangeList, page_asked
 from runs.admin.run_page import message_form, one_snapshot, page_context, run_urls, unread_topic
 from runs.admin.start import StartRunMixin
-from runs.approvals.permissions import can_operate, can_rerun, can_send_message, check_can_view, visible_runs
+from runs.approvals.permissions import (
+    can_operate,
+    can_rerun,
+    can_send_message,
+    check_can_view,
+    is_operator,
+    visible_runs,
+)
 from runs.approvals.selectors import (
     nobody_decides_approval,
     pending_of,
@@ -57,6 +65,34 @@ class ErrorCodeFilter(admin.SimpleListFilter):
         return queryset.filter(error__code=self.value()) if self.value() else queryset
 
 
+class KeysFirstPaginator(BoundedPaginator):
+    """The runs list of a person who sees the runs granted to her (no operator): a page's keys
+    are read first, sorted from the runs alone, then that page's runs with their pending counts.
+    Read in one query, each run she may see would have its row and its pending count read before
+    the sort kept fifty of them."""
+
+    def page(self, number: Any) -> Any:
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        top = bottom + self.per_page
+        if top + self.orphans >= self.count:
+            top = self.count
+        runs: Any = self.object_list
+        keys = list(runs.values_list("pk", flat=True)[bottom:top])
+        rows = {run.pk: run for run in with_pending_count(Run.objects.filter(pk__in=keys))}
+        return Page([rows[key] for key in keys if key in rows], number, self)
+
+
+class SortedByIndexList(RunChangeList):
+    """The runs list sorted only by the columns of `RunAdmin.sortable_by`: a hand-made `?o=` naming
+    another column is ignored (the list keeps its default order) rather than sorting every run."""
+
+    def get_ordering_field(self, field_name: Any) -> Any:
+        if self.sortable_by is not None and field_name not in self.sortable_by:
+            return None
+        return super().get_ordering_field(field_name)
+
+
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin):
     list_display = ("id", "workflow", "status", "started_by", "started", "pending_approvals", "error_code")
@@ -67,6 +103,12 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
                         "or by a tag, key=value: order=1001")
     date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")
+    # "started by" and "pending approvals" do not sort: sorted by either, a page of the list reads
+    # and sorts every run the viewer may see (the pending count is a subquery per run; the starter is
+    # sorted with the start time after it), 0.4-2.4 s at 100,000 runs. Who started a run is a filter
+    # ("By started by") and a search; a run's pending approvals show in the Waiting filter's
+    # "approval" and in the inbox. The default order (newest first) reads its index.
+    sortable_by = ("id", "workflow", "status", "started")
     list_per_page = 50
     # Counted by RunChangeList, up to 10,000 past the page shown (Django's would count every run).
     show_full_result_count = False
@@ -116,12 +158,13 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         return with_pending_count(visible_runs(me(request)))
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[RunChangeList]:
-        return RunChangeList
+        return SortedByIndexList
 
     def get_paginator(self, request: HttpRequest, queryset: Any, per_page: int, orphans: int = 0,
                       allow_empty_first_page: bool = True) -> BoundedPaginator:
-        return BoundedPaginator(queryset, per_page, page=page_asked(request), orphans=orphans,
-                                allow_empty_first_page=allow_empty_first_page)
+        made = BoundedPaginator if is_operator(me(request)) else KeysFirstPaginator
+        return made(queryset, per_page, page=page_asked(request), orphans=orphans,
+                    allow_empty_first_page=allow_empty_first_page)
 
     def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> tuple[Any, bool]:
         """Django's search (run id, tag values), and `key=value` terms matching a tag exactly."""
@@ -130,7 +173,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
             queryset = tagged(queryset, key, value)
         return super().get_search_results(request, queryset, rest)
 
-    @admin.display(description="pending approvals", ordering="pending_count")
+    @admin.display(description="pending approvals")
     def pending_approvals(self, run: Run) -> int:
         return getattr(run, "pending_count", 0)
 

@@ -26,7 +26,7 @@ from runs.models import (
     Run,
     WorkflowEntry,
 )
-from runs.selectors import visible_run
+from runs.selectors import bounded_count, visible_run
 
 
 def approval_state(approval: Approval) -> dict[str, Any]:
@@ -169,6 +169,20 @@ def pending_count(*, principal: str | Principal) -> int:
     """How many approvals wait for `principal`: the one count the header's badge, the desk's inbox
     and `/api/approvals` give (the pending rows of `inbox`)."""
     return pending_for(principal=principal).count()
+
+
+# The badge counts at most this many of the approvals waiting: past it, it says "99+".
+BADGE_BOUND = 99
+
+
+def pending_badge(*, principal: str | Principal) -> str:
+    """The header's badge: how many approvals wait for `principal` ("" when none), "99+" past
+    `BADGE_BOUND`. It reads at most `BADGE_BOUND + 1` of them (a `LIMIT` under the count), so an
+    approver holding thousands pays for a hundred on every page of the desk; the inbox counts on."""
+    counted = bounded_count(pending_for(principal=principal), bound=BADGE_BOUND)
+    if not counted.n:
+        return ""
+    return str(counted) if counted.exact else f"{BADGE_BOUND}+"
 
 
 def _pending_of_run() -> QuerySet[Any, Any]:
