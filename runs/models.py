@@ -63,6 +63,8 @@ class Run(models.Model):
             models.Index(fields=["-created_at"], name="run_created"),
             # A list by status, newest first, from its first row however many wait (and status' lookups).
             models.Index(fields=["status", "-created_at", "-id"], name="run_status_created"),
+            # Retention's oldest ended runs first (runs.retention).
+            models.Index(fields=["ended_at", "id"], name="run_ended", condition=models.Q(ended_at__isnull=False)),
         ]
         permissions = [
             ("view_any_run", "Can view every run (operator)"),
@@ -497,3 +499,6 @@ from runs.object_permissions import (  # noqa: E402,F401
     WorkflowEntryGroupObjectPermission,
     WorkflowEntryUserObjectPermission,
 )
+
+# Retention's record of the runs it exported and removed (runs.retention).
+from runs.retention.models import PrunedRun  # noqa: E402,F401

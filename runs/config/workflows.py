@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -176,6 +176,9 @@ class WorkflowDefinition:
     builtin: bool = False
     # `uses` was left out: `ops` and `builtins` are derived from the outline when the config resolves.
     derived: bool = False
+    # How long its ended runs are kept before `manage.py retention` exports and removes them (None: the
+    # site's SANOMA_KEEP_ENDED_RUNS_DAYS, which by default keeps them forever).
+    keep: timedelta | None = None
 
     def __repr__(self) -> str:
         return f"<workflow {self.name}>"
@@ -189,6 +192,7 @@ def define_workflow(
     uses: Sequence[Operation | str | Callable[..., Any]] | None = None,
     title: str = "",
     trigger: Trigger = "manual",
+    keep: timedelta | None = None,
 ) -> WorkflowDefinition:
     """A workflow: `run(ctx, input)`, run durably; every call it makes goes through `ctx`.
 
@@ -198,9 +202,13 @@ def define_workflow(
     collection's `notes.put`, or an id) and built-ins as `Ctx.approval`, `Ctx.sleep`, `Ctx.all`,
     `Ctx.wait_message`, `Ctx.start_run`, `Ctx.wait_run`. `trigger` is "manual", a
     `Schedule(cron=..., timezone=...)` or an `Every("15m")`. A file under `apps/<app>/workflows/`
-    names it `<app>.<name>`.
+    names it `<app>.<name>`. `keep` (a timedelta) is how long its ended runs stay in the database
+    before `manage.py retention` exports and removes them; left out, the site's default applies.
     """
     local = check_name(name)
+    if keep is not None and not (isinstance(keep, timedelta) and keep > timedelta(0)):
+        raise ValueError(f'Workflow "{name}": keep is how long its ended runs are kept, a timedelta longer than '
+                         f"zero (keep=timedelta(days=90)), or leave it out for the site's default; got {keep!r}")
     if not callable(run):
         raise TypeError(f'Workflow "{name}": run must be a function run(ctx, input)')
     schema = input if input is not None else NoInput
@@ -242,6 +250,7 @@ def define_workflow(
         app=app,
         local_name=local,
         derived=uses is None,
+        keep=keep,
     )
 
 

@@ -1,6 +1,8 @@
-"""`manage.py ledger verify [--run R]`: check the ledger's hash chains (see `runs.ledger`)."""
+"""`manage.py ledger verify [--run R] [--export FILE ...]`: check the ledger's hash chains (see
+`runs.ledger`), or export files offline (see `runs.retention.export`)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -10,17 +12,30 @@ from runs import ledger
 
 class Command(BaseCommand):
     help = ("verify: check every run's hash chain (or one run's with --run) and name the first broken record "
-            "of each broken chain; exit status 1 when any is broken.")
+            "of each broken chain; exit status 1 when any is broken. With --export FILE, check retention's "
+            "export files (or a folder of them) instead, without the database.")
 
     def add_arguments(self, parser: Any) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
         verify = actions.add_parser("verify", help="check the hash chains")
         verify.add_argument("--run", dest="run_id", default=None, help="only this run's chain")
+        verify.add_argument("--export", dest="exports", type=Path, action="append", default=[],
+                            help="an export file (runs-YYYY-MM-DD.jsonl) or a folder of them; may be repeated")
         verify.add_argument("--database", default="default")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["exports"]:
+            self._verify_exports(options["exports"])
+            return
         result = ledger.verify(options["run_id"], using=options["database"])
         if options["run_id"] is not None and result.records == 0:
+            from runs.retention.models import PrunedRun
+
+            pruned = PrunedRun.objects.using(options["database"]).filter(run_id=options["run_id"]).first()
+            if pruned is not None:
+                raise CommandError(f"Run {options['run_id']} was removed by retention on {pruned.pruned_at:%Y-%m-%d}: "
+                                   f"its {pruned.records} records (head {pruned.head or '-'}) are in the export "
+                                   f"{pruned.export_file}; check it with ledger verify --export")
             raise CommandError(f"No run {options['run_id']} in the ledger")
         if result.breaks:
             for broken in result.breaks:
@@ -28,3 +43,15 @@ class Command(BaseCommand):
             raise CommandError(f"{len(result.breaks)} of {result.runs} chains broken "
                                f"({result.records} records checked); the first broken record of each is named above")
         self.stdout.write(f"verified: {result.runs} chains, {result.records} records")
+
+    def _verify_exports(self, paths: list[Path]) -> None:
+        from runs.retention.export import verify_paths
+
+        checked = verify_paths(paths)
+        if checked.problems:
+            for problem in checked.problems:
+                self.stderr.write(f"BROKEN {problem}")
+            raise CommandError(f"{len(checked.problems)} problems in the export ({checked.runs} runs, "
+                               f"{checked.records} records checked); each is named above")
+        self.stdout.write(f"verified export: {checked.runs} runs, {checked.records} records, "
+                          f"{len(checked.heads)} chain heads")
