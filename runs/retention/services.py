@@ -105,7 +105,8 @@ class Batch:
     steps: int
     records: int
     files: tuple[str, ...]
-    seconds: float
+    seconds: float  # the whole batch: export, its check, removal
+    remove_seconds: float  # the removal's transaction alone
     skipped: tuple[str, ...] = ()
 
 
@@ -152,8 +153,9 @@ def _rows(model: Any, using: str, **filters: Any) -> list[dict[str, Any]]:
 
 
 def _export_batch(run_ids: list[str], files: DayFiles,
-                  using: str) -> tuple[dict[str, Head], dict[str, str], dict[str, int]]:
-    """Write the runs' lines; their heads as read, the file each went to, and each one's steps."""
+                  using: str) -> tuple[dict[str, Head], dict[str, str], dict[str, int], set[str]]:
+    """Write the runs' lines; their heads as read, the file each went to, each one's steps, and the
+    kinds of rows they had."""
     runs = {r["id"]: r for r in _rows(Run, using, id__in=run_ids)}
     children: dict[str, dict[str, list[tuple[str, dict[str, Any]]]]] = {run_id: {} for run_id in runs}
 
@@ -186,7 +188,8 @@ def _export_batch(run_ids: list[str], files: DayFiles,
         parts.append(line("head", run_id, records=head.records, hash=head.hash))
         heads[run_id] = head
         placed[run_id] = files.write(run["ended_at"].date(), b"".join(parts))
-    return heads, placed, {run_id: len(children[run_id].get("step", [])) for run_id in runs}
+    has = {kind for rows in children.values() for kind in rows}
+    return heads, placed, {run_id: len(children[run_id].get("step", [])) for run_id in runs}, has
 
 
 def _live_heads(run_ids: list[str], using: str) -> dict[str, Head]:
@@ -197,19 +200,26 @@ def _live_heads(run_ids: list[str], using: str) -> dict[str, Head]:
     return {run_id: Head(run_id, len(h), h[-1] if h else "") for run_id, h in chains.items()}
 
 
-def _remove(run_ids: list[str], using: str) -> None:
+def _remove(run_ids: list[str], has: set[str], using: str) -> None:
+    """Remove the runs and every row of theirs; `has` names the kinds of rows the export found
+    (approvals, decision messages, messages, tags): tables with none of theirs are left alone."""
     approvals = Approval.objects.using(using).filter(run_id__in=run_ids)
-    for model, filters in (
-        (ApprovalUserObjectPermission, {"content_object__in": approvals}),
-        (ApprovalGroupObjectPermission, {"content_object__in": approvals}),
-        (DecisionMessage, {"approval__in": approvals}),
-        (Approval, {"run_id__in": run_ids}),
-        (RunMessage, {"run_id__in": run_ids}),
-        (RunTag, {"run_id__in": run_ids}),
-        (RunUserObjectPermission, {"content_object_id__in": run_ids}),
-        (RunGroupObjectPermission, {"content_object_id__in": run_ids}),
-        (Step, {"run_id__in": run_ids}),
-    ):
+    removals: list[tuple[Any, dict[str, Any]]] = []
+    if "approval" in has:
+        removals += [(ApprovalUserObjectPermission, {"content_object__in": approvals}),
+                     (ApprovalGroupObjectPermission, {"content_object__in": approvals})]
+    if "decision_message" in has:
+        removals.append((DecisionMessage, {"approval__in": approvals}))
+    if "approval" in has:
+        removals.append((Approval, {"run_id__in": run_ids}))
+    if "message" in has:
+        removals.append((RunMessage, {"run_id__in": run_ids}))
+    if "tag" in has:
+        removals.append((RunTag, {"run_id__in": run_ids}))
+    removals += [(RunUserObjectPermission, {"content_object_id__in": run_ids}),
+                 (RunGroupObjectPermission, {"content_object_id__in": run_ids}),
+                 (Step, {"run_id__in": run_ids})]
+    for model, filters in removals:
         model.objects.using(using).filter(**filters)._raw_delete(using)
     # The ledger's one delete path: the trigger lets these through because their heads were just recorded.
     marks = ", ".join(["%s"] * len(run_ids))
@@ -223,35 +233,35 @@ def prune_batch(*, run_ids: list[str], folder: Path, using: str = "default", num
     started = time.monotonic()
     files = DayFiles(folder)
     try:
-        heads, placed, steps = _export_batch(run_ids, files, using)
+        heads, placed, steps, has = _export_batch(run_ids, files, using)
         written = files.verify()
         if written.problems:
             raise RetentionError("the export did not verify after it was written, so nothing was removed: "
                                  + "; ".join(written.problems[:5]))
         kept: list[str] = []
+        removing = time.monotonic()
         with transaction.atomic(using=using):
-            locked = set(Run.objects.using(using).select_for_update().filter(id__in=list(heads),
-                                                                             status__in=ENDED_STATUSES)
-                         .values_list("id", flat=True))
-            live = _live_heads(sorted(locked), using)
-            gone = [r for r in sorted(locked) if live[r] == heads[r] == written.heads.get(r)]
+            locked = (Run.objects.using(using).select_for_update().filter(id__in=list(heads), status__in=ENDED_STATUSES)
+                      .values("id", "workflow", "status", "ended_at"))
+            runs = {r["id"]: r for r in locked}
+            live = _live_heads(sorted(runs), using)
+            gone = [r for r in sorted(runs) if live[r] == heads[r] == written.heads.get(r)]
             kept = sorted(set(heads) - set(gone))
             now = clock.now()
-            runs = {r["id"]: r for r in Run.objects.using(using).filter(id__in=gone)
-                    .values("id", "workflow", "status", "ended_at")}
             PrunedRun.objects.using(using).bulk_create([
                 PrunedRun(run_id=r, workflow=runs[r]["workflow"], status=runs[r]["status"],
                           ended_at=runs[r]["ended_at"] or now, records=heads[r].records, head=heads[r].hash,
                           export_file=placed[r], pruned_at=now) for r in gone])
             if gone:
-                _remove(gone, using)
+                _remove(gone, has, using)
+        removed = time.monotonic() - removing
     except BaseException:
         files.discard()
         raise
     files.close()
     return Batch(number=number, runs=len(gone), steps=sum(steps[r] for r in gone),
                  records=sum(heads[r].records for r in gone), files=tuple(sorted({placed[r] for r in gone})),
-                 seconds=time.monotonic() - started, skipped=tuple(kept))
+                 seconds=time.monotonic() - started, remove_seconds=removed, skipped=tuple(kept))
 
 
 def run_retention(
@@ -268,8 +278,9 @@ def run_retention(
 ) -> Done:
     """Export and remove every due run, oldest first, in batches; what was done.
 
-    The batch size starts at `batch_size` and halves when a batch took longer than
-    `batch_seconds`, doubles when it took under half of it (between 10 and 2,000 runs)."""
+    The batch size starts at `batch_size` and halves when a batch's removal (its transaction)
+    took longer than `batch_seconds`, doubles when it took under half of it (between 10 and 2,000
+    runs)."""
     if batch_size < 1:
         raise RetentionError(f"the batch size must be at least 1; got {batch_size}")
     done = Done()
@@ -299,9 +310,9 @@ def run_retention(
         done.skipped.extend(batch.skipped)
         if progress is not None:
             progress(batch, done)
-        if batch.seconds > batch_seconds:
+        if batch.remove_seconds > batch_seconds:
             size = max(MIN_BATCH, size // 2)
-        elif batch.seconds < batch_seconds / 2:
+        elif batch.remove_seconds < batch_seconds / 2:
             size = min(MAX_BATCH, size * 2)
         if pause:
             time.sleep(pause)
