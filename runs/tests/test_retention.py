@@ -126,7 +126,7 @@ def test_the_dry_run_says_what_it_would_remove_and_changes_nothing(four_runs: di
     assert "every other workflow: kept forever (SANOMA_KEEP_ENDED_RUNS_DAYS is unset)" in out
     assert "dry run: would export 2 runs to" in out
     assert "  brief: 2 runs, ended" in out
-    assert "into 2 files: runs-" in out
+    assert "into 2 files: runs-" in out and "(a run goes after its child runs; nothing was changed)" in out
     assert Run.objects.count() == 4 and not PrunedRun.objects.exists()
     assert not folder.exists() or not any(folder.iterdir())
 
@@ -154,7 +154,7 @@ def test_due_runs_are_exported_verified_and_removed_and_the_rest_still_verify(
 
     out, ok = retention("--batch-size", "1")
     assert ok, out
-    assert "batch 1: 1 runs" in out and "batch 2: 1 runs" in out
+    assert "batch 1: 1 run (" in out and "batch 2: 1 run (" in out
     assert "done: 2 runs" in out and "in 2 batches" in out
 
     assert set(Run.objects.values_list("id", flat=True)) == {four_runs["recent"].id, four_runs["lasting"].id}

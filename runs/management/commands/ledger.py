@@ -10,6 +10,10 @@ from django.core.management.base import BaseCommand, CommandError
 from runs import ledger
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
 class Command(BaseCommand):
     help = ("verify: check every run's hash chain (or one run's with --run) and name the first broken record "
             "of each broken chain; exit status 1 when any is broken. With --export FILE, check retention's "
@@ -51,7 +55,8 @@ class Command(BaseCommand):
         if checked.problems:
             for problem in checked.problems:
                 self.stderr.write(f"BROKEN {problem}")
-            raise CommandError(f"{len(checked.problems)} problems in the export ({checked.runs} runs, "
+            count = len(checked.problems)
+            raise CommandError(f"{count} {'problem' if count == 1 else 'problems'} in the export ({checked.runs} runs, "
                                f"{checked.records} records checked); each is named above")
-        self.stdout.write(f"verified export: {checked.runs} runs, {checked.records} records, "
-                          f"{len(checked.heads)} chain heads")
+        self.stdout.write(f"verified export: {_n(checked.runs, 'run')}, {_n(checked.records, 'record')}, "
+                          f"{_n(len(checked.heads), 'chain head')}")

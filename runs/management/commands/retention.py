@@ -13,6 +13,10 @@ from runs.retention import services
 from runs.retention.services import Batch, Done, RetentionError, Rules
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
 class Command(BaseCommand):
     help = ("Export ended runs older than their workflow's keep (or SANOMA_KEEP_ENDED_RUNS_DAYS) to JSON Lines "
             "files, one per day, and remove them from the database in small batches. --dry-run says what it "
@@ -56,10 +60,11 @@ class Command(BaseCommand):
                                           pause=options["pause"], limit=options["limit"], progress=self._progress)
         except RetentionError as err:
             raise CommandError(str(err)) from err
-        self.stdout.write(f"done: {done.runs} runs ({done.steps} steps, {done.records} ledger records) exported to "
-                          f"{folder} in {len(done.files)} files and removed, in {len(done.batches)} batches")
+        self.stdout.write(f"done: {_n(done.runs, 'run')} ({_n(done.steps, 'step')}, "
+                          f"{_n(done.records, 'ledger record')}) exported to {folder} in {_n(len(done.files), 'file')} "
+                          f"and removed, in {_n(len(done.batches), 'batch')}".replace("batchs", "batches"))
         if done.skipped:
-            self.stdout.write(f"kept {len(done.skipped)} runs whose ledger changed after they were exported; "
+            self.stdout.write(f"kept {_n(len(done.skipped), 'run')} whose ledger changed after they were exported; "
                               "the next retention takes them")
 
     def _dry_run(self, rules: Rules, now: Any, folder: Path, using: str) -> None:
@@ -68,14 +73,15 @@ class Command(BaseCommand):
             self.stdout.write("dry run: no ended run is past its keep; nothing would be removed")
             return
         total = sum(d.runs for d in due)
-        self.stdout.write(f"dry run: would export {total} runs to {folder} and remove them:")
+        self.stdout.write(f"dry run: would export {_n(total, 'run')} to {folder} and remove them:")
         for d in due:
-            self.stdout.write(f"  {d.workflow}: {d.runs} runs, ended {d.oldest:%Y-%m-%d} to {d.newest:%Y-%m-%d}")
+            self.stdout.write(f"  {d.workflow}: {_n(d.runs, 'run')}, ended {d.oldest:%Y-%m-%d} to {d.newest:%Y-%m-%d}")
         files = list(services.days_of(rules, now=now, using=using))
-        self.stdout.write(f"  into {len(files)} files: {files[0]} to {files[-1]}")
+        self.stdout.write(f"  into {files[0]}" if len(files) == 1
+                          else f"  into {len(files)} files: {files[0]} to {files[-1]}")
         self.stdout.write("  (a run goes after its child runs; nothing was changed)")
 
     def _progress(self, batch: Batch, done: Done) -> None:
-        self.stdout.write(f"batch {batch.number}: {batch.runs} runs ({batch.steps} steps, {batch.records} ledger "
-                          f"records) to {', '.join(batch.files) or '-'}, removed in {batch.seconds:.2f} s; "
-                          f"{done.runs} runs so far")
+        self.stdout.write(f"batch {batch.number}: {_n(batch.runs, 'run')} ({_n(batch.steps, 'step')}, "
+                          f"{_n(batch.records, 'ledger record')}) to {', '.join(batch.files) or '-'}, removed in "
+                          f"{batch.seconds:.2f} s; {_n(done.runs, 'run')} so far")
