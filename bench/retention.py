@@ -150,7 +150,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--baseline", type=float, default=10.0)
-    parser.add_argument("--batch-seconds", type=float, default=0.25, help="as manage.py retention's")
+    parser.add_argument("--batch-seconds", type=float, default=1.0, help="as manage.py retention's")
     parser.add_argument("--pause", type=float, default=0.0, help="as manage.py retention's")
     parser.add_argument("--advancer", nargs=2, metavar=("OUT", "STOP"))
     args = parser.parse_args()

@@ -21,12 +21,14 @@ from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
 
 from runs import ledger
+from runs.approvals import services as approvals
 from runs.config.workflows import define_workflow
 from runs.engine import clock
-from runs.models import LedgerRecord, PrunedRun, Run, Step
+from runs.models import Approval, DecisionMessage, LedgerRecord, PrunedRun, Run, RunTag, RunUserObjectPermission, Step
 from runs.retention import services
 from runs.retention.export import verify_paths
 from runs.retention.services import RetentionError, Rules
+from runs.testing import make_user
 from runs.tests import db_roles_setup
 from runs.tests.fixtures import GET, SEND
 
@@ -37,8 +39,16 @@ def two_calls(ctx: Any, input: Any) -> str:
     return "ok"
 
 
+def tagged_and_approved(ctx: Any, input: Any) -> str:
+    ctx.tag(order="1001")
+    ctx.approval("Go ahead", approver="bob")
+    ctx.acme.order.get({"order_id": "1"})
+    return "ok"
+
+
 brief = define_workflow(name="brief", uses=[GET, SEND], run=two_calls, keep=timedelta(days=30))
 lasting = define_workflow(name="lasting", uses=[GET, SEND], run=two_calls)
+approved = define_workflow(name="approved", uses=[GET, "approval"], run=tagged_and_approved, keep=timedelta(days=1))
 
 
 @contextmanager
@@ -208,6 +218,32 @@ def test_a_run_still_running_is_never_removed(engine_for: Any, folder: Path) -> 
     assert ok and "nothing would be removed" in out
     out, ok = retention()
     assert ok and "done: 0 runs" in out and Run.objects.filter(pk=started.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_runs_approvals_decisions_tags_and_permissions_go_with_it_and_are_in_the_export(
+        engine_for: Any, folder: Path) -> None:
+    make_user("bob")
+    engine = engine_for(approved)
+    run = engine.start("approved")
+    engine.drain()
+    approvals.decide(run_id=run.id, decision="approve", by="bob", timeout=0)
+    engine.drain()
+    run.refresh_from_db()
+    assert run.status == "finished", run.error
+    assert Approval.objects.filter(run=run).exists() and RunTag.objects.filter(run=run).exists()
+    assert DecisionMessage.objects.filter(approval__run=run).exists()
+    assert RunUserObjectPermission.objects.filter(content_object=run).exists()
+    ended_days_ago(run, 2)
+
+    out, ok = retention()
+    assert ok and "done: 1 run" in out, out
+    assert not Run.objects.exists() and not Approval.objects.exists() and not RunTag.objects.exists()
+    assert not DecisionMessage.objects.exists() and not RunUserObjectPermission.objects.exists()
+    kinds = [json.loads(raw)["type"] for path in folder.iterdir() for raw in path.read_text().splitlines()]
+    assert {"run", "step", "approval", "decision_message", "tag", "ledger", "head"} <= set(kinds)
+    out, ok = verify("--export", str(folder))
+    assert ok, out
 
 
 # ---- what the database refuses -----------------------------------------------------------------

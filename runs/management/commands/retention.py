@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--export-dir", type=Path, default=None,
                             help="where the export files go (default: SANOMA_RETENTION_DIR)")
         parser.add_argument("--batch-size", type=int, default=200, help="runs in the first batch (default 200)")
-        parser.add_argument("--batch-seconds", type=float, default=0.25,
+        parser.add_argument("--batch-seconds", type=float, default=1.0,
                             help="the longest a batch's removal should take; batches shrink or grow to it")
         parser.add_argument("--pause", type=float, default=0.0, help="seconds to wait between batches")
         parser.add_argument("--limit", type=int, default=None, help="remove at most this many runs")
