@@ -17,7 +17,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q
+from django.db.models.functions import TruncDate
 
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
@@ -359,8 +360,6 @@ class Due:
 
 def plan(rules: Rules, *, now: datetime | None = None, using: str = "default") -> list[Due]:
     """What retention would remove now, by workflow (the dry run)."""
-    from django.db.models import Count, Max, Min
-
     if rules.keeps_everything:
         return []
     now = now or clock.now()
@@ -371,8 +370,6 @@ def plan(rules: Rules, *, now: datetime | None = None, using: str = "default") -
 
 def days_of(rules: Rules, *, now: datetime, using: str = "default") -> Iterator[str]:
     """The export files a run now would write to."""
-    from django.db.models.functions import TruncDate
-
     days = (Run.objects.using(using).filter(rules.due(now)).annotate(day=TruncDate("ended_at"))
             .order_by("day").values_list("day", flat=True).distinct())
     for day in days:

@@ -8,6 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from runs import ledger
+from runs.retention.export import verify_paths
+from runs.retention.models import PrunedRun
 
 
 def _n(count: int, word: str) -> str:
@@ -33,8 +35,6 @@ class Command(BaseCommand):
             return
         result = ledger.verify(options["run_id"], using=options["database"])
         if options["run_id"] is not None and result.records == 0:
-            from runs.retention.models import PrunedRun
-
             pruned = PrunedRun.objects.using(options["database"]).filter(run_id=options["run_id"]).first()
             if pruned is not None:
                 raise CommandError(f"Run {options['run_id']} was removed by retention on {pruned.pruned_at:%Y-%m-%d}: "
@@ -49,8 +49,6 @@ class Command(BaseCommand):
         self.stdout.write(f"verified: {result.runs} chains, {result.records} records")
 
     def _verify_exports(self, paths: list[Path]) -> None:
-        from runs.retention.export import verify_paths
-
         checked = verify_paths(paths)
         if checked.problems:
             for problem in checked.problems:
