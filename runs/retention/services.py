@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -319,8 +320,34 @@ def run_retention(
         return done
     check_may_remove(using)
     prepare_folder(folder)
-    now = now or clock.now()
-    size = batch_size
+    with _one_at_a_time(using):
+        return _run(rules=rules, folder=folder, using=using, now=now or clock.now(), size=batch_size,
+                    batch_seconds=batch_seconds, pause=pause, limit=limit, progress=progress, done=done)
+
+
+# Held by the retention running on a PostgreSQL database, so that a second one stops at once.
+LOCK_KEY = 0x5A_4E_07_A0
+
+
+@contextmanager
+def _one_at_a_time(using: str) -> Iterator[None]:
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        yield  # SQLite: one writer at a time anyway
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_KEY])
+        if not cursor.fetchone()[0]:
+            raise RetentionError("another retention is running on this database; nothing was done")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+
+
+def _run(*, rules: Rules, folder: Path, using: str, now: datetime, size: int, batch_seconds: float, pause: float,
+         limit: int | None, progress: Callable[[Batch, Done], None] | None, done: Done) -> Done:
     after: tuple[datetime, str] | None = None
     while limit is None or done.runs < limit:
         page = due_runs(rules, now=now, using=using)

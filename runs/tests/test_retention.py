@@ -282,6 +282,18 @@ def test_the_runtime_role_is_told_to_run_retention_as_the_owner(four_runs: dict[
     assert Run.objects.count() == 4 and not folder.exists()
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's advisory lock")
+def test_a_second_retention_at_the_same_time_stops_at_once(four_runs: dict[str, Run], folder: Path) -> None:
+    with db_roles_setup.owner_connect() as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [services.LOCK_KEY])
+        out, ok = retention()
+        assert not ok and "another retention is running on this database; nothing was done" in out
+        assert Run.objects.count() == 4 and not PrunedRun.objects.exists()
+    out, ok = retention()
+    assert ok and "done: 2 runs" in out, out
+
+
 def test_bad_options_are_named() -> None:
     for args, says in ((["--batch-size", "0"], "--batch-size must be at least 1"),
                        (["--database", "nope"], "--database nope: no such connection")):
