@@ -346,9 +346,24 @@ def _one_at_a_time(using: str) -> Iterator[None]:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
 
 
+def _analyze(using: str, done: int) -> int | None:
+    """PostgreSQL: refresh `runs_prunedrun`'s statistics, so that the ledger's delete trigger (whose
+    plan its session keeps) looks runs up by its index, not by reading the table; the number of runs
+    removed after which to do it again (when the table has about doubled), or None off PostgreSQL."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE runs_prunedrun")
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'runs_prunedrun'::regclass")
+        rows = max(0, int(cursor.fetchone()[0]))
+    return done + max(1000, rows)
+
+
 def _run(*, rules: Rules, folder: Path, using: str, now: datetime, size: int, batch_seconds: float, pause: float,
          limit: int | None, progress: Callable[[Batch, Done], None] | None, done: Done) -> Done:
     after: tuple[datetime, str] | None = None
+    analyzed = _analyze(using, 0)
     while limit is None or done.runs < limit:
         page = due_runs(rules, now=now, using=using)
         if after is not None:
@@ -368,6 +383,8 @@ def _run(*, rules: Rules, folder: Path, using: str, now: datetime, size: int, ba
         done.skipped.extend(batch.skipped)
         if progress is not None:
             progress(batch, done)
+        if analyzed is not None and done.runs >= analyzed:
+            analyzed = _analyze(using, done.runs)
         if batch.remove_seconds > batch_seconds:
             size = max(MIN_BATCH, size // 2)
         elif batch.remove_seconds < batch_seconds / 2:
