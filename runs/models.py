@@ -69,6 +69,8 @@ class Run(models.Model):
                          name="run_waiting_for_created"),
             models.Index(fields=["waiting_for"], condition=models.Q(waiting_for__startswith="paused "),
                          name="run_paused"),
+            # Retention's oldest ended runs first (runs.retention).
+            models.Index(fields=["ended_at", "id"], name="run_ended", condition=models.Q(ended_at__isnull=False)),
         ]
         permissions = [
             ("view_any_run", "Can view every run (operator)"),
@@ -506,3 +508,6 @@ from runs.object_permissions import (  # noqa: E402,F401
     WorkflowEntryGroupObjectPermission,
     WorkflowEntryUserObjectPermission,
 )
+
+# Retention's record of the runs it exported and removed (runs.retention).
+from runs.retention.models import PrunedRun  # noqa: E402,F401

@@ -362,6 +362,10 @@ SANOMA_GITHUB_API_URL = _read(env.str, "SANOMA_GITHUB_API_URL", "https://api.git
 SANOMA_CHECKS_TIMEOUT_SECONDS = _read(env.float, "SANOMA_CHECKS_TIMEOUT_SECONDS", 900.0, validate=_POSITIVE)
 # How long each of the in-flight check's processes (`replay --tree`, `rejudge --tree`) may take.
 SANOMA_IN_FLIGHT_TIMEOUT_SECONDS = _read(env.float, "SANOMA_IN_FLIGHT_TIMEOUT_SECONDS", 300.0, validate=_POSITIVE)
+# Retention (`manage.py retention`): ended runs older than this many days are exported to
+# SANOMA_RETENTION_DIR and removed, unless their workflow declares its own `keep`; unset: kept forever.
+SANOMA_KEEP_ENDED_RUNS_DAYS: float | None = _read(env.float, "SANOMA_KEEP_ENDED_RUNS_DAYS", None, validate=_POSITIVE)
+SANOMA_RETENTION_DIR = _read(env.path, "SANOMA_RETENTION_DIR", VAR_DIR / "retention").resolve()
 
 # django-q2 is the dispatch vehicle, never the source of truth: store no
 # successes, ack failures (the engine owns retries), poll often, prefetch little, and keep

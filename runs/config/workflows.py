@@ -179,6 +179,9 @@ class WorkflowDefinition:
     # How long one of its approvals may stay pending before it is overdue (the health page, the
     # sanoma_approvals_over_sla gauge); None: no limit.
     approval_sla: timedelta | None = None
+    # How long its ended runs are kept before `manage.py retention` exports and removes them (None: the
+    # site's SANOMA_KEEP_ENDED_RUNS_DAYS, which by default keeps them forever).
+    keep: timedelta | None = None
 
     def __repr__(self) -> str:
         return f"<workflow {self.name}>"
@@ -193,6 +196,7 @@ def define_workflow(
     title: str = "",
     trigger: Trigger = "manual",
     approval_sla: timedelta | str | None = None,
+    keep: timedelta | None = None,
 ) -> WorkflowDefinition:
     """A workflow: `run(ctx, input)`, run durably; every call it makes goes through `ctx`.
 
@@ -204,9 +208,13 @@ def define_workflow(
     `Schedule(cron=..., timezone=...)` or an `Every("15m")`. A file under `apps/<app>/workflows/`
     names it `<app>.<name>`. `approval_sla` (a `timedelta`, or `"4h"`, `"2d"`) is how long one of
     its approvals may wait for a decision before the desk's health page and the alerts call it
-    overdue.
+    overdue. `keep` (a timedelta) is how long its ended runs stay in the database
+    before `manage.py retention` exports and removes them; left out, the site's default applies.
     """
     local = check_name(name)
+    if keep is not None and not (isinstance(keep, timedelta) and keep > timedelta(0)):
+        raise ValueError(f'Workflow "{name}": keep is how long its ended runs are kept, a timedelta longer than '
+                         f"zero (keep=timedelta(days=90)), or leave it out for the site's default; got {keep!r}")
     if not callable(run):
         raise TypeError(f'Workflow "{name}": run must be a function run(ctx, input)')
     schema = input if input is not None else NoInput
@@ -250,6 +258,7 @@ def define_workflow(
         local_name=local,
         derived=uses is None,
         approval_sla=sla,
+        keep=keep,
     )
 
 

@@ -13,15 +13,15 @@ around the flush and creates them again.
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from runs.retention import triggers as ledger_triggers  # the triggers as the latest migration left them
+
 RUNTIME_ROLE = "sanoma_test_runtime"
 RUNTIME_PASSWORD = "sanoma-test-runtime"  # a test database's role; for servers that ask for one
 
-_chain_migration = importlib.import_module("runs.migrations.0005_ledger_chain")
 _owner: dict[str, Any] = {}
 
 
@@ -50,11 +50,11 @@ def _sqlite_flush(self: Any, sql_list: Iterable[str]) -> None:
     from django.db import transaction
 
     with transaction.atomic(using=self.connection.alias), self.connection.cursor() as cursor:
-        for sql in _chain_migration.SQLITE_DROP:
+        for sql in ledger_triggers.SQLITE_DROP:
             cursor.execute(sql)
         for sql in sql_list:
             cursor.execute(sql)
-        for sql in _chain_migration.SQLITE_CREATE:
+        for sql in ledger_triggers.SQLITE_CREATE:
             cursor.execute(sql)
 
 

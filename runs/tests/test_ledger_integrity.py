@@ -162,9 +162,9 @@ def _bypass(statements: list[str]) -> None:
                 owner.execute(statement)
             owner.execute("ALTER TABLE runs_ledgerrecord ENABLE TRIGGER USER")
         return
-    chain_migration = db_roles_setup._chain_migration
+    triggers = db_roles_setup.ledger_triggers
     with transaction.atomic(), connection.cursor() as cursor:
-        for statement in [*chain_migration.SQLITE_DROP, *statements, *chain_migration.SQLITE_CREATE]:
+        for statement in [*triggers.SQLITE_DROP, *statements, *triggers.SQLITE_CREATE]:
             cursor.execute(statement)
 
 
