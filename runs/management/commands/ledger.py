@@ -6,9 +6,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from runs import ledger
+from runs.config.checks import COMMAND_CHECKS
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("verify: check every run's hash chain (or one run's with --run) and name the first broken record "
             "of each broken chain; exit status 1 when any is broken.")
 
