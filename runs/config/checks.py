@@ -48,6 +48,12 @@ from runs.config.resolution import ENGINE_OPS, load_config
 from runs.policies.approvers import approver_problems
 from runs.policies.cedar import CedarPolicy
 
+# The checks a command that serves no page runs (worker, start, deploy, ...: their
+# `requires_system_checks`): the config's (above), the models' and the settings' they use. The
+# site's own (URLs, templates, the admin, static files) are runserver's, migrate's and `manage.py
+# check`'s: importing the URLconf (DRF, the schema's views) cost each such command about 0.4 s of CPU.
+COMMAND_CHECKS = ["sanoma", "models", "database", "caches", "compatibility", "files", "translation", "commands"]
+
 _HINTS = {
     "sanoma.E001": "Point SANOMA_ROOT at the folder holding sanoma_config.py; its name must be a Python identifier.",
     "sanoma.E002": "Every .py file under workflows/ is imported (except _* and test_*): fix the file or move it.",

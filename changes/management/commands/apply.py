@@ -19,6 +19,7 @@ from changes import services
 from changes.management.commands._resources import add_common, outcome_line, plan_lines
 from changes.plan_policy import check_plan_policy
 from changes.resources.outcome import counts
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.config.versioning import version_of
 from runs.management.commands._common import guarded
@@ -27,6 +28,7 @@ from runs.waiting import Watch, give_up, require_worker
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "Make the vendors hold what the data files declare (an apply run)"
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -18,11 +18,13 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from changes.datafiles.sanoma import ROLES
 from changes.resources import access, directory
+from runs.config.checks import COMMAND_CHECKS
 from runs.console import console_login
 from runs.management.commands._common import guarded
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("List the people and groups (declared in data files, and the site's) with who can sign in to the "
             "desk and what each group may do; grant or revoke a group's permissions")
 

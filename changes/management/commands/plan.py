@@ -12,10 +12,12 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from changes import services
 from changes.management.commands._resources import add_common, plan_lines
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import guarded
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "What apply would change, with the policy's verdict on each call"
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -10,10 +10,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from changes.selectors import declared_resources
 from connectors.resources import Ref, Secret
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import guarded
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("List the resources the data files declare (resources/**/*.py and apps/<app>/resources/**/*.py) and "
             "every problem as file:line:column; exit status 1 when there is a problem.")
 

@@ -5,10 +5,22 @@ have none (their steps are the library's, run from the project's `features/`). A
 file under the config root is turned into an `--include` of that file, so
 `manage.py behave --simple scenarios/refund.feature` runs it; a path that is not there, or a
 `FILE:LINE`, is refused with what to write instead, before the test database is made.
+
+The test database is cloned from a migrated template when one matches the migrations (a hash of
+every migration file's text, Django's version and the database's engine): on SQLite a copy of a
+file under `var/test-templates/` beside manage.py, on PostgreSQL `CREATE DATABASE ... TEMPLATE` of
+a database named `sanoma_tpl_<hash>`. The first run with a given set of migrations migrates as
+before and leaves the template; a migration added or edited changes the hash, so a stale template
+is never used. A template that cannot be made or read (a read-only folder, no right to create
+databases) leaves the test database made the usual way.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import shutil
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +28,9 @@ from typing import Any
 from behave_django.management.commands.behave import Command as BehaveCommand
 from django.conf import settings
 from django.core.management.base import CommandError
+from django.db import connections
 
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.discovery import kind_dirs
 from runs.config.paths import root_path
 
@@ -24,10 +38,13 @@ _LINE = re.compile(r"^(.*\.feature):(\d+)$")
 
 
 class Command(BehaveCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "Runs the scenarios with behave (behave-django); a feature file of the config root may be given by path"
 
     def handle(self, *args: Any, **options: Any) -> None:
         self._includes = self._config_paths(options.get("paths") or [], options)
+        for connection in connections.all():
+            _clone_from_template(connection)
         super().handle(*args, **options)
 
     def _config_paths(self, paths: list[str], options: dict[str, Any]) -> dict[str, str]:
@@ -65,3 +82,112 @@ class Command(BehaveCommand):
             return args
         kept = [arg for arg in args if arg not in includes]
         return [*kept, "--include", "|".join(includes.values())]
+
+
+def _migrations_key(vendor: str, user: str) -> str:
+    """A hash of what a migrated test database holds: every migration file's text, Django's version,
+    the engine and who owns it."""
+    import django
+    from django.db.migrations.loader import MigrationLoader
+
+    digest = hashlib.sha256(f"{django.__version__}|{vendor}|{user}".encode())
+    loader = MigrationLoader(None, ignore_no_migrations=True, load=False)
+    loader.load_disk()
+    for key in sorted(loader.disk_migrations):
+        module = sys.modules[type(loader.disk_migrations[key]).__module__]
+        digest.update(repr(key).encode())
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def _clone_from_template(connection: Any) -> None:
+    """Make this connection's `create_test_db` clone a migrated template instead of migrating, and
+    leave one behind when there was none (module docstring)."""
+    if connection.vendor not in ("sqlite", "postgresql") or connection.settings_dict["TEST"].get("MIGRATE") is False:
+        return
+    creation = connection.creation
+    migrate_and_make = creation.create_test_db
+
+    def create_test_db(verbosity: int = 1, autoclobber: bool = False, serialize: bool = True,
+                       keepdb: bool = False) -> str:
+        name = creation._get_test_db_name()
+        if keepdb or (connection.vendor == "sqlite" and creation.is_in_memory_db(name)):
+            return migrate_and_make(verbosity, autoclobber, serialize, keepdb)
+        key = _migrations_key(connection.vendor, str(connection.settings_dict.get("USER") or ""))
+        if not _from_template(connection, name, key):
+            made = migrate_and_make(verbosity, autoclobber, serialize, keepdb)
+            connection.close()
+            _keep_template(connection, made, key)
+            return made
+        if verbosity >= 1:
+            creation.log(f"Cloning the migrated template for alias {connection.alias!r}...")
+        connection.close()
+        settings.DATABASES[connection.alias]["NAME"] = name
+        connection.settings_dict["NAME"] = name
+        if serialize:
+            connection._test_serialized_contents = creation.serialize_db_to_string()
+        from django.core.management import call_command
+
+        call_command("createcachetable", database=connection.alias)
+        connection.ensure_connection()
+        return name
+
+    creation.create_test_db = create_test_db
+
+
+def _template_file(key: str) -> Path:
+    return Path(settings.BASE_DIR) / "var" / "test-templates" / f"{key}.sqlite3"
+
+
+def _from_template(connection: Any, name: str, key: str) -> bool:
+    """The test database `name` made from the template `key`; False when there is none (or it failed)."""
+    if connection.vendor == "sqlite":
+        template = _template_file(key)
+        if not template.is_file():
+            return False
+        try:
+            for leftover in (name, f"{name}-wal", f"{name}-shm", f"{name}-journal"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+            shutil.copyfile(template, name)
+        except OSError:
+            return False
+        return True
+    template_name = f"sanoma_tpl_{key}"
+    with connection.creation._nodb_cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [template_name])
+        if cursor.fetchone() is None:
+            return False
+        quoted = connection.ops.quote_name
+        try:
+            cursor.execute(f"DROP DATABASE IF EXISTS {quoted(name)}")
+            cursor.execute(f"CREATE DATABASE {quoted(name)} TEMPLATE {quoted(template_name)}")
+        except Exception:  # another session on the template, or no right to: make it the usual way
+            return False
+    return True
+
+
+def _keep_template(connection: Any, made: str, key: str) -> None:
+    """The migrated test database `made`, kept as the template `key` (whoever comes first wins)."""
+    if connection.vendor == "sqlite":
+        template = _template_file(key)
+        part = template.with_name(f"{key}.{os.getpid()}.part")
+        try:
+            template.parent.mkdir(parents=True, exist_ok=True)
+            source, target = sqlite3.connect(made), sqlite3.connect(part)
+            try:
+                source.backup(target)
+            finally:
+                source.close()
+                target.close()
+            os.replace(part, template)  # whole or not at all, for a run cloning it meanwhile
+        except (OSError, sqlite3.Error):
+            part.unlink(missing_ok=True)
+        return
+    template_name = f"sanoma_tpl_{key}"
+    quoted = connection.ops.quote_name
+    try:
+        with connection.creation._nodb_cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE {quoted(template_name)} TEMPLATE {quoted(made)}")
+    except Exception:  # made by another run meanwhile, or no right to: the next run migrates again
+        return

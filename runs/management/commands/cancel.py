@@ -5,10 +5,12 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from runs import services
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import guarded, run_id_argument
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Cancel a run that has not ended, saying why (--reason, kept in its run.cancelled record); its "
             "pending approvals are withdrawn and its unfinished child runs cancelled with it.")
 

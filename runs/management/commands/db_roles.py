@@ -23,6 +23,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from runs.config.checks import COMMAND_CHECKS
+
 LEDGER = "runs_ledgerrecord"
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -137,6 +139,7 @@ def ledger_privileges(connection: BaseDatabaseWrapper, role: str) -> dict[str, b
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Create the runtime's PostgreSQL role and grant it least privilege (INSERT and SELECT only on the "
             "ledger). Run as the tables' owner after migrate; --sql prints the statements instead.")
 

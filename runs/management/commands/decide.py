@@ -6,11 +6,13 @@ from django.core.management.base import BaseCommand
 
 from runs import presence
 from runs.approvals import services as approvals
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import dumps, guarded, run_id_argument
 from runs.models import Run
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "Approve or reject a run's pending approval: manage.py decide <run> approve --as finance-lead --note 'ok'"
 
     def add_arguments(self, parser: Any) -> None:

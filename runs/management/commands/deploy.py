@@ -13,12 +13,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.deploys import deploy
 from runs.management.commands._common import guarded
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Deploy this code: prove every parked run of other versions against it, migrate those that "
             "replay to the same point, pin the others, and judge held calls again if the policy changed.")
 

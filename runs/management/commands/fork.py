@@ -5,11 +5,13 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from runs import recovery
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import guarded, run_id_argument
 from runs.management.commands._plan import confirmed, plan_lines
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Fork a run from step N onto the current code: a new run <run>~<n> that reuses the steps before N "
             "(their calls are not made again) and goes on live from N. Lists the steps reused and those made live "
             "again, with their effects, and asks first (--yes to skip the question, --dry-run to only list).")

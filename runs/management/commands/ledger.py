@@ -16,9 +16,11 @@ from runs.retention.models import PrunedRun
 
 def _n(count: int, word: str) -> str:
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+from runs.config.checks import COMMAND_CHECKS
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("verify: check every run's hash chain (or one run's with --run) and name the first broken record "
             "of each broken chain; exit status 1 when any is broken. A verify of every chain is kept: the "
             "desk's health page and the sanoma_ledger_verify_ok gauge show the last one. With --export FILE, "

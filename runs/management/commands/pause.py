@@ -5,11 +5,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from runs import pausing
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.management.commands._common import guarded
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Pause a connector (its vendor name), one operation (its id) or a workflow: runs reaching a call to it "
             "wait instead of failing; a paused workflow starts nothing new. Without a target, list the pauses.")
 

@@ -5,12 +5,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.management.commands._common import dumps, guarded
 from runs.policies.services import explain_call, explain_recorded
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = (
         "Explain a policy decision: which policies applied to a call and why.\n"
         "  manage.py policy explain --run <run-id> --seq <n>          a recorded call, evaluated again\n"

@@ -6,11 +6,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from connectors.errors import SanomaError
 from runs import recovery, selectors
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import guarded, run_id_argument
 from runs.management.commands._plan import confirmed, plan_lines, summary_line
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Rerun a failed run (a new run <run>~<n>, same input and starter, from the top), or every failed run "
             "matching a filter. A run's steps made live again are listed with their effects, a filter's count is "
             "shown, and either is confirmed first (--yes to skip the question, --dry-run to only list).")

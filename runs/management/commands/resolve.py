@@ -5,11 +5,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from runs import recovery
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import guarded, run_id_argument
 from runs.validation import parse_json
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Settle a call in doubt (a vendor that ignores idempotency keys, a worker that died before recording "
             "its reply): it happened, with the vendor's output, or it did not, and the run calls again. "
             "Without --happened or --did-not-happen, list the runs in doubt.")

@@ -5,6 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from runs import selectors
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import guarded
 
 
@@ -20,6 +21,7 @@ def _within(low: int, high: int) -> Any:
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "List runs, newest first."
 
     def add_arguments(self, parser: Any) -> None:

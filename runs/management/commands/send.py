@@ -6,11 +6,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from connectors.errors import InvalidInput
 from runs import services
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import dumps, guarded, run_id_argument
 from runs.validation import parse_json
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Send a message to a run, read by ctx.wait_message(topic): "
             "manage.py send <run> shipped --json '{\"tracking\": \"X1\"}' --as alice [--id M]")
 

@@ -6,12 +6,14 @@ from django.core.management.base import BaseCommand
 
 from runs import selectors
 from runs.approvals import selectors as approval_selectors
+from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import dumps, guarded, run_id_argument
 from runs.models import LedgerKind
 from runs.policies.versions import shown
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "Show a run: its status, approvals and ledger."
 
     def add_arguments(self, parser: Any) -> None:

@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from connectors.errors import SanomaError
 from runs import presence, selectors, services
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.config.resolution import input_schema
 from runs.config.versioning import version_of
@@ -25,6 +26,7 @@ from runs.waiting import Watch, give_up, require_worker, run_here
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "Start a run of a workflow: manage.py start refund --as alice --set order_id=1001 --set amount_cents=500"
 
     def add_arguments(self, parser: Any) -> None:

@@ -5,11 +5,13 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from runs import pausing
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.management.commands._common import guarded
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "Lift a pause: the runs it held go on."
 
     def add_arguments(self, parser: Any) -> None:

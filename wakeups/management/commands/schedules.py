@@ -8,12 +8,14 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from connectors.errors import ConfigError, SanomaError
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from wakeups.selectors import schedules
 from wakeups.services import run_now
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "List the scheduled workflows: next fires, last fire and run, skips, back-fills and missed fires."
 
     def add_arguments(self, parser: Any) -> None:

@@ -32,6 +32,7 @@ from django.core.management.base import BaseCommand
 from django.db import connection, connections
 
 from runs import children, presence
+from runs.config.checks import COMMAND_CHECKS
 from runs.engine import clock
 from runs.models import PresenceRole
 from runs.worker_lifecycle import RESTART_EXIT
@@ -72,6 +73,7 @@ READY_LINE = "supervisor started"
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Start a worker when the registered deadline comes or a run becomes runnable, again if it "
             "dies; the worker stops itself when idle (scale to zero).")
 

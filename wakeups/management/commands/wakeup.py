@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from runs.config.checks import COMMAND_CHECKS
 from wakeups.models import WakeupRow
 
 SERVICE = """\
@@ -62,6 +63,7 @@ WantedBy=multi-user.target
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = "The wakeup: `systemd` prints unit files; `show` prints the wakeup row."
 
     def add_arguments(self, parser: Any) -> None:

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from connectors.errors import ConfigError
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.worker_lifecycle import RESTART_EXIT
 from wakeups.reload import Reloader, child_argv
@@ -20,6 +21,7 @@ from wakeups.worker import Worker, WorkerCannotStart
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Run a worker: advances this app version's runs, wakes sleepers on time, fires schedules, "
             "takes over runs of dead workers.")
 

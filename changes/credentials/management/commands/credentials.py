@@ -19,6 +19,7 @@ from changes.credentials import services
 from changes.credentials.declared import VariableStatus
 from changes.credentials.selectors import credential_statuses, declared
 from connectors.errors import SanomaError
+from runs.config.checks import COMMAND_CHECKS
 from runs.console import console_login
 
 
@@ -31,6 +32,7 @@ def _status_line(status: VariableStatus) -> str:
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Connectors' credentials: `list [--json]` their statuses (never values); `set NAME` stores a value read "
             "from standard input, encrypted; `clear NAME` removes the stored value.")
 

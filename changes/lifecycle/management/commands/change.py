@@ -15,10 +15,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from changes.lifecycle import selectors, services
 from connectors.errors import SanomaError
+from runs.config.checks import COMMAND_CHECKS
 from runs.console import console_login
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Open a change (a branch to check, merge and deploy), list changes, show one, or tell them what "
             "the remote did.")
 
