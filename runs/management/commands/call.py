@@ -16,6 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from connectors.errors import InvalidInput
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.direct_calls import Outcome, call
 from runs.direct_calls.workflow import directly_callable
@@ -52,6 +53,7 @@ def read_call_input(*, text: str | None, file: str | None, sets: list[str], sche
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Call one operation directly, outside any workflow: "
             "manage.py call shop.order.get --json '{\"order_id\": \"1001\"}' --as alice")
 

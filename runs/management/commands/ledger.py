@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from runs import ledger
+from runs.config.checks import COMMAND_CHECKS
 from runs.health.services import record_verification
 from runs.health.timeouts import lifted
 from runs.retention.export import verify_paths
@@ -16,7 +17,6 @@ from runs.retention.models import PrunedRun
 
 def _n(count: int, word: str) -> str:
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
-from runs.config.checks import COMMAND_CHECKS
 
 
 class Command(BaseCommand):

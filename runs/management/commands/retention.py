@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.engine import clock
 from runs.retention import services
@@ -18,6 +19,7 @@ def _n(count: int, word: str) -> str:
 
 
 class Command(BaseCommand):
+    requires_system_checks = COMMAND_CHECKS
     help = ("Export ended runs older than their workflow's keep (or SANOMA_KEEP_ENDED_RUNS_DAYS) to JSON Lines "
             "files, one per day, and remove them from the database in small batches. --dry-run says what it "
             "would do and changes nothing.")
