@@ -54,13 +54,16 @@ def migrations(using: str = "default") -> Check:
     if using in _migrated:
         return Check("migrations", True)
     try:
-        executor = MigrationExecutor(connections[using])
-        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        loader = MigrationExecutor(connections[using]).loader
     except DatabaseError as err:
         log.warning("readiness: the migrations could not be read: %s", err)
         return Check("migrations", False, f"the applied migrations could not be read ({type(err).__name__})")
-    if plan:
-        names = [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
+    # Every migration the code has, not only the plan to the latest ones: a plan to a recorded
+    # latest migration is empty even when one before it was never applied.
+    applied = loader.applied_migrations or {}
+    missing = sorted(key for key in loader.graph.nodes if key not in applied)
+    if missing:
+        names = [f"{app_label}.{name}" for app_label, name in missing]
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         return Check("migrations", False, f"{len(names)} migration(s) not applied: {shown} "
                                           "(run `manage.py migrate`)")
