@@ -165,6 +165,7 @@ def _child(command: str, tree: Path, *, live_root: Path, timeout: float) -> tupl
     a child that does not finish in time is (-1, "", why)."""
     env = process_env(live_root)
     env.pop("SANOMA_APP_VERSION", None)  # the head's versions are its code's
+    env["SANOMA_METRICS"] = "false"  # replaying the head's code is a check, not the company's work
     argv = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), command, "--tree", str(tree), "--json"]
     # A session of its own: `replay --tree` starts a process of the tree's, and a child that takes
     # too long is ended with every process it started.

@@ -46,6 +46,9 @@ def _refused(request: HttpRequest) -> JsonResponse | None:
                             ErrorCode.NOT_AUTHENTICATED)
         if token and hmac.compare_digest(header[len(BEARER):].strip().encode(), token.encode()):
             return None
+        if not token:
+            return _refusal(403, "No metrics token is set on this site (SANOMA_METRICS_TOKEN), so no token reads "
+                                 "the metrics; set one, or sign in as a superuser", ErrorCode.PERMISSION_DENIED)
         return _refusal(403, "That token does not read the metrics (SANOMA_METRICS_TOKEN)", ErrorCode.PERMISSION_DENIED)
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:

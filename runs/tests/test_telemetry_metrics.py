@@ -220,7 +220,9 @@ def test_metrics_are_refused_to_anyone_but_a_superuser_or_the_token():
     refused(response, 401, "not_authenticated")
     assert response["WWW-Authenticate"].startswith("Bearer")
     refused(client.get("/metrics", headers={"Authorization": "Basic b3BzOm9wcw=="}), 401, "not_authenticated")
-    refused(client.get("/metrics", headers={"Authorization": "Bearer anything"}), 403, "permission_denied")
+    no_token = client.get("/metrics", headers={"Authorization": "Bearer anything"})
+    refused(no_token, 403, "permission_denied")
+    assert "No metrics token is set on this site" in no_token.json()["error"]  # not "that token is wrong"
     client.force_login(make_user("ops2"))
     refused(client.get("/metrics"), 403, "permission_denied")
     with override_settings(SANOMA_METRICS_TOKEN="s3cret-token"):

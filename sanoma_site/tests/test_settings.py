@@ -114,7 +114,9 @@ def test_a_postgresql_url_gives_psycopg_its_parts(load_settings):
     assert db["ENGINE"] == "django.db.backends.postgresql"
     assert (db["NAME"], db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == (
         "acme", "sanoma", "p@ss", "db.example.com", "6543")
-    assert db["OPTIONS"] == {"sslmode": "require"}
+    # The URL's own options, and the session timeouts every connection opens with.
+    assert db["OPTIONS"]["sslmode"] == "require"
+    assert db["OPTIONS"]["options"] == "-c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000"
     assert (db["CONN_MAX_AGE"], db["CONN_HEALTH_CHECKS"]) == (600, True)
     assert load_settings(DATABASE_URL="postgres://postgres@localhost")["DATABASES"]["default"]["NAME"] == "sanoma"
 

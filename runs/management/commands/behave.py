@@ -42,6 +42,9 @@ class Command(BehaveCommand):
     help = "Runs the scenarios with behave (behave-django); a feature file of the config root may be given by path"
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Scenarios run against fakes on a test database: their runs and calls are not the company's
+        # work, so they never reach /metrics (whose counters every process on the host adds to).
+        settings.SANOMA_METRICS = False
         self._includes = self._config_paths(options.get("paths") or [], options)
         for connection in connections.all():
             _clone_from_template(connection)
