@@ -11,6 +11,7 @@ With `SANOMA_METRICS` off every function here returns at once.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -172,3 +173,18 @@ def drift_found(resource_type: str, count: int = 1) -> None:
         _child("sanoma_drift_found_total", resource_type).inc(count)
 
 
+
+
+def reset_folder(folder: str) -> int:
+    """Empty `folder` of the values every process writes (PROMETHEUS_MULTIPROC_DIR), as a host does
+    when it starts before any sanoma process: the counters start again from zero. Only when it is
+    the folder this process writes to; call it only while no other process of the host writes there.
+    Returns the files removed."""
+    if not enabled() or not folder or os.environ.get("PROMETHEUS_MULTIPROC_DIR") != folder or not os.path.isdir(folder):
+        return 0
+    removed = 0
+    for entry in os.scandir(folder):
+        if entry.is_file() and entry.name.endswith(".db"):
+            os.unlink(entry.path)
+            removed += 1
+    return removed

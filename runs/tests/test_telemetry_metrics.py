@@ -290,3 +290,16 @@ def test_a_collector_path_that_names_nothing_is_an_error_naming_it(admin_client)
         response = admin_client.get("/metrics")
     refused(response, 500, "config_invalid")
     assert "SANOMA_METRICS_COLLECTORS names 'runs.tests.nowhere.Collector'" in json.loads(response.content)["error"]
+
+
+def test_a_host_starting_empties_only_the_folder_this_process_writes_to(tmp_path, monkeypatch):
+    own, other = tmp_path / "own", tmp_path / "other"
+    for folder in (own, other):
+        folder.mkdir()
+        (folder / "counter_4242.db").write_bytes(b"stale")
+        (folder / "notes.txt").write_text("kept")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(own))
+    assert metrics.reset_folder(str(other)) == 0  # not this process's folder: left alone
+    assert (other / "counter_4242.db").exists()
+    assert metrics.reset_folder(str(own)) == 1
+    assert sorted(p.name for p in own.iterdir()) == ["notes.txt"]

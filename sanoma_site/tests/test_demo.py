@@ -106,7 +106,8 @@ class Demo:
         self.port = free_port()
         self.log = log
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("PYTEST_", "DJANGO_SETTINGS", "SANOMA_")) and k != "DATABASE_URL"}
+               if not k.startswith(("PYTEST_", "DJANGO_SETTINGS", "SANOMA_")) and k not in ("DATABASE_URL",
+                                                                                          "PROMETHEUS_MULTIPROC_DIR")}
         env.update(SANOMA_VAR_DIR=str(var), DJANGO_SETTINGS_MODULE="sanoma_site.settings", PYTHONUNBUFFERED="1")
         if root is not None:
             env["SANOMA_ROOT"] = str(root)

@@ -40,6 +40,7 @@ from connectors.errors import ConfigError, SanomaError
 from runs import children as child_processes
 from runs.config.registry import get_config, set_config
 from runs.seed import people_from_datafiles, seed_from_datafiles
+from runs.telemetry import metrics
 from runs.versions import sync_workflow_entries
 from sanoma_site.demo import IN_DOUBT_RUN, demo_secrets, stage_in_doubt, start_example_runs
 
@@ -73,6 +74,9 @@ class Command(BaseCommand):
         """Prepare, start the children, wait for a signal (or the end); returns why it failed, or ''."""
         os.environ["SANOMA_FAKES"] = "instance"
         settings.SANOMA_FAKES = "instance"
+        # The demo is its host starting: the counters its processes add to start again from zero
+        # (in its own folder; one named from outside, PROMETHEUS_MULTIPROC_DIR, is left alone).
+        metrics.reset_folder(str(Path(settings.VAR_DIR) / "metrics"))
         self.repo = self._company_repo()
         call_command("check")
         self.stdout.write("sanoma demo: preparing the database ...")
