@@ -49,10 +49,12 @@ ROLES: dict[str, tuple[str, ...]] = {
     "viewer": ("runs.view_any_run", "runs.view_run", "runs.view_step", "runs.view_approval",
                "runs.view_ledgerrecord", "runs.view_workflowentry"),
     # A viewer who also operates: cancels runs, withdraws approvals, sends messages, reruns and
-    # forks, pauses and unpauses.
+    # forks, pauses and unpauses; and reads the pages the health page and the alerts send an
+    # operator to: the app versions, the worker wake-up and the schedules.
     "operator": ("runs.view_any_run", "runs.view_run", "runs.view_step", "runs.view_approval",
                  "runs.view_ledgerrecord", "runs.view_workflowentry", "runs.operate_runs", "runs.send_message",
-                 "runs.rerun_runs", "runs.pause"),
+                 "runs.rerun_runs", "runs.pause", "runs.view_appversion", "wakeups.view_wakeuprow",
+                 "wakeups.view_schedulestate"),
 }
 PERMISSION_NAME = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
 
