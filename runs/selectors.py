@@ -84,11 +84,17 @@ class Counted:
         return f"{self.n:,}" if self.exact else f"more than {self.n:,}"
 
 
+# The largest LIMIT a query may carry: a signed 64-bit integer.
+LARGEST_LIMIT = 2**63 - 1
+
+
 def bounded_count(runs: QuerySet[Any], *, start: int = 0, bound: int | None = None) -> Counted:
     """How many of `runs` there are, reading at most `start + bound + 1` of them (`bound`:
     COUNT_BOUND when not given): exact up to there, "more than `start + bound`" past it. `start` is
     where the page shown begins, so a page far down a long list still knows whether more follow."""
-    cap = start + (COUNT_BOUND if bound is None else bound)
+    # The LIMIT below is `cap + 1` and must stay a signed 64-bit integer (what SQLite and PostgreSQL
+    # take): a page starting near 2^63 - 1 would otherwise push it past, and the query fails.
+    cap = min(start + (COUNT_BOUND if bound is None else bound), LARGEST_LIMIT - 1)
     found = runs.order_by().values("pk")[: cap + 1].count()
     return Counted(found) if found <= cap else Counted(cap, exact=False)
 
