@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.signals import request_finished, request_started
 from django.db import connection
 
 from changes.selectors import declared_resources
@@ -90,15 +91,72 @@ class DemoWorker:
         self.thread.start()
 
     def end(self) -> None:
+        """Stop, and wait until the thread has: it must not still read the database when the test's is flushed."""
         self.stop.set()
         self.thread.join(timeout=60)
+        if self.thread.is_alive():
+            raise RuntimeError("the demo's worker thread did not stop within 60 s")
+
+
+class InFlight:
+    """How many requests the live server is answering now, from Django's request_started and
+    request_finished signals (its request threads are daemons nobody joins, and one lives on while
+    the browser keeps its connection open, so a thread alive says nothing)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Condition()
+
+    def started(self, **_: Any) -> None:
+        with self.lock:
+            self.count += 1
+
+    def finished(self, **_: Any) -> None:
+        with self.lock:
+            self.count -= 1
+            self.lock.notify_all()
+
+    def __enter__(self) -> InFlight:
+        request_started.connect(self.started, dispatch_uid=f"in-flight-{id(self)}")
+        request_finished.connect(self.finished, dispatch_uid=f"in-flight-{id(self)}")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        try:
+            self.wait()
+        finally:
+            request_started.disconnect(dispatch_uid=f"in-flight-{id(self)}")
+            request_finished.disconnect(dispatch_uid=f"in-flight-{id(self)}")
+
+    def wait(self, timeout: float = 60) -> None:
+        """Until no request is being answered, nor was for a second: one answering a page's last read
+        (a run page reads itself every few seconds) would otherwise still query the database while
+        the test's is flushed, and on PostgreSQL the flush's TRUNCATE and its SELECT deadlock. A
+        request sent just before the browser left its page may be taken up a moment later (the server
+        looks for new ones every half second), hence the second."""
+        deadline = time.monotonic() + timeout
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < 1.0:
+            with self.lock:
+                if self.count > 0:
+                    self.lock.wait_for(lambda: self.count <= 0, timeout=max(0.0, deadline - time.monotonic()))
+                    if self.count > 0:
+                        raise RuntimeError(f"the live server still answers a request after {timeout:.0f} s")
+                    quiet_since = time.monotonic()
+            time.sleep(0.1)
 
 
 @pytest.fixture
 def demo(tmp_path: Path, transactional_db: None, monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[Demo]:
-    """The demo's company, people and runs, as `./demo` leaves them (before its worker takes them up)."""
+    """The demo's company, people and runs, as `./demo` leaves them (before its worker takes them up).
+
+    Torn down after the test's browser (which leaves its pages) and `demo_worker` (which stops its
+    thread), and before `transactional_db` flushes the database (it asks for that fixture, so it is
+    set up after it and torn down before): it waits for the live server's requests still in flight,
+    so that nothing but the flush touches the database then."""
     try:
-        yield set_up_demo(tmp_path / "fakes", monkeypatch, settings)
+        with InFlight():
+            yield set_up_demo(tmp_path / "fakes", monkeypatch, settings)
     finally:
         set_config(None)
 
