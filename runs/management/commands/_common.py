@@ -120,31 +120,39 @@ def parse_value(text: str, *, schema: dict[str, Any] | None = None, key: str = "
     return text if "string" in types else value
 
 
-def _document(source: str, raw: str | bytes) -> dict[str, Any]:
+def _document(source: str, raw: str | bytes, *, require_object: bool = True) -> Any:
     try:
         data = parse_json(raw, what=source)
     except InvalidInput as err:
         raise CommandError(err.message.replace("\n", " ")) from None
-    if not isinstance(data, dict):
+    if require_object and not isinstance(data, dict):
         raise CommandError(f"{source} must be a JSON object")
     return data
+
+
+def read_document(*, text: str | None, file: str | None, flags: tuple[str, str] = ("--input", "--input-file"),
+                  require_object: bool = True) -> Any:
+    """The JSON given inline (`flags[0]`) or in a file (`flags[1]`), `{}` when neither; every problem
+    is a one-line CommandError naming the flag."""
+    inline, in_file = flags
+    if text and file:
+        raise CommandError(f"give {inline} or {in_file}, not both")
+    if file:
+        try:
+            raw = Path(file).read_bytes()
+        except OSError as err:
+            raise CommandError(f"{in_file} {file}: {err.strerror or err}") from None
+        return _document(f"{in_file} {file}", raw, require_object=require_object)
+    if text:
+        return _document(inline, text, require_object=require_object)
+    return {}
 
 
 def read_input(*, input_json: str | None, input_file: str | None, sets: list[str],
                schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """The input from --input or --input-file, then each --set read against `schema` (the workflow's
     input JSON Schema). Every problem is a one-line CommandError."""
-    if input_json and input_file:
-        raise CommandError("give --input or --input-file, not both")
-    data: dict[str, Any] = {}
-    if input_file:
-        try:
-            raw = Path(input_file).read_bytes()
-        except OSError as err:
-            raise CommandError(f"--input-file {input_file}: {err.strerror or err}") from None
-        data = _document(f"--input-file {input_file}", raw)
-    elif input_json:
-        data = _document("--input", input_json)
+    data: dict[str, Any] = read_document(text=input_json, file=input_file)
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep or not key:

@@ -10,41 +10,21 @@ same key answers the first call's run and never calls the vendor twice."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from connectors.errors import InvalidInput
 from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.direct_calls import Outcome, call
 from runs.direct_calls.workflow import directly_callable
-from runs.management.commands._common import dumps, guarded, read_input
-from runs.validation import parse_json
-
-
-def _document(source: str, raw: str | bytes) -> Any:
-    """The input read from --json or --json-file; a JSON that does not parse is a one-line error."""
-    try:
-        return parse_json(raw, what=source)
-    except InvalidInput as err:
-        raise CommandError(err.message.replace("\n", " ")) from None
+from runs.management.commands._common import dumps, guarded, read_document, read_input
 
 
 def read_call_input(*, text: str | None, file: str | None, sets: list[str], schema: dict[str, Any] | None) -> Any:
-    """The input from --json or --json-file, then each --set read against the operation's schema."""
-    if text and file:
-        raise CommandError("give --json or --json-file, not both")
-    data: Any = {}
-    if file:
-        try:
-            raw = Path(file).read_bytes()
-        except OSError as err:
-            raise CommandError(f"--json-file {file}: {err.strerror or err}") from None
-        data = _document(f"--json-file {file}", raw)
-    elif text:
-        data = _document("--json", text)
+    """The input from --json or --json-file (any JSON: the operation's schema judges it), then each
+    --set read against the operation's schema."""
+    data = read_document(text=text, file=file, flags=("--json", "--json-file"), require_object=False)
     if sets:
         if not isinstance(data, dict):
             raise CommandError("--set adds to a JSON object; --json is not one")
