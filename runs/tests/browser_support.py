@@ -204,7 +204,24 @@ def page_fits(driver) -> list[str]:
     return [str(item) for item in found]
 
 
-__all__ = ["BROWSER_TESTS", "CHROMEDRIVER", "CHROMIUM", "EC", "FLAGS", "HAVE_SELENIUM", "PASSWORD", "By", "Keys",
+LOADS = 30  # seconds a page may take to load on a loaded 2-core machine (a bound: the wait ends when it has)
+
+
+def until(driver, condition, seconds: float = LOADS):
+    """Wait (boundedly) for `condition` on the page, through elements replaced while it loads."""
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+
+
+def click_and_load(driver, link) -> None:
+    """Click a link that loads another changelist page, and wait until the new page is there."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    link.click()
+    until(driver, EC.staleness_of(old))
+    until(driver, EC.presence_of_element_located((By.ID, "result_list")))
+
+
+__all__ = ["LOADS", "click_and_load", "until",
+           "BROWSER_TESTS", "CHROMEDRIVER", "CHROMIUM", "EC", "FLAGS", "HAVE_SELENIUM", "PASSWORD", "By", "Keys",
            "StaleElementReferenceException", "WebDriverWait", "approve", "approve_from_inbox", "browser", "full_page",
            "inbox_rows", "log_in", "open_approval", "open_inbox", "page_fits", "settled", "shots", "sign_in",
            "staff_user", "text_of", "wait_for", "worker_for"]

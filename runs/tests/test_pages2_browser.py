@@ -13,10 +13,10 @@ from runs.tests.browser_support import (
     BROWSER_TESTS,
     EC,
     By,
-    StaleElementReferenceException,
-    WebDriverWait,
+    click_and_load,
     log_in,
     staff_user,
+    until,
 )
 from runs.tests.test_pages2_inbox import asking, held
 
@@ -25,22 +25,12 @@ shots = support.shots
 
 pytestmark = BROWSER_TESTS
 
-LOADS = 30  # seconds a page may take to load on a loaded 2-core machine (a bound: the wait ends when it has)
 
-
-def until(driver, condition, seconds: float = LOADS):
-    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
 def listed(driver) -> list[str]:
     return [a.text for a in driver.find_elements(By.CSS_SELECTOR, "#result_list td.field-run_column a")]
 
-
-def click_and_load(driver, link) -> None:
-    old = driver.find_element(By.TAG_NAME, "html")
-    link.click()
-    until(driver, EC.staleness_of(old))
-    until(driver, EC.presence_of_element_located((By.ID, "result_list")))
 
 
 @pytest.fixture

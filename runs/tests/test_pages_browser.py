@@ -18,7 +18,14 @@ from runs.admin import run_list
 from runs.admin.runs import RunAdmin
 from runs.models import Run, RunStatus
 from runs.tests import browser_support as support
-from runs.tests.browser_support import BROWSER_TESTS, EC, By, StaleElementReferenceException, WebDriverWait, log_in
+from runs.tests.browser_support import (
+    BROWSER_TESTS,
+    EC,
+    By,
+    click_and_load,
+    log_in,
+    until,
+)
 from runs.tests.test_api import nap_flow
 from runs.tests.test_desk_journeys_lists import operator
 
@@ -27,7 +34,6 @@ shots = support.shots
 
 pytestmark = BROWSER_TESTS
 
-LOADS = 30  # seconds a page may take to load on a loaded 2-core machine (a bound: the wait ends when it has)
 
 
 @pytest.fixture
@@ -37,9 +43,6 @@ def bounded(monkeypatch):
     monkeypatch.setattr(RunAdmin, "list_per_page", 2)
 
 
-def until(driver, condition, seconds: float = LOADS):
-    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
-
 
 def foot(driver) -> str:
     return driver.find_element(By.CSS_SELECTOR, "p.paginator .sanoma-count").text
@@ -48,13 +51,6 @@ def foot(driver) -> str:
 def listed(driver) -> list[str]:
     return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "#result_list tbody th a")]
 
-
-def click_and_load(driver, link) -> None:
-    """Click a link that loads another page, and wait until the new page is there."""
-    old = driver.find_element(By.TAG_NAME, "html")
-    link.click()
-    until(driver, EC.staleness_of(old))
-    until(driver, EC.presence_of_element_located((By.ID, "result_list")))
 
 
 def test_an_operator_filters_by_status_and_pages_past_the_count_to_the_last_page(
