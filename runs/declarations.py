@@ -50,11 +50,12 @@ ROLES: dict[str, tuple[str, ...]] = {
                "runs.view_ledgerrecord", "runs.view_workflowentry"),
     # A viewer who also operates: cancels runs, withdraws approvals, sends messages, reruns and
     # forks, pauses and unpauses; and reads the pages the health page and the alerts send an
-    # operator to: the app versions, the worker wake-up and the schedules.
+    # operator to: the app versions, the worker wake-up and the schedules; and the runs retention
+    # removed, with the export holding each.
     "operator": ("runs.view_any_run", "runs.view_run", "runs.view_step", "runs.view_approval",
                  "runs.view_ledgerrecord", "runs.view_workflowentry", "runs.operate_runs", "runs.send_message",
                  "runs.rerun_runs", "runs.pause", "runs.view_appversion", "wakeups.view_wakeuprow",
-                 "wakeups.view_schedulestate"),
+                 "wakeups.view_schedulestate", "runs.view_prunedrun"),
 }
 PERMISSION_NAME = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
 

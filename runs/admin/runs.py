@@ -20,6 +20,7 @@ from runs.admin.common import pretty_json
 from runs.admin.compare import CompareRunsMixin
 from runs.admin.in_doubt import field_issues, in_doubt_sent
 from runs.admin.now import sentence
+from runs.admin.pruned import pruned_run_redirect
 from runs.admin.run_filters import (
     WAITING_LABELS,
     IndexedValuesFilter,
@@ -345,6 +346,11 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None):
         return super().changelist_view(request, {"live": LIVE_SECONDS, **(extra_context or {})})
+
+    def _get_obj_does_not_exist_redirect(self, request: HttpRequest, opts: Any, object_id: str) -> HttpResponse:
+        # A run retention removed: its pruned row, with what happened to it (for who may read those).
+        return pruned_run_redirect(request, unquote(object_id)) or super()._get_obj_does_not_exist_redirect(
+            request, opts, object_id)
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Run | None:
         """The run, read once per request: the page and everything on it say what that one read saw."""
