@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +223,20 @@ def workflow_page(request: HttpRequest, name: str, *, context: dict[str, Any]) -
                         "vendor": op_id.split(".", 1)[0]} for op_id in wf.ops],
         "builtins": list(wf.builtins), "runs": [{"run": r, "started": moment(r.created_at)} for r in runs],
         "scenarios": by_workflow.get(name, []), "starters": starters(name),
+        "approval_sla": duration_words(wf.approval_sla), "keep": duration_words(wf.keep),
     })
+
+
+def duration_words(duration: timedelta | None) -> str:
+    """A declared duration as people say it: `4 hours`, `2 days`, `90 minutes`; empty for none."""
+    if duration is None:
+        return ""
+    seconds = int(duration.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"
 
 
 def workflows_page(request: HttpRequest, *, context: dict[str, Any]) -> HttpResponse:

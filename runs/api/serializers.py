@@ -422,6 +422,16 @@ class WorkflowSerializer(serializers.Serializer):
     input = serializers.SerializerMethodField(help_text="The input's JSON Schema.")
     ops = serializers.ListField(child=serializers.CharField())
     builtins = serializers.ListField(child=serializers.CharField())
+    approval_sla_seconds = serializers.SerializerMethodField(
+        help_text="How long one of its approvals may stay pending before it is overdue; null: no limit.")
+    keep_seconds = serializers.SerializerMethodField(
+        help_text="How long its ended runs are kept before retention removes them; null: the site's default.")
+
+    def get_approval_sla_seconds(self, definition: WorkflowDefinition) -> int | None:
+        return None if definition.approval_sla is None else int(definition.approval_sla.total_seconds())
+
+    def get_keep_seconds(self, definition: WorkflowDefinition) -> int | None:
+        return None if definition.keep is None else int(definition.keep.total_seconds())
 
     @extend_schema_field(OpenApiTypes.ANY)
     def get_trigger(self, definition: WorkflowDefinition) -> Any:

@@ -75,7 +75,9 @@ def _workflow(wf: WorkflowDefinition, root: Path | None) -> dict[str, Any]:
                    "overlap": wf.trigger.overlap}
     return {"name": wf.name, "title": wf.title, "app": wf.app, "builtin": wf.builtin, "trigger": trigger,
             "input": wf.input.model_json_schema(mode="validation"), "uses": list(wf.ops),
-            "builtins": list(wf.builtins), "source": source, "outline": outline_as_json(outline_of(wf), root)}
+            "builtins": list(wf.builtins), "source": source, "outline": outline_as_json(outline_of(wf), root),
+            "approval_sla_seconds": None if wf.approval_sla is None else int(wf.approval_sla.total_seconds()),
+            "keep_seconds": None if wf.keep is None else int(wf.keep.total_seconds())}
 
 
 def describe_config(config: ResolvedConfig) -> dict[str, Any]:
