@@ -68,9 +68,12 @@ def advance(run_id: str, *, worker_id: str, config: ResolvedConfig | None = None
             log.warning("leaving run %s alone: it runs version %s; this worker runs %s (%s)", run_id, version,
                         config.version, version_of(config, workflow), extra={"run_id": run_id})
         return Advanced.SKIPPED
-    if tracing.ON:
-        return tracing.segment(run, lambda: _advance_held(run, worker_id, config, claimed_at))
-    return _advance_held(run, worker_id, config, claimed_at)
+    try:
+        if tracing.ON:
+            return tracing.segment(run, lambda: _advance_held(run, worker_id, config, claimed_at))
+        return _advance_held(run, worker_id, config, claimed_at)
+    finally:
+        metrics.flush()  # the segment's steps, added up, written to the metrics files in one go
 
 
 def _advance_held(run: Run, worker_id: str, config: ResolvedConfig, claimed_at: float) -> Advanced:

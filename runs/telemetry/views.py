@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET
 
 from connectors.errors import ErrorCode
 from runs.api.base import error_body
+from runs.telemetry import metrics as metrics_values
 from runs.telemetry.collector import DatabaseCollector
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def registry(collectors: Iterable[Any] = ()) -> CollectorRegistry:
     from prometheus_client import CollectorRegistry
     from prometheus_client.multiprocess import MultiProcessCollector
 
+    metrics_values.flush()  # this process's own values added up since its last write
     scrape = CollectorRegistry(auto_describe=False)
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if folder:
