@@ -169,3 +169,21 @@ def test_prometheus_scrapes_the_site_and_sees_the_workers_and_the_starters_count
         series = answer.read().decode()
     assert "sanoma_call_duration_seconds_bucket" in series
     assert run.id not in series  # no series carries a run id
+
+    # Finance approves with `manage.py decide`: the worker wakes the run, which finishes. Prometheus
+    # then sees the run's end and the wake's latency, written by the worker when its segment ended.
+    decide = subprocess.run(
+        [sys.executable, "manage.py", "decide", run.id, "approve", "--as", "finance-lead", "--note", "ok",
+         "--timeout", "30"], cwd=REPO, env=site["env"], capture_output=True, text=True, timeout=HANG)
+    assert decide.returncode == 0, decide.stdout + decide.stderr
+    site["worker"].wait_for(lambda: Run.objects.filter(pk=run.pk, status="finished").first(), within=HANG,
+                            what="the refund to finish once approved")
+    ended = wait_until(lambda: query(port, 'sanoma_runs_ended_total{workflow="refund",outcome="finished"}'),
+                       within=HANG, what="the run's end", describe=describe, every=0.5)
+    assert list(ended.values()) == [1]
+    woke = wait_until(lambda: query(port, "sanoma_wake_latency_seconds_count > 0"), within=HANG,
+                      what="the wake's latency", describe=describe, every=0.5)
+    assert list(woke.values()) == [1]  # one wake: the decision's, read by the worker
+    latency = query(port, "sanoma_wake_latency_seconds_sum")
+    assert 0 <= next(iter(latency.values())) < 30  # from the decision sent to the run going on
+    assert query(port, "sanoma_approvals_pending") == {}  # decided: no series while none is pending
