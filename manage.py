@@ -20,12 +20,33 @@ def _in_project_venv() -> None:
                  "./test once (they make .venv), then ./manage.py again")
 
 
+def _reader_left() -> bool:
+    """The program reading this command's output closed it (`manage.py change show X | head`)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
 def main() -> None:
     _in_project_venv()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sanoma_site.settings")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+        sys.stdout.flush()  # a reader that left shows here, not as a traceback at the interpreter's exit
+    except BrokenPipeError:
+        if not _reader_left():
+            raise  # a pipe of the command's own work broke: that is its failure
+        # The reader has what it wanted: exit 0, quietly, with stdout on /dev/null so the
+        # interpreter's own last flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
 
 
 if __name__ == "__main__":
