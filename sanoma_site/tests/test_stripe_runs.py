@@ -10,6 +10,8 @@ import pytest
 from django.test import override_settings
 from pydantic import BaseModel
 
+from company.workflows.refund_payment import refund_payment
+from connectors.errors import InvalidInput
 from connectors.vendors.stripe import stripe
 from connectors.vendors.stripe.tests.stripe_server import API_KEY, StripeServer
 from runs import selectors, services
@@ -140,3 +142,21 @@ def test_a_final_4xx_is_not_tried_again_and_names_stripes_code(engine, server):
     assert not records(failed, "op.attempt_failed")
     assert len(server.requests_to("POST", "/v1/refunds")) == 1
     assert not server.refunds_of(pi)
+
+
+def test_the_example_companys_refund_payment_on_the_real_driver(db, server):
+    make_user("alice", perms=["runs.start_workflow"])
+    config = resolve_config(SanomaConfig(connectors=[stripe], workflows=[refund_payment]))
+    set_config(config)
+    try:
+        ceiling = "1,000,000.00 is above the ceiling of 999,999.99 that stripe.refund.create declares"
+        with pytest.raises(InvalidInput, match=ceiling):
+            services.start(workflow="refund-payment", input={"payment_intent": "pi_1", "amount": 100_000_000},
+                           started_by="alice", config=config)
+        pi = server.pay(4500)
+        done = run(config, "refund-payment", {"payment_intent": pi, "amount": 1200})
+        assert (done.status, done.result) == (RunStatus.FINISHED, {
+            "refund_id": server.refunds_of(pi)[0]["id"], "amount": 1200, "currency": "EUR"}), done.error
+        assert list(done.tags.values_list("key", "value")) == [("payment", pi)]
+    finally:
+        set_config(None)

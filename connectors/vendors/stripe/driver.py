@@ -47,7 +47,8 @@ _timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("stripe_
 
 class _DeadlineHTTPX(stripe_sdk.HTTPXClient):
     """The library's httpx client, each request bounded by the call's time left instead of one
-    timeout fixed for the client's life."""
+    timeout fixed for the client's life. It hooks the method where the library (16.1.0, as pinned)
+    builds each request's arguments; the driver's deadline test fails if a new version moves it."""
 
     def __init__(self) -> None:
         super().__init__(timeout=DEFAULT_TIMEOUT, allow_sync_methods=True)
