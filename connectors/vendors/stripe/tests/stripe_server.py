@@ -146,6 +146,10 @@ class StripeServer(VendorServer):
         self._after: list[tuple[str, str]] = []  # (kind, path prefix): lose | fail
         self._declare()
 
+    def __enter__(self) -> StripeServer:
+        self.start()
+        return self
+
     # ---- seeding and faults --------------------------------------------------------------------
 
     def pay(self, amount: int, currency: str = "eur", *, customer: str | None = None) -> str:

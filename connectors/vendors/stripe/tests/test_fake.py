@@ -2,6 +2,8 @@
 left is refused with Stripe's codes, faults queue, and a webhook endpoint's secret is never shown."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from connectors import CallContext, DriverError
@@ -125,7 +127,7 @@ class World:
 def test_the_scenario_steps_seed_and_check_the_fake():
     fake = make_fake()
     world = World(fake)
-    steps = {pattern: fn for _, pattern, fn in STEPS}
+    steps: dict[str, Any] = {pattern: fn for _, pattern, fn in STEPS}
     steps["Stripe holds a card payment {word} of {int} {word}"](world, "pi_7", 3000, "EUR")
     refund(fake, 1000, "k1", payment_intent="pi_7")
     steps["Stripe's payment {word} has {int} left to refund"](world, "pi_7", 2000)
