@@ -169,6 +169,14 @@ class StripeDriver:
 
     def product_update(self, i: Any, c: CallContext) -> dict[str, Any]:
         params: Any = {k: v for k, v in i.changes.items() if k in ("name", "description", "active", "metadata")}
+        if "metadata" in params:
+            # Stripe merges the metadata it is sent: a key no longer declared is unset by sending it empty.
+            held = self.product_read(i, c)
+            if held.get("gone"):
+                raise DriverError(f"stripe: no product {i.id}", status=404, vendor_code="resource_missing",
+                                  retryable=False)
+            dropped = {k: "" for k in held["values"].get("metadata") or {} if k not in params["metadata"]}
+            params["metadata"] = {**dropped, **params["metadata"]}
         try:
             made = _plain(self.send(c, f"POST /v1/products/{i.id}",
                                     lambda s: s.v1.products.update(i.id, params=params, options=self.write(c))))

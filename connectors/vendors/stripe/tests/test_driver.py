@@ -8,7 +8,7 @@ import pytest
 
 from connectors import CallContext, DriverError
 from connectors.errors import DriverTimeout
-from connectors.vendors.stripe import make_driver
+from connectors.vendors.stripe import make_driver, stripe
 from connectors.vendors.stripe.models import PaymentIntentCreate, PaymentIntentRef, RefundCreate, RefundQuery, RefundRef
 from connectors.vendors.stripe.tests.stripe_server import API_KEY as KEY
 from connectors.vendors.stripe.tests.stripe_server import StripeServer, decode_form
@@ -217,3 +217,20 @@ def test_a_500_after_the_effect_is_saved_under_the_key_and_replayed(server, driv
         assert (raised.value.status, raised.value.retryable) == (500, True)
     assert len(server.refunds_of(pi)) == 1
     assert [r.header("Idempotency-Key") for r in server.requests_to("POST", "/v1/refunds")] == ["run_1:3"] * 2
+
+
+def call(driver, op_id: str, payload: dict, context: CallContext) -> dict:
+    return driver.call(op_id, stripe.op(op_id).input.model_validate(payload), context)
+
+
+def test_a_product_update_unsets_the_metadata_no_longer_declared(server, driver):
+    made = call(driver, "stripe.product.create", {"desired": {"id": "prod_mug", "name": "Mug",
+                                                             "metadata": {"sku": "mug", "old": "x"}}}, ctx(server))
+    assert made["handle"] == "prod_mug" and made["values"]["metadata"] == {"sku": "mug", "old": "x"}
+    updated = call(driver, "stripe.product.update", {
+        "id": "prod_mug", "changes": {"metadata": {"sku": "mug2"}},
+        "desired": {"id": "prod_mug", "name": "Mug", "metadata": {"sku": "mug2"}}}, ctx(server, key="run_1:4"))
+    assert updated["values"]["metadata"] == {"sku": "mug2"}
+    [post] = server.requests_to("POST", "/v1/products/prod_mug")
+    assert decode_form(post.body) == {"metadata": {"old": "", "sku": "mug2"}}
+    assert call(driver, "stripe.product.read", {"id": "prod_gone"}, ctx(server)) == {"id": "prod_gone", "gone": True}
