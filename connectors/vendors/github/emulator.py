@@ -345,7 +345,8 @@ class GitHub:
         rest = {k: v for k, v in query.items() if k not in ("page", "per_page")}
 
         def link(page: int, rel: str) -> str:
-            return f'<{self.base}{path}?{urllib.parse.urlencode({**rest, "per_page": per_page, "page": page})}>; rel="{rel}"'
+            where = urllib.parse.urlencode({**rest, "per_page": per_page, "page": page})
+            return f'<{self.base}{path}?{where}>; rel="{rel}"'
 
         links = []
         if number < last:

@@ -43,6 +43,10 @@ class GitHubServer(VendorServer):
         for method, pattern, _ in ROUTES:
             self.route(method, pattern)(self._answer)
 
+    def __enter__(self) -> GitHubServer:
+        self.start()
+        return self
+
     def _headers(self, *, remaining: int | None = None, reset_at: int | None = None) -> dict[str, str]:
         left = max(0, self.limit - self.used) if remaining is None else remaining
         return {"x-ratelimit-limit": str(self.limit), "x-ratelimit-remaining": str(left),

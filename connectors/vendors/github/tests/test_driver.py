@@ -281,13 +281,14 @@ def test_a_server_error_is_not_retried_for_a_repository_create(engine, server):
     server.server_error(1, status=502, method="POST")
     failed = run(engine, "gh-create", {"name": "site"})
     assert failed.status == RunStatus.FAILED and not records(failed, "op.attempt_failed")
+    assert failed.error is not None
     assert failed.error["message"] == "GitHub answered 502 to POST /orgs/acme/repos: Server Error"
     assert len(server.requests_to("POST", "/orgs/acme/repos")) == 1  # tried once
 
 
 def test_a_final_refusal_fails_the_run_with_githubs_message(engine, server):
     failed = run(engine, "gh-protect", {"branch": "main"})  # no repository site
-    assert failed.status == RunStatus.FAILED
+    assert failed.status == RunStatus.FAILED and failed.error is not None
     assert failed.error["message"] == "GitHub answered 404 to PUT /repos/acme/site/branches/main/protection: Not Found"
     [called] = records(failed, "op.called")
     assert (called["error"]["status"], called["error"]["retryable"]) == (404, False)
