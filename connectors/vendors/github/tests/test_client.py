@@ -38,7 +38,7 @@ def test_every_request_carries_githubs_headers_and_the_token_read_at_that_reques
 def test_a_list_is_read_page_by_page_following_link_next(server):
     gh = client(server)
     for n in range(250):
-        server.state["repos"][f"r{n:03}"] = {"id": n, "name": f"r{n:03}", "visibility": "private"}
+        server.state.org["repos"][f"r{n:03}"] = {"id": n, "name": f"r{n:03}", "visibility": "private"}
     names = [r["name"] for r in gh.items("/orgs/acme/repos", {"type": "all"})]
     assert names == [f"r{n:03}" for n in range(250)]
     asked = server.requests_to("GET", "/orgs/acme/repos")

@@ -58,7 +58,7 @@ def test_a_repository_is_created_private_with_a_first_commit_read_updated_and_de
     sent = server.requests_to("POST", "/orgs/acme/repos")[0].json()
     assert sent == {"visibility": "private", "name": "site", "description": "The site", "auto_init": True}
     assert made["id"] == "site" and made["values"]["visibility"] == "private"
-    assert server.state["branches"]["site"] == ["main"]  # protectable at once
+    assert server.state.org["branches"]["site"] == ["main"]  # protectable at once
     read = call(driver, server, "repository.read", {"id": "site", "handle": made["handle"]})
     assert read["values"]["description"] == "The site"
     changed = call(driver, server, "repository.update", {"id": "site", "changes": {"has_wiki": False},
@@ -67,14 +67,14 @@ def test_a_repository_is_created_private_with_a_first_commit_read_updated_and_de
     assert server.requests_to("PATCH", "/repos/acme/site")[0].json() == {"has_wiki": False}
     assert call(driver, server, "repository.delete", {"id": "site"}) == {"id": "site", "gone": True}
     assert call(driver, server, "repository.delete", {"id": "site"}) == {"id": "site", "gone": True}  # gone: same
-    assert server.state["repos"] == {}
+    assert server.state.org["repos"] == {}
 
 
 def test_a_repeated_create_is_read_as_the_repository_made_when_it_matches(driver, server):
     desired = {"name": "site", "description": "The site", "visibility": "private"}
     first = call(driver, server, "repository.create", {"desired": desired})
     again = call(driver, server, "repository.create", {"desired": desired}, n=2)  # its first reply lost
-    assert again == first and len(server.state["repos"]) == 1
+    assert again == first and len(server.state.org["repos"]) == 1
     assert [r.method for r in server.received] == ["POST", "POST", "GET"]  # GitHub's 422, then the read
 
 
@@ -84,14 +84,14 @@ def test_a_create_over_a_repository_made_otherwise_is_refused_naming_what_differ
     assert (refused.status, refused.retryable) == (422, False)
     assert "GitHub already has a repository acme/site" in refused.message
     assert "description: '', not 'Ours'" in refused.message
-    assert server.state["repos"]["site"]["visibility"] == "public"  # left alone
+    assert server.state.org["repos"]["site"]["visibility"] == "public"  # left alone
 
 
 def test_a_renamed_repository_is_gone_under_its_old_name(driver, server):
     call(driver, server, "repository.create", {"desired": {"name": "old"}})
     call(driver, server, "repository.update", {"id": "old", "changes": {}, "desired": {"name": "old"}}, n=2)
-    server.state["repos"]["new"] = {**server.state["repos"].pop("old"), "name": "new"}
-    server.state["renamed"]["old"] = server.state["repos"]["new"]["id"]
+    server.state.org["repos"]["new"] = {**server.state.org["repos"].pop("old"), "name": "new"}
+    server.state.org["renamed"]["old"] = server.state.org["repos"]["new"]["id"]
     assert call(driver, server, "repository.import", {"id": "old"}, n=3) == {"id": "old", "gone": True}
     assert server.received[-1].path.startswith("/repositories/")  # GitHub's 301 was followed
 
@@ -135,7 +135,7 @@ def test_a_branch_protection_is_put_whole_read_back_and_deleted(driver, server):
 
 def test_an_update_keeps_what_is_not_declared_and_who_may_push(driver, server):
     call(driver, server, "repository.create", {"desired": {"name": "site"}})
-    server.state["protections"]["site:main"] = {
+    server.state.org["protections"]["site:main"] = {
         "url": "x", "required_pull_request_reviews": {"required_approving_review_count": 1},
         "enforce_admins": {"enabled": True}, "required_linear_history": {"enabled": True},
         "restrictions": {"users": [{"login": "octo"}], "teams": [{"slug": "release"}], "apps": []}}
@@ -161,7 +161,7 @@ def test_protecting_a_branch_github_does_not_have_is_refused_with_githubs_messag
 
 
 def test_a_team_membership_is_put_idempotently_its_role_changed_and_removed(driver, server):
-    server.state["members"].append("ada")
+    server.state.org["members"].append("ada")
     assert call(driver, server, "team_membership.import", {"id": "developers:ada"})["gone"] is True
     desired = {"team": "developers", "username": "ada", "role": "maintainer"}
     made = call(driver, server, "team_membership.create", {"desired": desired}, n=2)
