@@ -8,6 +8,7 @@ workflow's GitHub remote uses too) and its fake (`fake.py`, the driver against G
 """
 from __future__ import annotations
 
+from connectors.operations import with_setup
 from connectors.vendors.github.connector import LOGO, GitHubEnvironment, github
 from connectors.vendors.github.driver import make_driver
 from connectors.vendors.github.fake import make_fake
@@ -19,7 +20,6 @@ from connectors.vendors.github.resources import (
     repository,
     team_membership,
 )
-from runs.authoring import with_setup
 
 # The halves attach to `github` itself: every module importing it sees them.
 with_setup(github, driver=make_driver, fake=make_fake)

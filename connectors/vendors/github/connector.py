@@ -6,9 +6,9 @@ import urllib.parse
 
 from pydantic import BaseModel, Field, field_validator
 
+from connectors.operations import VendorInfo, define_connector, op
 from connectors.vendors.github.models import Repositories, RepositoryQuery, TeamMembers, TeamRef
 from connectors.vendors.github.resources import LOGIN, branch_protection, repository, team_membership
-from runs.authoring import VendorInfo, define_connector, op
 
 LOGO = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
         'fill="#24292f"/><circle cx="5" cy="4" r="1.6" fill="#fff"/><circle cx="5" cy="12" r="1.6" fill="#fff"/>'

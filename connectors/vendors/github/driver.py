@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.drivers import CallContext, define_driver
+from connectors.errors import DriverError
 from connectors.http import require_secrets
 from connectors.vendors.github.api import PUBLIC_API, GitHubClient, GitHubHTTP, quote
 from connectors.vendors.github.connector import github
@@ -32,7 +34,6 @@ from connectors.vendors.github.resources import (
     repository,
     team_membership,
 )
-from runs.authoring import CallContext, DriverError, define_driver
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ from typing import Any
 
 import httpx
 
+from connectors.drivers import CallContext
+from connectors.fakes import define_fake
 from connectors.vendors.github.api import PUBLIC_API, GitHubClient
 from connectors.vendors.github.connector import github
 from connectors.vendors.github.driver import OPERATIONS, Session, SessionFn
 from connectors.vendors.github.emulator import GitHub, initial_state
-from runs.authoring import CallContext, define_fake
 
 FAKE_TOKEN = "fake-github-token"
 

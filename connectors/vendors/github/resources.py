@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from runs.authoring import define_resource
+from connectors.resources import define_resource
 
 REPOSITORY_NAME = r"^[A-Za-z0-9._-]{1,100}$"
 BRANCH = r"^[A-Za-z0-9._/-]{1,255}$"  # a branch's name: GitHub's REST API protects one branch, no wildcards

@@ -1,7 +1,7 @@
 """Drift, plan and apply of GitHub resources declared in a data file, on the engine, against the
-`github` fake (the driver against GitHub emulated): a repository, its branch's protection and a
-team membership made, a change made by hand at GitHub found and put back, an undeclared one
-removed. Also the fake's own behaviour: GitHub's answers, its faults."""
+`github` connector's fake (its driver against GitHub emulated): a repository, its branch's
+protection and a team membership made, a change made by hand at GitHub found and put back, an
+undeclared one removed."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -12,9 +12,7 @@ import pytest
 from django.test import override_settings
 
 from changes import services
-from connectors.drivers import CallContext
-from connectors.errors import DriverError
-from connectors.vendors.github import github, make_fake
+from connectors.vendors.github import github
 from runs.authoring import SanomaConfig
 from runs.config.registry import set_config
 from runs.config.resolution import ResolvedConfig, resolve_config
@@ -105,39 +103,3 @@ def test_declared_github_resources_are_made_kept_and_removed(site):
     assert [(c["action"], c["status"]) for c in out["changes"]] == [("delete", "done")], out
     assert fake.state["teams"]["developers"]["memberships"] == {}
     assert services.plan(drift(config), by="ops", config=config)["empty"]
-
-
-# --- the fake, as GitHub ------------------------------------------------------------------------------
-
-
-def context(n: int) -> CallContext:
-    return CallContext(idempotency_key=f"run_9:{n}", run_id="run_9", op_id="github")
-
-
-def test_the_fake_answers_as_github_does():
-    fake = make_fake()
-    made = fake.call("github.repository.create", {"desired": {"name": "site"}}, context(1))
-    # the same call again (its key repeated) is the first reply; a new create of the same
-    # repository is GitHub's 422, read as the repository made since it matches
-    assert fake.call("github.repository.create", {"desired": {"name": "site"}}, context(1)) == made
-    assert fake.call("github.repository.create", {"desired": {"name": "site"}}, context(2)) == made
-    with pytest.raises(DriverError) as raised:
-        fake.call("github.repository.create", {"desired": {"name": "site", "visibility": "public"}}, context(3))
-    assert "GitHub already has a repository acme/site" in raised.value.message
-    with pytest.raises(DriverError) as raised:  # a branch GitHub does not have
-        fake.call("github.branch_protection.create", {"desired": {"repository": "site", "pattern": "dev"}},
-                  context(4))
-    assert (raised.value.status, raised.value.message) == (
-        404, "GitHub answered 404 to PUT /repos/acme/site/branches/dev/protection: Branch not found")
-    assert fake.call("github.team_membership.read", {"id": "security:bo"}, context(5)) == {
-        "id": "security:bo", "gone": True}
-    assert fake.state["repos"].keys() == {"site"}  # a refused call changed nothing
-
-
-def test_the_fakes_faults_work_as_for_every_fake():
-    fake = make_fake()
-    fake.rate_limit("github.repository.list", retry_after=30)
-    with pytest.raises(DriverError) as raised:
-        fake.call("github.repository.list", {}, context(1))
-    assert (raised.value.status, raised.value.retry_after) == (429, 30)
-    assert fake.call("github.repository.list", {}, context(2)) == {"repositories": []}
