@@ -21,8 +21,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class GitHubEnvironment(BaseModel):
     """What the GitHub driver reads (a worker on the fake needs none of it)."""
 
-    GITHUB_TOKEN: str = Field(min_length=1, description="a token with the repo and admin:org scopes "
-                                                        "(or a fine-grained one with Administration and Members)")
+    GITHUB_TOKEN: str = Field(min_length=1, description="a token with the repo and admin:org scopes, delete_repo to "
+                                                        "delete (or an App's: Administration and Members)")
     GITHUB_ORG: str = Field(pattern=LOGIN, description="the organization whose repositories and teams are declared")
     GITHUB_API_URL: str = Field(default="https://api.github.com",
                                 description="GitHub's API root (GitHub Enterprise Server: https://<host>/api/v3)")

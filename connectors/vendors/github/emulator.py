@@ -109,7 +109,9 @@ class GitHub:
 
     def list_repos(self, *, query: Mapping[str, str], **_: Any) -> Reply:
         kind = query.get("type", "all")
-        repos = sorted(self.state["repos"].values(), key=lambda r: r["name"].lower())
+        # GitHub's order: by creation unless `sort=full_name` (then by name)
+        by_name = query.get("sort") == "full_name"
+        repos = sorted(self.state["repos"].values(), key=lambda r: r["name"].lower() if by_name else r["id"])
         if kind in ("public", "private", "internal"):
             repos = [r for r in repos if r["visibility"] == kind]
         return self.page(f"/orgs/{self.state['org']}/repos", repos, query)
