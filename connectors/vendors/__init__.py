@@ -1,1 +1,2 @@
-"""First-party connectors: one package per vendor (connector, models, driver, fake, resource types)."""
+"""First-party connectors: one package per vendor (its connector, models, resource types, driver and
+fake), imported into a company's `sanoma_config.py` to use it."""

@@ -3,7 +3,8 @@
 `GitHubRemote` serves `https://github.com/<owner>/<repo>` (with or without `.git`), or the same
 under `web_url` for GitHub Enterprise (then `api_url` is `https://<host>/api/v3`, and `web_url`,
 unless given, is `https://<host>`: see `web_url_of`). It speaks the
-REST API (version 2022-11-28) with the standard library only:
+REST API (version 2022-11-28) through the GitHub client the `github` connector uses too
+(`connectors.vendors.github.api`, on httpx):
 
 - `resolve`: the branch's commit, and its open pull request into `base` when there is one; or a
   pull request (its URL or number) read as its head branch, commit and base.
@@ -27,7 +28,7 @@ Every failure is a `RemoteError`: 401/403 are `driver_failed`, not retryable; a 
 and 5xx/408 are retryable, with `retry_after` the seconds until `x-ratelimit-reset` (or
 `retry-after`). The token is read from `token()` at every request and never appears in a message.
 
-The HTTP half is `changes.lifecycle.remotes.github_api`, the tarball's unpacking
+The HTTP half is `changes.lifecycle.remotes.github_api` (over the shared client), the tarball's unpacking
 `changes.lifecycle.remotes.github_tarball`, and the webhooks `changes.lifecycle.remotes.github_webhooks`.
 """
 from __future__ import annotations
@@ -36,19 +37,18 @@ import re
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from changes.lifecycle.errors import RemoteCode
 from changes.lifecycle.remotes import diffs
-from changes.lifecycle.remotes.github_api import GitHubAPI, SameHostAuthRedirects
+from changes.lifecycle.remotes.github_api import GitHubAPI
 from changes.lifecycle.remotes.github_tarball import extract
 from connectors.errors import ErrorCode, RemoteError
 from connectors.remotes import ChangeStatus, Head, Merged
+from connectors.vendors.github.api import PUBLIC_API, GitHubClient
 
-PUBLIC_API = "https://api.github.com"
 PUBLIC_WEB = "https://github.com"
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _REPO_PATH = re.compile(
@@ -71,7 +71,7 @@ class GitHubRemote(GitHubAPI):
         self.web_url = (web_url or web_url_of(self.api_url)).rstrip("/")
         self.token = token or (lambda: None)
         self.timeout = timeout
-        self._opener = urllib.request.build_opener(SameHostAuthRedirects())
+        self.client = GitHubClient(self.api_url, token=lambda: self.token(), timeout=timeout)
 
     def __repr__(self) -> str:  # never the token
         return f"GitHubRemote(api_url={self.api_url!r}, web_url={self.web_url!r})"
