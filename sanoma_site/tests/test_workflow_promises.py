@@ -9,8 +9,10 @@ from django.test import Client
 
 from runs.authoring import define_workflow
 from runs.config.describe import describe_config
-from runs.config.registry import get_config
+from runs.config.registry import get_config, set_config
+from runs.config.resolution import SanomaConfig
 from runs.seed import seed_person
+from runs.testing import resolve_on_fakes
 from sanoma_site.catalog import duration_words
 
 pytestmark = pytest.mark.django_db
@@ -25,14 +27,20 @@ PLAIN = define_workflow(name="plain", run=ask, uses=[])
 
 
 @pytest.fixture
+def promises():
+    set_config(resolve_on_fakes(SanomaConfig(connectors=[], workflows=[PROMISING, PLAIN])))
+    yield
+    set_config(None)
+
+
+@pytest.fixture
 def root() -> Client:
     client = Client()
     client.force_login(seed_person(username="root", superuser=True))
     return client
 
 
-def test_the_api_and_the_description_give_the_sla_and_the_keep_in_seconds(engine_for, root):
-    engine_for(PROMISING, PLAIN)
+def test_the_api_and_the_description_give_the_sla_and_the_keep_in_seconds(promises, root):
     by_name = {w["name"]: w for w in root.get("/api/workflows").json()["results"]}
     assert (by_name["promising"]["approval_sla_seconds"], by_name["promising"]["keep_seconds"]) == (14400, 2592000)
     assert (by_name["plain"]["approval_sla_seconds"], by_name["plain"]["keep_seconds"]) == (None, None)
@@ -40,8 +48,7 @@ def test_the_api_and_the_description_give_the_sla_and_the_keep_in_seconds(engine
     assert (described["promising"]["approval_sla_seconds"], described["plain"]["keep_seconds"]) == (14400, None)
 
 
-def test_the_desk_page_of_a_workflow_says_when_its_approvals_are_overdue_and_how_long_runs_are_kept(engine_for, root):
-    engine_for(PROMISING, PLAIN)
+def test_the_desk_page_of_a_workflow_says_when_its_approvals_are_overdue_and_how_long_runs_are_kept(promises, root):
     page = root.get("/admin/catalog/workflows/promising/").content.decode()
     assert '<td id="approval-sla">4 hours</td>' in page and '<td id="keep">30 days</td>' in page
     plain = root.get("/admin/catalog/workflows/plain/").content.decode()
