@@ -30,8 +30,7 @@ Feature: Announce a post
     Then the run succeeds
     And ghost.post.publish reached the vendor 2 times
     And ghost.post.create reached the vendor 1 time
-    And bluesky.post.create was called with
-      | text | Autumn launch https://blog.example.com/autumn-launch/ |
+    And Bluesky has the post "Autumn launch https://blog.example.com/autumn-launch/"
 
   Scenario: Bluesky's reply is lost: the run stops, and the link was posted once
     Given bluesky.post.create loses its reply once

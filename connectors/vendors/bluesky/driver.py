@@ -35,6 +35,8 @@ POSTS = "app.bsky.feed.post"
 PAGE = 100  # listRecords' largest page
 FIND_PAGES = 10  # the reconcile read looks at the latest 1,000 posts at most
 SESSION_MARGIN = 60.0  # a session is made again this many seconds before its token expires
+# What Bluesky answers a request whose access token it no longer takes: the session is made again.
+STALE_SESSION = frozenset({"ExpiredToken", "InvalidToken", "AuthenticationRequired"})
 _URL = re.compile(r"https?://[^\s<>\"]+")
 
 
@@ -113,6 +115,17 @@ class BlueskyDriver:
             self._sessions[account] = (did, token, _expiry(token))
         return service, did, token
 
+    def _authorized(self, method: str, url: str, c: CallContext, token: str, **kwargs: Any) -> Any:
+        """A request with the session's token. A token Bluesky no longer takes (revoked, or expired
+        before its time) is forgotten, so the next call logs in again; this one fails."""
+        try:
+            return self.http.json(method, url, context=c, headers={"Authorization": f"Bearer {token}"}, **kwargs)
+        except DriverError as err:
+            if err.vendor_code in STALE_SESSION:
+                with self._lock:
+                    self._sessions = {k: v for k, v in self._sessions.items() if v[1] != token}
+            raise
+
     def create(self, i: PostRequest, c: CallContext) -> dict[str, Any]:
         service, did, token = self.session(c)
         record: dict[str, Any] = {"$type": POSTS, "text": i.text, "createdAt": stamp.created_at(c.idempotency_key)}
@@ -121,9 +134,8 @@ class BlueskyDriver:
             record["facets"] = links
         if i.langs:
             record["langs"] = list(i.langs)
-        made = self.http.json("POST", join_url(service, "/xrpc/com.atproto.repo.createRecord"), context=c,
-                              headers={"Authorization": f"Bearer {token}"},
-                              json={"repo": did, "collection": POSTS, "record": record})
+        made = self._authorized("POST", join_url(service, "/xrpc/com.atproto.repo.createRecord"), c, token,
+                                json={"repo": did, "collection": POSTS, "record": record})
         return post_of(made["uri"], made["cid"], record)
 
     def find(self, i: PostRequest, c: CallContext) -> dict[str, Any]:
@@ -132,8 +144,7 @@ class BlueskyDriver:
 
         def page(cursor: str | None) -> tuple[list[Any], str | None]:
             params = {"repo": did, "collection": POSTS, "limit": PAGE, **({"cursor": cursor} if cursor else {})}
-            answer = self.http.json("GET", url, context=c, params=params,
-                                    headers={"Authorization": f"Bearer {token}"})
+            answer = self._authorized("GET", url, c, token, params=params)
             records = answer.get("records") or []
             return records, (answer.get("cursor") or None) if records else None
 

@@ -58,14 +58,26 @@ def test_the_session_is_made_once_and_kept(server):
     assert len(server.requests_to("POST", SESSION)) == 1
 
 
+def test_a_token_bluesky_no_longer_takes_fails_the_call_and_the_next_logs_in_again(server):
+    driver = make_driver()
+    driver.call("bluesky.post.create", POST, call(server, key="run-1:1"))
+    server.tokens = {token: time.time() - 1 for token in server.tokens}  # expired before its time
+    with pytest.raises(DriverError) as raised:
+        driver.call("bluesky.post.create", POST, call(server, key="run-1:2"))
+    assert (raised.value.status, raised.value.vendor_code) == (400, "ExpiredToken")
+    assert "Token has expired" in str(raised.value) and len(server.posts()) == 1
+    driver.call("bluesky.post.create", POST, call(server, key="run-1:3"))
+    assert len(server.posts()) == 2 and len(server.requests_to("POST", SESSION)) == 2
+
+
 def test_a_repeat_posts_twice_and_the_reconcile_read_finds_the_calls_own(server):
     driver = make_driver()
     server.add_post(POST.text, stamp.created_at("another-run:3"))  # the same text, from another call
-    first = driver.call("bluesky.post.create", POST, call(server))
     driver.call("bluesky.post.create", POST, call(server))
+    second = driver.call("bluesky.post.create", POST, call(server))
     assert len(server.posts()) == 3  # Bluesky ignores any key: the repeat is a second post
     found = driver.call("bluesky.post.find", POST, call(server, "bluesky.post.find"))
-    assert found["happened"] is True and found["output"]["created_at"] == first["created_at"]
+    assert found == {"happened": True, "output": second}  # the call's own, newest first
     other = driver.call("bluesky.post.find", POST, call(server, "bluesky.post.find", key="run-9:1"))
     assert other == {"happened": False}
 

@@ -14,7 +14,8 @@ from runs import selectors, services
 from runs.authoring import SanomaConfig, define_workflow
 from runs.config.registry import set_config
 from runs.config.resolution import resolve_config
-from runs.engine import clock, faults
+from runs.engine import clock, faults, transitions
+from runs.engine.faults import FaultPoint
 from runs.models import Run, RunStatus
 from runs.testing import drain, make_user
 
@@ -95,3 +96,28 @@ def test_an_outage_is_not_retried_for_the_draft_and_names_ghosts_message(server,
     assert len(server.requests_to("POST", f"{API}/posts/")) == 1  # a draft is never sent twice blindly
     assert "ghost answered 503 to POST /ghost/api/admin/posts/: The server is temporarily unavailable." in str(
         run.error)
+
+
+class Killed(BaseException):
+    """The worker died."""
+
+
+def test_a_draft_in_doubt_is_found_by_its_slug_and_not_written_twice(server, config):
+    faults.arm(FaultPoint.AFTER_DRIVER_CALL, Killed())  # the worker dies once Ghost wrote the draft
+    run = services.start(workflow="launch", input={}, started_by="alice", config=config)
+    with pytest.raises(Killed):
+        drain(config)
+    run.refresh_from_db()
+    assert transitions.take_over(run_id=run.id, owner=run.lease_owner, now=clock.now() + timedelta(minutes=5))
+    drain(config)
+    run.refresh_from_db()
+    assert (run.status, run.waiting_for) == (RunStatus.WAITING, "in_doubt") and run.wake_at is not None
+    clock.advance(run.wake_at - clock.now())
+    drain(config)
+    run.refresh_from_db()
+    [post] = server.posts.values()  # one draft, found by its slug, then published
+    assert (run.status, post["status"]) == (RunStatus.FINISHED, "published")
+    assert len(server.requests_to("POST", f"{API}/posts/")) == 1
+    assert server.requests_to("GET", f"{API}/posts/slug/autumn-launch/")
+    [resolved] = records(run, "op.resolved")
+    assert (resolved["op"], resolved["happened"], resolved["by"]) == ("ghost.post.create", True, "reconcile")
