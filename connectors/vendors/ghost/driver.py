@@ -41,6 +41,15 @@ def post_of(raw: dict[str, Any]) -> dict[str, Any]:
             "url": raw.get("url") or "", "updated_at": raw["updated_at"], "published_at": raw.get("published_at")}
 
 
+def first_post(answer: Any, what: str) -> dict[str, Any]:
+    """The post of Ghost's answer `{"posts": [post]}`, in the operations' shape; a final error when
+    the answer is not of that shape."""
+    try:
+        return post_of(answer["posts"][0])
+    except (TypeError, KeyError, IndexError):
+        raise DriverError(f"ghost's answer to {what} has no post", retryable=False) from None
+
+
 class GhostDriver:
     """One connection pool; the site and the key come with each call."""
 
@@ -60,8 +69,7 @@ class GhostDriver:
 
     def create(self, i: DraftRequest, c: CallContext) -> dict[str, Any]:
         body = {"posts": [{"title": i.title, "html": i.html, "slug": i.slug, "status": "draft"}]}
-        answer = self._send("POST", "/posts/", c, json=body, params={"source": "html"})
-        return post_of(answer["posts"][0])
+        return first_post(self._send("POST", "/posts/", c, json=body, params={"source": "html"}), "a new draft")
 
     def find(self, i: DraftRequest, c: CallContext) -> dict[str, Any]:
         try:
@@ -70,7 +78,7 @@ class GhostDriver:
             if err.status == 404:
                 return {"happened": False}
             raise
-        post = post_of(answer["posts"][0])
+        post = first_post(answer, f"the post at {i.slug}")
         if post["title"] != i.title:
             # Another post holds the slug: Ghost would have given this draft another one (`-2`).
             raise DriverError(f"ghost: the post at {i.slug} is titled {post['title']!r}, not {i.title!r}: "
@@ -78,7 +86,7 @@ class GhostDriver:
         return {"happened": True, "output": post}
 
     def publish(self, i: PostRef, c: CallContext) -> dict[str, Any]:
-        post = post_of(self._send("GET", f"/posts/{i.post_id}/", c)["posts"][0])
+        post = first_post(self._send("GET", f"/posts/{i.post_id}/", c), f"post {i.post_id}")
         if post["status"] == "published":
             return post  # publishing a published post changes nothing
         body = {"posts": [{"status": "published", "updated_at": post["updated_at"]}]}
@@ -88,7 +96,7 @@ class GhostDriver:
             if err.vendor_code == "UpdateCollisionError":  # edited since it was read: read it again
                 raise DriverError(str(err), status=err.status, vendor_code=err.vendor_code, retryable=True) from None
             raise
-        return post_of(answer["posts"][0])
+        return first_post(answer, f"publishing post {i.post_id}")
 
 
 def make_driver(transport: httpx.BaseTransport | None = None) -> Driver:

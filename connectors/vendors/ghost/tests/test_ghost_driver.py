@@ -150,3 +150,10 @@ def test_a_browse_reads_page_by_page(server):
         got += [p["slug"] for p in answer["posts"]]
         page = answer["meta"]["pagination"]["next"]
     assert sorted(got) == [f"post-{n}" for n in range(5)]
+
+
+def test_an_answer_without_its_post_is_a_final_error_saying_so(server):
+    server.fault(status=201, body={"meta": {}}, method="POST")
+    with pytest.raises(DriverError, match="ghost's answer to a new draft has no post") as raised:
+        make_driver().call("ghost.post.create", DRAFT, call(server))
+    assert raised.value.retryable is False
