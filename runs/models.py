@@ -511,3 +511,6 @@ from runs.object_permissions import (  # noqa: E402,F401
 
 # Retention's record of the runs it exported and removed (runs.retention).
 from runs.retention.models import PrunedRun  # noqa: E402,F401
+
+# The outbox of approval announcements (runs.approvals.announce).
+from runs.approvals.announce_models import ApprovalAnnouncement  # noqa: E402,F401

@@ -28,4 +28,5 @@ from runs.admin import workflows  # noqa: F401
 from runs.admin import versions  # noqa: F401
 from runs.admin import collections  # noqa: F401
 from runs.admin import pauses  # noqa: F401
+from runs.approvals import announce_admin  # noqa: F401
 # isort: on

@@ -1,0 +1,1 @@
+"""First-party connectors, one package per vendor (connector, models, driver, fake, tests)."""
