@@ -35,7 +35,7 @@ slack = define_connector(
             "post": op(effect="send", input=SlackMessage, output=Posted, idempotency_key="ignored",
                        reconcile="find", target=lambda i: f"channel/{i.channel.lstrip('#')}",
                        description="Post a message to a channel", summary="Post to {channel}: {text}",
-                       expect="{channel} was told {text}"),
+                       expect="{channel} was posted {text}"),
             "find": op(effect="read", input=SlackMessage, output=FoundPost, idempotent=True,
                        target=lambda i: f"channel/{i.channel.lstrip('#')}",
                        description="Whether a call's message is in a channel",
