@@ -169,13 +169,15 @@ def _reconciled(row: ApprovalAnnouncement, op: Operation, parsed: Any, config: A
         return None
 
 
-def due(now: Any = None) -> list[int]:
-    """Announcements whose delivery time came and that no queued task covers."""
-    now = now or clock.now()
-    waiting = Q(status=AnnouncementStatus.PENDING, next_at__lte=now) | Q(status=AnnouncementStatus.SENDING,
-                                                                        claimed_until__lt=now)
-    unqueued = Q(queued_until__isnull=True) | Q(queued_until__lt=now)
-    return list(ApprovalAnnouncement.objects.filter(waiting, unqueued).order_by("next_at")
+def due(*, unqueued: bool = True) -> list[int]:
+    """Announcements whose delivery time came (and, with `unqueued`, that no queued task covers)."""
+    now = clock.now()
+    found = ApprovalAnnouncement.objects.filter(
+        Q(status=AnnouncementStatus.PENDING, next_at__lte=now)
+        | Q(status=AnnouncementStatus.SENDING, claimed_until__lt=now))
+    if unqueued:
+        found = found.filter(Q(queued_until__isnull=True) | Q(queued_until__lt=now))
+    return list(found.order_by("next_at")
                 .values_list("pk", flat=True)[:BATCH])
 
 
@@ -200,4 +202,4 @@ def sweep_due() -> int:
 
 def deliver_due(*, config: Any) -> list[str]:
     """Deliver every announcement due, here (tests, and a command run by hand)."""
-    return [deliver(pk, config=config) for pk in due()]
+    return [deliver(pk, config=config) for pk in due(unqueued=False)]
