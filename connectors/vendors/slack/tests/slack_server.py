@@ -101,7 +101,8 @@ class SlackServer(VendorServer):
             return denied
         query = {k: v[-1] for k, v in request.query.items()}
         start = int(query.get("cursor") or 0)
-        listed = [c for c in self.channels.values() if not (c["is_archived"] and query.get("exclude_archived") == "true")]
+        hide_archived = query.get("exclude_archived") == "true"
+        listed = [c for c in self.channels.values() if not (c["is_archived"] and hide_archived)]
         page = listed[start:start + self.page_size]
         more = start + self.page_size < len(listed)
         return Answer(200, {"ok": True, "channels": [{"id": c["id"], "name": c["name"]} for c in page],

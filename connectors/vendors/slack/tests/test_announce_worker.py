@@ -34,7 +34,8 @@ STALL = 60.0
 
 def test_a_held_call_is_announced_once_though_the_worker_dies_mid_post(tmp_path: Path, monkeypatch) -> None:
     root = Path(settings.BASE_DIR) / "company"
-    with ResendServer() as resend_server, SlackServer() as slack_server:
+    resend_server, slack_server = ResendServer(), SlackServer()
+    with resend_server, slack_server:
         env = {"RESEND_API_KEY": KEY, "RESEND_API_URL": resend_server.url, "SLACK_BOT_TOKEN": TOKEN,
                "SLACK_API_URL": slack_server.url, "SHOP_API_URL": "https://shop.invalid",
                "SHOP_API_KEY": "shop-key-0123456789"}

@@ -12,6 +12,7 @@ from company.workflows.newsletter import newsletter
 from connectors.errors import ConfigError
 from connectors.vendors.resend import resend
 from connectors.vendors.slack import slack, slack_channel
+from connectors.vendors.slack.driver import make_driver
 from connectors.vendors.slack.tests.slack_server import TOKEN, SlackServer
 from runs.approvals import announce
 from runs.approvals.announce_models import AnnouncementStatus, ApprovalAnnouncement
@@ -20,8 +21,8 @@ from runs.config.registry import set_config
 from runs.config.resolution import resolve_config
 from runs.engine import clock
 from runs.models import Approval, RunStatus
-from runs.testing import drain, make_user
 from runs.services import start
+from runs.testing import drain, make_user
 
 HOLD_SENDS = define_policy(lambda call: approve({"group": "owners"}, "Newsletter needs an owner")
                            if call.op["id"] == "resend.broadcast.send" else allow(), version="hold-sends")
@@ -70,7 +71,7 @@ def test_the_held_send_is_announced_with_what_who_and_where_to_decide(held):
     [message] = config.fakes["slack"].state["channels"]["C0APPROVALS"]["messages"]
     assert message["text"] == text
     row.refresh_from_db()
-    assert (row.status, row.output["channel"], row.attempts) == (AnnouncementStatus.DELIVERED, "C0APPROVALS", 1)
+    assert (row.status, (row.output or {})["channel"], row.attempts) == (AnnouncementStatus.DELIVERED, "C0APPROVALS", 1)
     assert announce.deliver_due(config=config) == []  # delivered once
 
 
@@ -79,7 +80,7 @@ def test_a_final_refusal_keeps_slacks_code_and_the_run_goes_on(held):
     config.fakes["slack"].fail_next("slack.message.post", slack_refusal("channel_not_found"))
     assert announce.deliver_due(config=config) == ["failed"]
     row = ApprovalAnnouncement.objects.get()
-    assert (row.status, row.error["vendor_code"]) == (AnnouncementStatus.FAILED, "channel_not_found")
+    assert (row.status, (row.error or {})["vendor_code"]) == (AnnouncementStatus.FAILED, "channel_not_found")
     run.refresh_from_db()
     assert run.status == RunStatus.WAITING  # the approval waits as before
 
@@ -95,7 +96,7 @@ def on_server(db, server):
     """The held run with Slack on its real driver, at the local server; the rest on fakes."""
     make_user("alice", perms=["runs.start_workflow"])
     config = resolve_config(_config(), fakes="instance")
-    real = slack.driver()
+    real = make_driver()
     for op_id in slack.operations:
         config.drivers[op_id] = real
     set_config(config)
@@ -110,8 +111,8 @@ def test_a_429_is_waited_out_and_a_failed_post_is_looked_for_before_posting_agai
     server.rate_limit(retry_after=20)
     assert announce.deliver_due(config=config) == ["retry"]
     row = ApprovalAnnouncement.objects.get()
-    assert (row.status, row.error["status"], row.error["vendor_code"]) == (AnnouncementStatus.PENDING, 429,
-                                                                           "ratelimited")
+    error = row.error or {}
+    assert (row.status, error["status"], error["vendor_code"]) == (AnnouncementStatus.PENDING, 429, "ratelimited")
     assert announce.deliver_due(config=config) == []  # not before its Retry-After
     clock.advance(timedelta(seconds=21))
     server.fault(status=502, body={"ok": False, "error": "fatal_error"}, path="/chat.postMessage")
@@ -132,7 +133,7 @@ def test_a_post_whose_answer_was_lost_is_found_in_the_channel_and_not_posted_aga
     server.fault(delay=1.5, path="/chat.postMessage")  # Slack takes it, but answers too late
     assert announce.deliver_due(config=config) == ["retry"]
     row = ApprovalAnnouncement.objects.get()
-    assert (row.status, row.error["name"]) == (AnnouncementStatus.SENDING, "DriverTimeout")
+    assert (row.status, (row.error or {})["name"]) == (AnnouncementStatus.SENDING, "DriverTimeout")
     server_done = time.monotonic() + 5
     while not server.messages("C0APPROVALS") and time.monotonic() < server_done:
         time.sleep(0.05)
