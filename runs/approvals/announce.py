@@ -25,7 +25,7 @@ from django.db.models import F, Q
 from django_q.tasks import async_task
 
 from connectors.drivers import CallContext
-from connectors.errors import error_to_dict
+from connectors.errors import DriverTimeout, error_to_dict
 from connectors.operations import Operation
 from connectors.operations.summaries import summarize
 from runs.approvals.announce_models import AnnouncementStatus, ApprovalAnnouncement
@@ -136,10 +136,11 @@ def deliver(pk: int, *, config: Any) -> str:
                     claimed_until=None, reconciled=True)
             return "delivered"
     try:
-        reply = calling.invoke(driver, op, parsed, _context(row, op), TIMEOUT)
+        reply = calling.invoke(driver, op, parsed, _context(row, op), TIMEOUT + CLAIM_MARGIN / 2)
         output = op.output.model_validate(reply).model_dump(mode="json")
     except Exception as err:
-        retryable = getattr(err, "retryable", None) is True
+        # A post that timed out may have landed: looked for before it is posted again.
+        retryable = getattr(err, "retryable", None) is True or isinstance(err, DriverTimeout)
         log.warning("announcement %s of run %s: %s", row.pk, row.run_id, err, extra={"run_id": row.run_id})
         if not retryable:
             _settle(row, status=AnnouncementStatus.FAILED, error=error_to_dict(err), claimed_until=None)
