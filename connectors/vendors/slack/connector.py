@@ -36,7 +36,7 @@ slack = define_connector(
                        reconcile="find", target=lambda i: f"channel/{i.channel.lstrip('#')}",
                        description="Post a message to a channel", summary="Post to {channel}: {text}",
                        expect="{channel} was posted {text}"),
-            "find": op(effect="read", input=SlackMessage, output=FoundPost, idempotent=True,
+            "find": op(effect="read", input=SlackMessage, output=FoundPost, idempotent=True, idempotency_key="ignored",
                        target=lambda i: f"channel/{i.channel.lstrip('#')}",
                        description="Whether a call's message is in a channel",
                        summary="Look for the message in {channel}"),

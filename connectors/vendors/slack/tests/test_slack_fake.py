@@ -20,7 +20,8 @@ def test_a_post_twice_with_one_key_is_two_messages_and_find_finds_the_first():
     assert len(fake.state["channels"]["C0APPROVALS"]["messages"]) == 2
     found = _call(fake, "slack.message.find", {"channel": "#approvals", "text": "hi"})
     assert found == {"happened": True, "output": first}
-    assert _call(fake, "slack.message.find", {"channel": "#approvals", "text": "hi"}, key="other") == {"happened": False}
+    missing = _call(fake, "slack.message.find", {"channel": "#approvals", "text": "hi"}, key="other")
+    assert missing == {"happened": False}
 
 
 @pytest.mark.parametrize(("channel", "code"), [("#nowhere", "channel_not_found"), ("#old-news", "is_archived")])
