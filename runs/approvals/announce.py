@@ -50,16 +50,27 @@ def announce_asked(approval: Any, config: Any) -> ApprovalAnnouncement | None:
     target = getattr(config, "announce_approvals", None)
     if target is None:
         return None
-    op = config.ops.get(approval.op) if approval.op else None
-    money = op.money_of(approval.op_input) if op is not None and isinstance(approval.op_input, dict) else None
-    summary = summarize(op, approval.op_input) if op is not None else ""
-    text = announcement_text(approval, summary=summary, money=money.shown if money else "", desk=target.desk)
+    text = _text(approval, config, target)
     now = clock.now()
     row = ApprovalAnnouncement.objects.create(
         approval=approval, run_id=approval.run_id, key=f"announce:{approval.run_id}:{approval.approval_id}",
         op=target.op, message=target.message(text), next_at=now, created_at=now, queued_until=now + QUEUED_FOR)
     async_task(DELIVER_TASK, row.pk, task_name=f"announce {row.pk}"[:100])
     return row
+
+
+def _text(approval: Any, config: Any, target: Any) -> str:
+    """The announcement's text; what cannot be said (a summary that does not render) is left out
+    rather than failing the approval's checkpoint."""
+    op = config.ops.get(approval.op) if approval.op else None
+    try:
+        money = op.money_of(approval.op_input) if op is not None and isinstance(approval.op_input, dict) else None
+        summary = summarize(op, approval.op_input) if op is not None else ""
+    except Exception:
+        log.warning("approval %s of run %s: its summary could not be said", approval.approval_id, approval.run_id,
+                    exc_info=True)
+        money, summary = None, ""
+    return announcement_text(approval, summary=summary, money=money.shown if money else "", desk=target.desk)
 
 
 def deliver_task(pk: int) -> str:

@@ -7,7 +7,10 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.test import Client
+from pydantic import BaseModel
 
+from company.vendors.shop import shop
 from company.workflows.newsletter import newsletter
 from connectors.errors import ConfigError
 from connectors.vendors.resend import resend
@@ -16,7 +19,7 @@ from connectors.vendors.slack.driver import make_driver
 from connectors.vendors.slack.tests.slack_server import TOKEN, SlackServer
 from runs.approvals import announce
 from runs.approvals.announce_models import AnnouncementStatus, ApprovalAnnouncement
-from runs.authoring import SanomaConfig, allow, approve, define_policy
+from runs.authoring import SanomaConfig, allow, approve, define_policy, define_workflow
 from runs.config.registry import set_config
 from runs.config.resolution import resolve_config
 from runs.engine import clock
@@ -156,3 +159,45 @@ def test_a_config_announcing_without_slack_is_refused_naming_the_fix():
         slack_channel("")
     with pytest.raises(ValueError, match="the desk's address"):
         slack_channel("#a", desk="desk.example")
+
+
+class RefundIn(BaseModel):
+    order_id: str = "1001"
+    amount_cents: int = 1500
+
+
+refund_only = define_workflow(name="refund-only", input=RefundIn, uses=[shop.op("shop.order.refund")],
+                              run=lambda ctx, input: ctx.shop.order.refund(
+                                  {"order_id": input.order_id, "amount_cents": input.amount_cents}).refund_id)
+HOLD_MONEY = define_policy(lambda call: approve("finance-lead", "Refund needs finance")
+                           if call.effect == "money" else allow(), version="hold-money")
+
+
+def test_a_held_money_call_says_the_money_at_risk_and_operators_see_its_announcement(db):
+    make_user("alice", perms=["runs.start_workflow"])
+    config = resolve_config(SanomaConfig(app_name="acme", connectors=[shop, slack], workflows=[refund_only],
+                                         policy=HOLD_MONEY, announce_approvals=slack_channel("C0APPROVALS")),
+                            fakes="instance")
+    set_config(config)
+    try:
+        start(workflow="refund-only", input={}, started_by="alice", config=config)
+        drain(config)
+        row = ApprovalAnnouncement.objects.get()
+        assert "Money at risk: 15.00 EUR" in row.message["text"]
+        assert "Asked: Refund 15.00 EUR on order 1001" in row.message["text"]
+        assert "Who decides: finance-lead" in row.message["text"]
+        assert "</admin/runs/approval/" in row.message["text"]  # no desk address: the desk's path
+        assert announce.deliver_due(config=config) == ["delivered"]
+        ops, walk_in = make_user("ops", perms=["runs.view_any_run"]), make_user("walk-in", groups=["staff"])
+        for user in (ops, walk_in):
+            user.is_staff = True
+            user.save()
+        operator = Client()
+        operator.force_login(ops)
+        page = operator.get("/admin/runs/approvalannouncement/")
+        assert page.status_code == 200 and "delivered" in page.content.decode()
+        outsider = Client()
+        outsider.force_login(walk_in)
+        assert outsider.get("/admin/runs/approvalannouncement/").status_code in (302, 403)
+    finally:
+        set_config(None)
