@@ -3,6 +3,8 @@ from pydantic import BaseModel, Field
 from company.vendors.shop import shop
 from connectors.vendors.bluesky import bluesky
 from connectors.vendors.ghost import ghost
+from connectors.vendors.resend import resend
+from connectors.vendors.slack import slack, slack_channel
 from connectors.vendors.stripe import stripe
 from runs.authoring import SanomaConfig, define_collection, wakeup
 
@@ -20,7 +22,9 @@ class CustomerNote(BaseModel):
 # The company's own records, on its database: `ctx.data.notes.get/list/put/delete`, keyed by order.
 notes = define_collection("notes", record=CustomerNote, key="order_id", title="Customer notes, one per order")
 
-config = SanomaConfig(app_name="acme", connectors=[shop, stripe, ghost, bluesky], collections=[notes])
+# Each approval asked is announced in Slack's #approvals, with a link to decide it in the desk.
+config = SanomaConfig(app_name="acme", connectors=[shop, stripe, ghost, bluesky, resend, slack], collections=[notes],
+                      announce_approvals=slack_channel("#approvals"))
 
 # What starts the worker again after it stops itself when idle (`manage.py worker --stop-when-idle`):
 # the built-in wakeup, served by `manage.py supervise` (or a systemd timer: `manage.py wakeup systemd`).

@@ -497,6 +497,8 @@ class WorkflowEntry(models.Model):
 
 
 # The last ledger verify, kept (runs.health): its table is this app's.
+# The outbox of approval announcements (runs.approvals.announce).
+from runs.approvals.announce_models import ApprovalAnnouncement  # noqa: E402,F401
 from runs.health.models import LedgerVerification  # noqa: E402,F401
 
 # The guardian tables live in a module of their own; importing them here registers them with the app.

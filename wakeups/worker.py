@@ -28,6 +28,7 @@ from django.db import connections
 from django_q.cluster import Cluster
 
 from runs import presence
+from runs.approvals import announce
 from runs.config.resolution import ResolvedConfig
 from runs.deploys import deploy
 from runs.engine import clock, secrets
@@ -251,6 +252,7 @@ class Worker:
                     swept = sweep(versions=config.owned_versions, cluster=str(settings.Q_CLUSTER["name"]))
                     if not self.pinned:
                         firer.fire()
+                        announce.sweep_due()  # approval announcements due: a retry, a lost post, a lost task
                     if rule is not None and rule.enabled and time.monotonic() >= next_check:
                         outcome = rule.check(closed=lambda: bool(stop))
                         next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS

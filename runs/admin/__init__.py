@@ -30,4 +30,5 @@ from runs.admin import versions  # noqa: F401
 from runs.admin import collections  # noqa: F401
 from runs.admin import pauses  # noqa: F401
 from runs.admin import pruned  # noqa: F401
+from runs.approvals import announce_admin  # noqa: F401
 # isort: on

@@ -16,6 +16,7 @@ from typing import Any
 from connectors.drivers import Driver
 from connectors.errors import ConfigError, Problem, ProblemKind
 from connectors.operations import Connector, Operation
+from runs.approvals.announce_target import announce_problems
 from runs.collections.definition import DATA_VENDOR, Collection, data_connector
 from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
@@ -51,6 +52,8 @@ class SanomaConfig:
     steps: Sequence[Any] = ()
     root: str | Path | None = None
     demo: Mapping[str, str] = field(default_factory=dict)
+    # Where each approval asked is announced: `slack_channel("#approvals")` (runs.approvals.announce_target).
+    announce_approvals: Any = None
 
 
 @dataclass(eq=False)
@@ -72,6 +75,7 @@ class ResolvedConfig:
     # "" with none): see runs.config.versioning. `version` is the deploy's, covering them all.
     workflow_versions: dict[str, str] = field(default_factory=dict)
     policy_version: str = ""
+    announce_approvals: Any = None  # the config's AnnounceTo, or None
 
     @functools.cached_property
     def owned_versions(self) -> tuple[str, ...]:
@@ -220,6 +224,7 @@ def resolve_config(
     for wf in workflows.values():  # the outline contract: what a workflow's body may hold
         problems.extend(config_problems(wf, root, kind=ProblemKind.OUTLINE))
     policy = _resolve_policy(config, root, problems)
+    problems.extend(announce_problems(config.announce_approvals, ops))
     if problems:
         raise ConfigError(problems)
     steps = [c.steps for c in config.connectors if isinstance(c, Connector) and c.steps is not None]
@@ -236,6 +241,7 @@ def resolve_config(
         steps=[*steps, *config.steps],
         demo=dict(config.demo),
         collections=collections,
+        announce_approvals=config.announce_approvals,
     )
     # What a layer above adds (the declared state's connector and built-in workflows): see extensions.
     return with_versions(extensions.extend(resolved, fakes=fakes), named=app_version)

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 
 from connectors.errors import SanomaError
 from runs import ledger
+from runs.approvals.announce import announce_asked
 from runs.approvals.permissions import grant_approver
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
@@ -283,6 +284,7 @@ class Segment:
                 if checkpoint.approval is not None:
                     checkpoint.approval.save(force_insert=True)
                     grant_approver(checkpoint.approval)
+                    announce_asked(checkpoint.approval, self.config)  # its announcement's outbox row, same transaction
                     if mark_approvals:
                         transitions.mark_has_approvals(run_id=self.run.pk)
                 read = checkpoint.read
