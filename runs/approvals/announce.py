@@ -30,6 +30,7 @@ from connectors.operations import Operation
 from connectors.operations.summaries import summarize
 from runs.approvals.announce_models import AnnouncementStatus, ApprovalAnnouncement
 from runs.approvals.announce_text import announcement_text
+from runs.config.registry import get_config
 from runs.engine import calling, clock, secrets
 
 log = logging.getLogger("sanoma.announce")
@@ -75,8 +76,6 @@ def _text(approval: Any, config: Any, target: Any) -> str:
 
 def deliver_task(pk: int) -> str:
     """The django-q2 task: deliver one announcement with the site's config."""
-    from runs.config.registry import get_config
-
     return deliver(pk, config=get_config())
 
 

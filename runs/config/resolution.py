@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from connectors.announcing import announce_problems
 from connectors.drivers import Driver
 from connectors.errors import ConfigError, Problem, ProblemKind
 from connectors.operations import Connector, Operation
-from runs.approvals.announce_target import announce_problems
 from runs.collections.definition import DATA_VENDOR, Collection, data_connector
 from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
@@ -52,7 +52,7 @@ class SanomaConfig:
     steps: Sequence[Any] = ()
     root: str | Path | None = None
     demo: Mapping[str, str] = field(default_factory=dict)
-    # Where each approval asked is announced: `slack_channel("#approvals")` (runs.approvals.announce_target).
+    # Where each approval asked is announced: `slack_channel("#approvals")` (connectors.announcing).
     announce_approvals: Any = None
 
 

@@ -6,6 +6,7 @@ reads `RESEND_API_KEY` (and `RESEND_API_URL`, for a test server). See docs/guide
 """
 from __future__ import annotations
 
+from connectors import with_setup
 from connectors.vendors.resend.connector import LOGO, ResendEnvironment, resend
 from connectors.vendors.resend.driver import make_driver
 from connectors.vendors.resend.fake import SEGMENT, initial_state, make_fake
@@ -18,7 +19,6 @@ from connectors.vendors.resend.models import (
     BroadcastState,
     FoundSend,
 )
-from runs.authoring import with_setup
 
 with_setup(resend, driver=make_driver, fake=make_fake)
 

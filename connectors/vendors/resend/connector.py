@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from connectors import VendorInfo, define_connector, op
 from connectors.vendors.resend.models import (
     Broadcast,
     BroadcastDraft,
@@ -19,7 +20,6 @@ from connectors.vendors.resend.models import (
     BroadcastState,
     FoundSend,
 )
-from runs.authoring import VendorInfo, define_connector, op
 
 LOGO = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
         '<rect width="16" height="16" rx="3" fill="#000"/>'

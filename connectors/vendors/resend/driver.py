@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from connectors import CallContext, DriverError, define_driver
 from connectors.http import VendorFault, VendorHTTP, join_url, parse_retry_after, require_secrets
 from connectors.vendors.resend.connector import DEFAULT_API_URL, resend
 from connectors.vendors.resend.models import (
@@ -18,7 +19,6 @@ from connectors.vendors.resend.models import (
     BroadcastRef,
     BroadcastSend,
 )
-from runs.authoring import CallContext, DriverError, define_driver
 
 
 def read_error(response: httpx.Response) -> VendorFault | None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from connectors import CallContext, DriverError, define_fake
 from connectors.vendors.resend.connector import resend
 from connectors.vendors.resend.models import SENT_STATUSES, BroadcastDraft, BroadcastRef, BroadcastSend
-from runs.authoring import CallContext, DriverError, define_fake
 
 SEGMENT = "seg_newsletter"  # the segment the example company's newsletter goes to
 

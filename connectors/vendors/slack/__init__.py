@@ -5,12 +5,12 @@ there (`SanomaConfig(announce_approvals=...)`). See docs/guides/vendors/slack.md
 """
 from __future__ import annotations
 
+from connectors import with_setup
+from connectors.announcing import slack_channel
 from connectors.vendors.slack.connector import LOGO, SlackEnvironment, slack
 from connectors.vendors.slack.driver import make_driver
 from connectors.vendors.slack.fake import initial_state, make_fake
 from connectors.vendors.slack.models import MARKER_EVENT, FoundPost, Posted, SlackMessage
-from runs.approvals.announce_target import slack_channel
-from runs.authoring import with_setup
 
 with_setup(slack, driver=make_driver, fake=make_fake)
 

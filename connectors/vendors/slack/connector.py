@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from connectors import VendorInfo, define_connector, op
 from connectors.vendors.slack.models import FoundPost, Posted, SlackMessage
-from runs.authoring import VendorInfo, define_connector, op
 
 LOGO = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
         '<rect width="16" height="16" rx="3" fill="#4a154b"/>'

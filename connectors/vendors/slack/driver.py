@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 
+from connectors import CallContext, DriverError, define_driver
 from connectors.http import VendorFault, VendorHTTP, join_url, require_secrets
 from connectors.vendors.slack.connector import DEFAULT_API_URL, slack
 from connectors.vendors.slack.models import MARKER_EVENT, SlackMessage
-from runs.authoring import CallContext, DriverError, define_driver
 
 # Slack's errors that say the trouble is on its side: the same request may succeed later.
 SLACK_SIDE = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"})

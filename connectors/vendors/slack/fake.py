@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from connectors import CallContext, DriverError, define_fake
 from connectors.vendors.slack.connector import slack
 from connectors.vendors.slack.models import MARKER_EVENT, SlackMessage
-from runs.authoring import CallContext, DriverError, define_fake
 
 
 def _refused(code: str) -> DriverError:
