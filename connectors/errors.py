@@ -217,10 +217,15 @@ class DriverError(SanomaError):
         vendor_code: str | None = None,
         cause: BaseException | None = None,
         retry_after: float | None = None,
+        may_have_acted: bool = False,
     ) -> None:
         super().__init__(message)
         self.retryable = bool(retryable) if retryable is not None else (
             status is not None and retryable_status(status))
+        # The request reached the vendor but its answer was lost (the connection dropped, or no answer
+        # came in time): the vendor may have acted. A call that takes no idempotency key is then in
+        # doubt, settled by its reconcile read, rather than failed.
+        self.may_have_acted = may_have_acted
         self.status = status
         self.vendor_code = vendor_code
         # Seconds the vendor asked to wait before trying again (its `Retry-After`): honoured by the retry.

@@ -4,8 +4,10 @@ Every first-party driver sends its requests through a `VendorHTTP`: it bounds ea
 call's deadline (`CallContext.time_left()`), sends the call's idempotency key in the header the
 vendor reads, and turns whatever goes wrong into a `DriverError` the engine knows how to treat:
 
-- no answer in time: `DriverTimeout`, retryable (the engine tries an idempotent operation again);
-- no connection: `DriverError`, retryable;
+- no connection: `DriverError` (or `DriverTimeout` when connecting took too long), retryable;
+- sent, and no answer in time or the connection dropped before the answer: `DriverTimeout` or
+  `DriverError`, retryable, with `may_have_acted`: the vendor may have done it (the engine settles
+  a call that takes no idempotency key by its reconcile read, never by sending it again blindly);
 - an error status: `DriverError` with the `status`, the vendor's own message and code (read by the
   vendor's `read_error`), and `retry_after` from the vendor's `Retry-After` (seconds or a date) or
   whatever else the vendor says (`retry_after=`). 408, 429 and 5xx are retryable; the rest final.
@@ -135,9 +137,15 @@ class VendorHTTP:
         try:
             response = self.client.request(method, url, json=json, data=data, params=params, headers=sent,
                                            timeout=timeout)
-        except httpx.TimeoutException as err:
+        except (httpx.ConnectTimeout, httpx.PoolTimeout) as err:
+            raise DriverTimeout(f"{self.vendor} could not be reached for {what} within {timeout:g} s",
+                                retryable=True, cause=err) from None
+        except httpx.TimeoutException as err:  # sent, or being sent, and no answer in time
             raise DriverTimeout(f"{self.vendor} did not answer {what} within {timeout:g} s", retryable=True,
-                                cause=err) from None
+                                cause=err, may_have_acted=True) from None
+        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError) as err:
+            raise DriverError(f"{self.vendor} dropped the connection before answering {what}: {err}",
+                              retryable=True, cause=err, may_have_acted=True) from None
         except httpx.TransportError as err:
             raise DriverError(f"{self.vendor} could not be reached for {what}: {err}", retryable=True,
                               cause=err) from None

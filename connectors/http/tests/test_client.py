@@ -92,6 +92,15 @@ def test_a_vendor_that_does_not_answer_by_the_calls_deadline_times_out_retryably
         http.json("GET", join_url(server.url, "/v1/things/a"), context=context(0.3))
     assert time.monotonic() - started < 1.5
     assert raised.value.code == ErrorCode.DRIVER_TIMEOUT and raised.value.retryable is True
+    assert raised.value.may_have_acted is True  # sent: the vendor may be acting on it still
+
+
+def test_a_connection_dropped_before_the_answer_may_have_acted(server):
+    server.fault(drop=True)
+    with pytest.raises(DriverError) as raised:
+        VendorHTTP("acme").json("POST", join_url(server.url, "/v1/things"), json={"name": "x"})
+    assert raised.value.retryable is True and raised.value.may_have_acted is True
+    assert "acme dropped the connection before answering POST /v1/things" in str(raised.value)
 
 
 def test_a_vendor_that_cannot_be_reached_is_retryable():
@@ -101,6 +110,7 @@ def test_a_vendor_that_cannot_be_reached_is_retryable():
     with pytest.raises(DriverError) as raised:
         VendorHTTP("acme").json("GET", f"http://127.0.0.1:{port}/v1/things/a")
     assert raised.value.retryable is True and "acme could not be reached for GET /v1/things/a" in str(raised.value)
+    assert raised.value.may_have_acted is False  # nothing was sent
 
 
 def test_an_answer_that_is_not_json_is_a_final_failure(server):

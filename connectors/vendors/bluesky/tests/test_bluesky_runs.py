@@ -116,7 +116,7 @@ def test_a_lost_reply_is_not_sent_again(server, alice):
     drain(config)
     run.refresh_from_db()
     assert len(server.posts()) == 1 and len(server.requests_to("POST", CREATE)) == 1
-    assert run.status == RunStatus.FAILED and "bluesky could not be reached" in str(run.error)
+    assert run.status == RunStatus.FAILED and "bluesky dropped the connection before answering" in str(run.error)
 
 
 def test_a_worker_dying_before_the_post_left_posts_once_after_the_reconcile_read(server, alice):
