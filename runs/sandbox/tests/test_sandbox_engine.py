@@ -1,0 +1,165 @@
+"""Sandbox runs in the engine: seeded from a scenario's Given steps, advanced on fakes only (a
+config on real drivers included), their fakes' books kept with the run across suspends, checked
+against the scenario's Then steps once ended; a vendor with no fake fails the call clearly."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from company.resources import staff as company_staff
+from connectors import define_connector, op
+from connectors.drivers import define_driver
+from runs import services
+from runs.approvals.services import decide
+from runs.authoring import define_workflow
+from runs.config.registry import set_config
+from runs.config.resolution import ResolvedConfig, load_config
+from runs.engine.drain import drain
+from runs.models import LedgerRecord, Run
+from runs.sandbox import services as sandbox
+from runs.sandbox.fakes import NO_FAKE
+from runs.sandbox.models import SandboxRun
+from runs.seed import seed_declared
+
+pytestmark = pytest.mark.django_db
+
+COMPANY = Path(__file__).resolve().parents[3] / "company"
+APPROVES = "finance approves a refund"
+
+
+@pytest.fixture
+def company(tmp_path: Path) -> Iterator[ResolvedConfig]:
+    """The example company on its REAL drivers (no fakes asked for): a call that reached the shop's
+    driver would fail, having no SHOP_API_URL."""
+    config = load_config(COMPANY)
+    set_config(config)
+    seed_declared(vars(company_staff).values())
+    try:
+        yield config
+    finally:
+        set_config(None)
+
+
+def test_a_sandbox_run_of_a_scenario_runs_on_fakes_seeded_by_its_givens_and_passes_its_checks(company):
+    run = sandbox.start_sandbox(scenario=APPROVES, workflow="refund", started_by="alice")
+    assert run.id.startswith("sandbox-refund-")
+    row = SandboxRun.objects.get(pk=run.id)
+    assert (row.scenario, row.file) == (APPROVES, "scenarios/refund.feature")
+    assert row.books["shop"]["state"]["orders"]["1001"]["status"] == "paid"  # `Given order 1001 exists`
+    assert run.input == {"order_id": "1001", "amount_cents": 1500, "reason": "damaged in transit"}
+    drain(company)
+    run.refresh_from_db()
+    assert (run.status, run.waiting_for) == ("waiting", "approval")
+    assert sandbox.checks_of(run, viewer="alice").checks is None  # not ended: nothing checked yet
+    decide(run_id=run.id, decision="approve", by="finance-lead", note="fine", timeout=0)
+    drain(company)
+    run.refresh_from_db()
+    assert run.status == "finished", run.error
+    row = sandbox.checks_of(run, viewer="alice")
+    assert row is not None and row.checks is not None
+    assert [c["ok"] for c in row.checks] == [True] * len(row.checks), row.checks
+    assert len(row.checks) == 9
+    assert row.checks[0]["step"] == "Then order 1001 was refunded 1500"
+    # Marked in the ledger: every record the engine wrote for it says so.
+    calls = LedgerRecord.objects.filter(run_id=run.id, kind="op.called")
+    assert calls.count() == 4 and all(r.body.get("sandbox") is True for r in calls)
+    # The shop's state moved in the run's books, and nowhere else.
+    assert SandboxRun.objects.get(pk=run.id).books["shop"]["state"]["orders"]["1001"]["status"] == "partly_refunded"
+
+
+def test_a_check_that_fails_says_why(company):
+    # Seeded by "finance rejects a refund" (no Given: order 1002 is in the shop's initial state), approved instead.
+    run = sandbox.start_sandbox(scenario="finance rejects a refund", started_by="alice")
+    drain(company)
+    decide(run_id=run.id, decision="approve", by="finance-lead", timeout=0)
+    drain(company)
+    run.refresh_from_db()
+    row = sandbox.checks_of(run, viewer="alice")
+    by_step = {c["step"]: c for c in row.checks}
+    outcome = by_step['Then the run fails with "approval_rejected"']
+    assert not outcome["ok"] and "The run finished" in outcome["detail"]
+    assert not by_step["And shop.order.refund was not called"]["ok"]
+    assert (row.failed, row.passed) == (6, 0)  # approved instead of rejected: every check fails
+
+
+def test_the_fakes_survive_a_suspend_and_the_checks_count_calls_from_the_seed(company):
+    # The shop fails once (a fault queued by the scenario) and its read is tried again: the fault
+    # is in the books when the run parks for its approval, and the count starts after the seeds.
+    run = sandbox.start_sandbox(scenario="the shop fails once while the order is read, and the read is tried again",
+                                started_by="alice")
+    assert SandboxRun.objects.get(pk=run.id).books["shop"]["faults"] == {"shop.order.get": [{"kind": "fail"}]}
+    drain(company, worker_id="worker-1")
+    run.refresh_from_db()
+    assert run.waiting_for == "approval"
+    assert SandboxRun.objects.get(pk=run.id).books["shop"]["faults"] == {}
+    decide(run_id=run.id, decision="approve", by="finance-lead", timeout=0)
+    drain(company, worker_id="worker-2")  # another worker, fakes made afresh from the books
+    run.refresh_from_db()
+    assert run.status == "finished", run.error
+    row = sandbox.checks_of(run, viewer="alice")
+    assert all(c["ok"] for c in row.checks), row.checks
+
+
+def test_an_unknown_scenario_or_one_of_another_workflow_is_refused_naming_those_there_are(company):
+    with pytest.raises(Exception) as err:
+        sandbox.start_sandbox(scenario="no such scenario", workflow="refund", started_by="alice")
+    assert 'No scenario "no such scenario" of workflow refund' in str(err.value)
+    assert '"finance approves a refund"' in str(err.value)
+    with pytest.raises(Exception) as err:
+        sandbox.start_sandbox(scenario=APPROVES, workflow="ship", started_by="alice")
+    assert "runs workflow refund, not ship" in str(err.value)
+    assert not Run.objects.exists() and not SandboxRun.objects.exists()
+
+
+def test_a_starter_who_may_not_start_the_workflow_is_refused_and_nothing_is_written(company):
+    from runs.seed import seed_person
+
+    seed_person(username="nobody")
+    with pytest.raises(Exception) as err:
+        sandbox.start_sandbox(scenario=APPROVES, started_by="nobody")
+    assert getattr(err.value, "code", None) == "permission_denied"
+    assert not Run.objects.exists() and not SandboxRun.objects.exists()
+
+
+# ---- a vendor with no fake --------------------------------------------------------------------
+
+
+class Ping(BaseModel):
+    text: str
+
+
+REAL_CALLS: list[str] = []
+bare = define_connector("bare", {"ping": {"echo": op(effect="read", input=Ping, output=Ping, idempotent=True)}})
+
+
+def _ping(payload: Ping, context) -> dict:
+    REAL_CALLS.append(payload.text)
+    return {"text": payload.text}
+
+
+def _ping_bare(ctx, input: Ping):
+    return ctx.bare.ping.echo({"text": input.text}).model_dump()
+
+
+ping_bare = define_workflow(name="ping-bare", input=Ping, uses=[bare.operations["bare.ping.echo"]], run=_ping_bare)
+
+
+def test_a_sandbox_run_whose_vendor_has_no_fake_fails_clearly_and_never_calls_the_driver(engine_for):
+    from connectors import with_setup
+
+    engine = engine_for(ping_bare, connectors=[with_setup(bare, driver=lambda: define_driver(bare, {"ping": {"echo": _ping}}))])
+    REAL_CALLS.clear()
+    run = services.start(workflow="ping-bare", input={"text": "hi"}, started_by="alice", run_id="sandbox-ping-1")
+    SandboxRun.objects.create(run=run, scenario="(made by the test)")
+    engine.drain()
+    run.refresh_from_db()
+    assert run.status == "failed"
+    assert run.error.get("code") == NO_FAKE, run.error
+    assert "bare.ping.echo cannot be called in a sandbox run: vendor bare has no fake" in run.error["message"]
+    assert REAL_CALLS == []
+    # The same workflow, not a sandbox, reaches the driver.
+    plain = engine.run("ping-bare", {"text": "real"})
+    assert plain.status == "finished" and REAL_CALLS == ["real"]
