@@ -1,117 +1,55 @@
-"""A sandbox run's scenario: which of the company's scenarios exercise a workflow, seeding fakes from
-one's `Given` steps, and its `Then` steps checked against a run that ended.
+"""How the runtime reads the company's scenarios for sandbox runs: through a reader the site installs.
 
-Each step is run by the scenario library's own implementation (`features.library.world`), the one
-behave runs: a seed calls the operation on its fake, a state step edits the fake's state, a fault is
-queued on the fake; a check reads the run's ledger and the fakes as the run left them. What a
-sandbox run does not take from its scenario: who starts it (the operator who asks), the people and
-groups it names (the desk's people decide), its decisions and messages (decided and sent on the
-desk, as for any run) and its clock (sleeps take their time).
+The scenario library (`features`) sits above the runtime, so the runtime names only what it needs
+of it (`ScenarioReader`); the site installs the library's (`features.library.sandbox.SCENARIOS`)
+when Django starts. Without one, starting or checking a sandbox run says so.
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from connectors.errors import InvalidInput, SanomaError
-from features.library import model as m
-from features.library.errors import DriveError, StepFailed
-from features.library.loader import load_scenarios
+from connectors.errors import SanomaError
 from runs.config.resolution import ResolvedConfig
 
-# The Given actions that seed the fakes (a Custom Given is a step set's, run the same way).
-SEEDS = (m.Seed, m.SetState, m.Custom)
-# The Then actions that are checks.
-CHECKS = (m.ExpectCall, m.ExpectOutcome, m.ExpectWaiting, m.ExpectOutput, m.ExpectLedger, m.ExpectLedgerOrder,
-          m.ExpectState, m.ExpectCollection, m.ExpectVendorCalls, m.Custom)
+
+@dataclass(frozen=True)
+class Chosen:
+    """One scenario as a sandbox run needs it: where it is, the workflow it runs and its input."""
+
+    name: str
+    file: str
+    line: int
+    workflow: str
+    input: dict[str, Any]
+    steps: list[str] = field(default_factory=list)  # each step as written, keyword first
 
 
-def scenarios_of(config: ResolvedConfig, workflow: str | None = None) -> list[m.Scenario]:
-    """The config's readable scenarios (those running `workflow`, when given), by file and line."""
-    found = load_scenarios(config).scenarios
-    return sorted((s for s in found if workflow is None or s.workflow == workflow), key=lambda s: (s.file, s.line))
+class ScenarioReader(Protocol):
+    def of_workflow(self, config: ResolvedConfig, workflow: str | None) -> list[Chosen]:
+        """The readable scenarios (running `workflow`, when given), by file and line."""
+
+    def find(self, config: ResolvedConfig, *, name: str, workflow: str | None = None) -> Chosen:
+        """The scenario called `name` (running `workflow`); else `invalid_input` naming those there are."""
+
+    def seed(self, config: ResolvedConfig, chosen: Chosen) -> None:
+        """Its `Given` steps against `config`'s fakes, then its faults queued."""
+
+    def checks(self, config: ResolvedConfig, chosen: Chosen, *, run_id: str,
+               calls_before: dict[str, int]) -> list[dict[str, Any]]:
+        """Its `Then` steps against the run and `config`'s fakes: `{step, line, ok, detail}` each."""
 
 
-def find_scenario(config: ResolvedConfig, *, name: str, workflow: str | None = None) -> m.Scenario:
-    """The scenario called `name` (running `workflow`, when given); else `invalid_input` naming those there are."""
-    if workflow is not None and workflow not in config.workflows:
-        raise InvalidInput(f"No workflow {workflow!r}; the workflows are {', '.join(sorted(config.workflows))}",
-                           data={"issues": [{"path": ["workflow"], "code": "not_found", "message": "no such workflow"}]})
-    mine = scenarios_of(config, workflow)
-    scenario = next((s for s in mine if s.name == name), None)
-    if scenario is not None:
-        return scenario
-    other = next((s for s in scenarios_of(config) if s.name == name), None)
-    if other is not None:
-        message = f'Scenario "{name}" runs workflow {other.workflow}, not {workflow}'
-    else:
-        names = "; ".join(f'"{s.name}"' for s in mine) or "none"
-        where = f"of workflow {workflow}" if workflow else "of the company"
-        message = f'No scenario "{name}" {where}; the scenarios {where} are: {names}'
-    raise InvalidInput(message, data={"issues": [{"path": ["scenario"], "code": "not_found", "message": message}]})
+_reader: ScenarioReader | None = None
 
 
-def _world(config: ResolvedConfig, scenario: m.Scenario) -> Any:
-    from features.library.world import ScenarioWorld  # touches the database: imported on demand
-
-    return ScenarioWorld(config, scenario)
-
-
-def _run_step(world: Any, step: m.ScenarioStep) -> None:
-    """One step by the world's own handler (as `ScenarioWorld.execute` runs it, without its end-of-scenario
-    decision check: a sandbox run's approvals are decided on the desk)."""
-    world.step, world.text, world.table = step, None, None
-    handler = getattr(world, f"_do_{type(step.action).__name__}")
-    try:
-        handler(step.action)
-    except StepFailed:
-        raise
-    except DriveError as err:
-        raise StepFailed(str(err)) from None
-    except AssertionError as err:
-        raise StepFailed(str(err) or f"{step.describe()} did not hold") from None
+def install(reader: ScenarioReader | None) -> None:
+    global _reader
+    _reader = reader
 
 
-def seed(config: ResolvedConfig, scenario: m.Scenario) -> None:
-    """The scenario's `Given` steps against `config`'s fakes (fresh ones: a sandbox's), then its
-    faults queued, as a scenario run does before its run starts. A seed that fails is `invalid_input`."""
-    world = _world(config, scenario)
-    for step in scenario.steps:
-        if step.kind == "given" and isinstance(step.action, SEEDS):
-            try:
-                _run_step(world, step)
-            except StepFailed as err:
-                raise InvalidInput(f"The scenario's step {step.describe()!r} (line {step.line}) could not seed the "
-                                   f"fakes: {err}", data={"issues": [{"path": ["scenario"], "code": "invalid",
-                                                                    "message": str(err)}]}) from None
-    for fault in scenario.actions(m.Fault):
-        vendor = config.ops[fault.op].vendor
-        getattr(config.fakes[vendor], fault.fault)(fault.op)
-
-
-def checks(config: ResolvedConfig, scenario: m.Scenario, *, run_id: str,
-           calls_before: dict[str, int]) -> list[dict[str, Any]]:
-    """Each `Then` step of the scenario against the run `run_id` and `config`'s fakes (as the run
-    left them): `{"step", "line", "ok", "detail"}`, in the scenario's order."""
-    world = _world(config, scenario)
-    world.run_id = run_id
-    world.calls_before = dict(calls_before)
-    out = []
-    for step in scenario.steps:
-        if step.kind != "then" or not isinstance(step.action, CHECKS):
-            continue
-        try:
-            _run_step(world, step)
-        except StepFailed as err:
-            detail = str(err)
-            first = f"{step.describe()}\n"
-            out.append({"step": step.describe(), "line": step.line, "ok": False,
-                        "detail": detail[len(first):] if detail.startswith(first) else detail})
-        except SanomaError as err:
-            out.append({"step": step.describe(), "line": step.line, "ok": False, "detail": str(err)})
-        except Exception as err:  # a step set's own function that broke: shown, not raised
-            out.append({"step": step.describe(), "line": step.line, "ok": False,
-                        "detail": f"{type(err).__name__}: {err}"})
-        else:
-            out.append({"step": step.describe(), "line": step.line, "ok": True, "detail": ""})
-    return out
-
+def reader() -> ScenarioReader:
+    if _reader is None:
+        raise SanomaError("No scenario reader is installed, so sandbox runs cannot be seeded or checked: the site "
+                          "installs one when Django starts (sanoma_site in INSTALLED_APPS)", code="config_invalid")
+    return _reader

@@ -14,7 +14,7 @@ from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
 from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, Run
-from runs.sandbox import scenarios
+from runs.sandbox.scenarios import Chosen, reader
 from runs.sandbox.engine import PREFIX
 from runs.sandbox.fakes import SandboxFakes
 from runs.sandbox.models import SandboxRun
@@ -34,13 +34,13 @@ def start_sandbox(*, scenario: str, started_by: str | Principal | Any, workflow:
     if not isinstance(scenario, str) or not scenario.strip():
         raise InvalidInput("Name the scenario to seed the sandbox run from",
                            data={"issues": [{"path": ["scenario"], "code": "required", "message": "required"}]})
-    chosen = scenarios.find_scenario(config, name=scenario, workflow=workflow)
+    chosen = reader().find(config, name=scenario, workflow=workflow)
     fakes = SandboxFakes(config)
     try:
         seeded = fakes.config(config)
         # The starter's checks before seeding: a refusal costs nothing.
         services.check_start(config=config, workflow=chosen.workflow, input=chosen.input, started_by=started_by)
-        scenarios.seed(seeded, chosen)
+        reader().seed(seeded, chosen)
         books, calls_before = fakes.books(), fakes.calls_seen()
     finally:
         fakes.close()
@@ -87,13 +87,13 @@ def check(*, run_id: str, viewer: str | Principal | Any, config: ResolvedConfig 
 def evaluate(row: SandboxRun, config: ResolvedConfig) -> list[dict[str, Any]]:
     """The scenario's checks against the run of `row` and its fakes' books (writes nothing)."""
     try:
-        scenario = scenarios.find_scenario(config, name=row.scenario)
+        chosen: Chosen = reader().find(config, name=row.scenario)
     except InvalidInput as err:
         return [{"step": f'scenario "{row.scenario}"', "line": 0, "ok": False,
                  "detail": f"the scenario could not be read, so nothing was checked: {err}"}]
     fakes = SandboxFakes(config, row.books)
     try:
-        return scenarios.checks(fakes.config(config), scenario, run_id=row.pk, calls_before=row.calls_before)
+        return reader().checks(fakes.config(config), chosen, run_id=row.pk, calls_before=row.calls_before)
     finally:
         fakes.close()
 
