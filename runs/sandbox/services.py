@@ -18,6 +18,7 @@ from runs.sandbox.scenarios import Chosen, reader
 from runs.sandbox.engine import PREFIX
 from runs.sandbox.fakes import SandboxFakes
 from runs.sandbox.models import SandboxRun
+from runs.sandbox.selectors import sandbox_of
 
 
 def start_sandbox(*, scenario: str, started_by: str | Principal | Any, workflow: str | None = None,
@@ -51,14 +52,6 @@ def start_sandbox(*, scenario: str, started_by: str | Principal | Any, workflow:
         SandboxRun.objects.create(run=run, scenario=chosen.name, file=chosen.file, books=books,
                                   calls_before=calls_before)
     return run
-
-
-def sandbox_of(run: Run) -> SandboxRun | None:
-    """The run's sandbox row, or None for a run on real drivers."""
-    try:
-        return run.sandbox  # type: ignore[attr-defined,no-any-return]
-    except SandboxRun.DoesNotExist:
-        return None
 
 
 def check(*, run_id: str, viewer: str | Principal | Any, config: ResolvedConfig | None = None) -> SandboxRun:

@@ -26,21 +26,7 @@ from runs.seed import seed_declared
 
 pytestmark = pytest.mark.django_db
 
-COMPANY = Path(__file__).resolve().parents[3] / "company"
 APPROVES = "finance approves a refund"
-
-
-@pytest.fixture
-def company(tmp_path: Path) -> Iterator[ResolvedConfig]:
-    """The example company on its REAL drivers (no fakes asked for): a call that reached the shop's
-    driver would fail, having no SHOP_API_URL."""
-    config = load_config(COMPANY)
-    set_config(config)
-    seed_declared(vars(company_staff).values())
-    try:
-        yield config
-    finally:
-        set_config(None)
 
 
 def test_a_sandbox_run_of_a_scenario_runs_on_fakes_seeded_by_its_givens_and_passes_its_checks(company):
