@@ -38,8 +38,8 @@ def scenarios_of(config: ResolvedConfig, workflow: str | None = None) -> list[m.
 def find_scenario(config: ResolvedConfig, *, name: str, workflow: str | None = None) -> m.Scenario:
     """The scenario called `name` (running `workflow`, when given); else `invalid_input` naming those there are."""
     if workflow is not None and workflow not in config.workflows:
-        raise InvalidInput(f"No workflow {workflow!r}; the workflows are {', '.join(sorted(config.workflows))}",
-                           data={"issues": [{"path": ["workflow"], "code": "not_found", "message": "no such workflow"}]})
+        said = f"No workflow {workflow!r}; the workflows are {', '.join(sorted(config.workflows))}"
+        raise InvalidInput(said, data={"issues": [{"path": ["workflow"], "code": "not_found", "message": said}]})
     mine = scenarios_of(config, workflow)
     scenario = next((s for s in mine if s.name == name), None)
     if scenario is not None:
@@ -104,10 +104,9 @@ def checks(config: ResolvedConfig, scenario: m.Scenario, *, run_id: str,
         try:
             _run_step(world, step)
         except StepFailed as err:
-            detail = str(err)
-            first = f"{step.describe()}\n"
-            out.append({"step": step.describe(), "line": step.line, "ok": False,
-                        "detail": detail[len(first):] if detail.startswith(first) else detail})
+            head, _, rest = str(err).partition("\n")
+            detail = rest if rest and head.endswith(step.describe()) else str(err)  # the step is shown beside it
+            out.append({"step": step.describe(), "line": step.line, "ok": False, "detail": detail})
         except SanomaError as err:
             out.append({"step": step.describe(), "line": step.line, "ok": False, "detail": str(err)})
         except Exception as err:  # a step set's own function that broke: shown, not raised

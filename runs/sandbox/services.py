@@ -14,10 +14,10 @@ from runs.config.resolution import ResolvedConfig
 from runs.engine import clock
 from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, Run
-from runs.sandbox.scenarios import Chosen, reader
-from runs.sandbox.engine import PREFIX
+from runs.sandbox.engine import PREFIX, is_sandbox_id
 from runs.sandbox.fakes import SandboxFakes
 from runs.sandbox.models import SandboxRun
+from runs.sandbox.scenarios import Chosen, reader
 from runs.sandbox.selectors import sandbox_of
 
 
@@ -100,3 +100,15 @@ def checks_of(run: Run, *, viewer: Any) -> SandboxRun | None:
     if row.checks is None and run.status in ENDED_STATUSES:
         return check(run_id=run.pk, viewer=viewer)
     return row
+
+
+def check_if_ended(*, run_id: str, viewer: Any) -> None:
+    """Before a page about the run reads it: a sandbox run that has ended and has no checks yet gets
+    them (one write, outside the page's read-only snapshot). Anything else is left alone."""
+    if not is_sandbox_id(run_id):
+        return
+    if SandboxRun.objects.filter(pk=run_id, checks__isnull=True, run__status__in=ENDED_STATUSES).exists():
+        try:
+            check(run_id=run_id, viewer=viewer)
+        except SanomaError:
+            pass  # a run the viewer may not see: the page says so itself

@@ -23,3 +23,16 @@ def company(db) -> Iterator[ResolvedConfig]:
         yield config
     finally:
         set_config(None)
+
+
+@pytest.fixture
+def company_on_fakes(db, tmp_path) -> Iterator[ResolvedConfig]:
+    """The example company with its own fakes as its drivers (as the demo runs it), so its ordinary
+    runs go as far as a sandbox run does."""
+    config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
+    set_config(config)
+    seed_declared(vars(company_staff).values())
+    try:
+        yield config
+    finally:
+        set_config(None)

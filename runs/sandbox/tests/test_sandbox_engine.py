@@ -3,26 +3,19 @@ config on real drivers included), their fakes' books kept with the run across su
 against the scenario's Then steps once ended; a vendor with no fake fails the call clearly."""
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from pydantic import BaseModel
 
-from company.resources import staff as company_staff
 from connectors import define_connector, op
 from connectors.drivers import define_driver
 from runs import services
 from runs.approvals.services import decide
 from runs.authoring import define_workflow
-from runs.config.registry import set_config
-from runs.config.resolution import ResolvedConfig, load_config
 from runs.engine.drain import drain
 from runs.models import LedgerRecord, Run
 from runs.sandbox import services as sandbox
 from runs.sandbox.fakes import NO_FAKE
 from runs.sandbox.models import SandboxRun
-from runs.seed import seed_declared
 
 pytestmark = pytest.mark.django_db
 
@@ -136,7 +129,8 @@ ping_bare = define_workflow(name="ping-bare", input=Ping, uses=[bare.operations[
 def test_a_sandbox_run_whose_vendor_has_no_fake_fails_clearly_and_never_calls_the_driver(engine_for):
     from connectors import with_setup
 
-    engine = engine_for(ping_bare, connectors=[with_setup(bare, driver=lambda: define_driver(bare, {"ping": {"echo": _ping}}))])
+    driver = with_setup(bare, driver=lambda: define_driver(bare, {"ping": {"echo": _ping}}))
+    engine = engine_for(ping_bare, connectors=[driver])
     REAL_CALLS.clear()
     run = services.start(workflow="ping-bare", input={"text": "hi"}, started_by="alice", run_id="sandbox-ping-1")
     SandboxRun.objects.create(run=run, scenario="(made by the test)")
