@@ -24,7 +24,7 @@ from runs.approvals.permissions import check_can_view, is_operator
 from runs.display import ids_shortened, moment, tokens
 from runs.models import Approval, ApprovalStatus
 from runs.sandbox.admin import badge
-from runs.sandbox.selectors import sandbox_run_ids
+from runs.sandbox.selectors import sandbox_data, sandbox_of, sandbox_run_ids
 from runs.selectors import Counted, bounded_count
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
@@ -286,6 +286,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "may_withdraw": may_withdraw,
             "queued": queued,
             "is_operator": is_operator(principal),
+            "sandbox": sandbox_data(sandbox_of(approval.run)),
         }
         return TemplateResponse(request, "admin/runs/approval/decide.html", context)
 

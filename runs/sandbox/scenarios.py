@@ -6,6 +6,7 @@ when Django starts. Without one, starting or checking a sandbox run says so.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +24,10 @@ class Chosen:
     workflow: str
     input: dict[str, Any]
     steps: list[str] = field(default_factory=list)  # each step as written, keyword first
+
+    @property
+    def input_json(self) -> str:
+        return json.dumps(self.input, indent=2, sort_keys=True, default=str)
 
 
 class ScenarioReader(Protocol):
