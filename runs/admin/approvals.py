@@ -95,7 +95,7 @@ class InboxChangeList(ChangeList):
         found = list(Approval.objects.select_related("run").filter(pk__in=keys).order_by("-requested_at", "-id"))
         sandboxes = sandbox_run_ids({approval.run_id for approval in found})  # marked in the run column
         for approval in found:
-            approval.in_sandbox = approval.run_id in sandboxes
+            approval.in_sandbox = approval.run_id in sandboxes  # type: ignore[attr-defined]
         self.result_list = found[:per_page]
         self.has_next = len(found) > per_page
         self.counted: Counted = bounded_count(self.queryset, bound=INBOX_COUNT_BOUND)

@@ -11,7 +11,7 @@ from runs.sandbox.models import SandboxRun
 def sandbox_of(run: Run) -> SandboxRun | None:
     """The run's sandbox row, or None for a run on real drivers."""
     try:
-        return run.sandbox  # type: ignore[attr-defined,no-any-return]
+        return run.sandbox
     except SandboxRun.DoesNotExist:
         return None
 

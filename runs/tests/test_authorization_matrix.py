@@ -586,5 +586,5 @@ def test_who_may_call_and_what_they_get(call_world, surface, action, actor, whic
 
 def test_the_call_matrix_covers_every_surface_action_and_actor():
     assert len(CALL_CASES) == 2 * len(CALL_ACTORS) * 3 + 2 * (len(CALL_ACTORS) - 1) * 2 * 2
-    assert {call_expected(a, actor, w) for _, a, actor, w in (c.values for c in CALL_CASES)} == {
+    assert {call_expected(str(a), str(actor), str(w)) for _, a, actor, w in (c.values for c in CALL_CASES)} == {
         OK, HELD, DENIED, DIFFERS, EXISTS, NOT_FOUND, UNAUTHENTICATED}

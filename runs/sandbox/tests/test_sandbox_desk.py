@@ -64,17 +64,25 @@ def test_the_runs_list_marks_and_filters_sandbox_runs_and_the_inbox_marks_their_
 
     def rows(url: str) -> dict[str, bool]:
         listed = alice.get(url).content.decode()
-        found = re.findall(r'<tr>.*?<th class="field-id"><a href="[^"]*">([^<]+)</a></th>'
-                           r'<td class="field-sandbox_badge">(.*?)</td>', listed, re.DOTALL)
-        return {run_id: "sanoma-sandbox-badge" in cell for run_id, cell in found}
+        shown = {}
+        for row in re.findall(r"<tr>.*?</tr>", listed, re.DOTALL):
+            run_id = re.search(r'<th class="field-id"><a href="[^"]*">([^<]+)</a></th>', row)
+            if run_id is not None:
+                cell = re.search(r'<td class="field-sandbox_badge">(.*?)</td>', row, re.DOTALL)
+                assert cell is not None, row
+                shown[run_id.group(1)] = "sanoma-sandbox-badge" in cell.group(1)
+        return shown
 
     assert rows("/admin/runs/run/") == {sandbox.id: True, plain.id: False}
     assert rows("/admin/runs/run/?sandbox=yes") == {sandbox.id: True}
     assert rows("/admin/runs/run/?sandbox=no") == {plain.id: False}
     inbox = desk("finance-lead").get("/admin/runs/approval/").content.decode()
     [body] = re.findall(r'<tbody>(.*?)</tbody>', inbox, re.DOTALL)
-    marked = {re.search(r'href="/admin/runs/run/([^/]+)/change/"', row).group(1): "sanoma-sandbox-badge" in row
-              for row in re.findall(r"<tr>.*?</tr>", body, re.DOTALL)}
+    marked = {}
+    for row in re.findall(r"<tr>.*?</tr>", body, re.DOTALL):
+        link = re.search(r'href="/admin/runs/run/([^/]+)/change/"', row)
+        assert link is not None, row
+        marked[link.group(1)] = "sanoma-sandbox-badge" in row
     assert marked == {sandbox.id: True, plain.id: False}
 
 
@@ -88,7 +96,8 @@ def test_the_run_page_shows_the_checks_once_the_run_ended(company):
     drain(company)
     page = desk("alice").get(f"/admin/runs/run/{run.id}/change/").content.decode()
     assert "The scenario's checks: 8 passed, 1 failed." in page  # no note "fine" was given
-    assert 'expected at least one &quot;approval.decided&quot; record(s) with {&quot;by&quot;: &quot;finance-lead&quot;, ' \
-        '&quot;note&quot;: &quot;fine&quot;}; found 0.' in page
+    said = ('expected at least one &quot;approval.decided&quot; record(s) with {&quot;by&quot;: '
+            '&quot;finance-lead&quot;, &quot;note&quot;: &quot;fine&quot;}; found 0.')
+    assert said in page
     assert page.count('data-ok="true"') == 8 and page.count('data-ok="false"') == 1
     assert SandboxRun.objects.get(pk=run.id).checks is not None  # evaluated once, kept

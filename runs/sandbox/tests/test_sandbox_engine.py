@@ -3,6 +3,8 @@ config on real drivers included), their fakes' books kept with the run across su
 against the scenario's Then steps once ended; a vendor with no fake fails the call clearly."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import BaseModel
 
@@ -32,13 +34,13 @@ def test_a_sandbox_run_of_a_scenario_runs_on_fakes_seeded_by_its_givens_and_pass
     drain(company)
     run.refresh_from_db()
     assert (run.status, run.waiting_for) == ("waiting", "approval")
-    assert sandbox.checks_of(run, viewer="alice").checks is None  # not ended: nothing checked yet
+    waiting = sandbox.checks_of(run, viewer="alice")
+    assert waiting is not None and waiting.checks is None  # not ended: nothing checked yet
     decide(run_id=run.id, decision="approve", by="finance-lead", note="fine", timeout=0)
     drain(company)
     run.refresh_from_db()
     assert run.status == "finished", run.error
-    row = sandbox.checks_of(run, viewer="alice")
-    assert row is not None and row.checks is not None
+    row = _checked(run)
     assert [c["ok"] for c in row.checks] == [True] * len(row.checks), row.checks
     assert len(row.checks) == 9
     assert row.checks[0]["step"] == "Then order 1001 was refunded 1500"
@@ -49,6 +51,12 @@ def test_a_sandbox_run_of_a_scenario_runs_on_fakes_seeded_by_its_givens_and_pass
     assert SandboxRun.objects.get(pk=run.id).books["shop"]["state"]["orders"]["1001"]["status"] == "partly_refunded"
 
 
+def _checked(run: Run) -> Any:
+    row = sandbox.checks_of(run, viewer="alice")
+    assert row is not None and row.checks is not None
+    return row
+
+
 def test_a_check_that_fails_says_why(company):
     # Seeded by "finance rejects a refund" (no Given: order 1002 is in the shop's initial state), approved instead.
     run = sandbox.start_sandbox(scenario="finance rejects a refund", started_by="alice")
@@ -56,7 +64,7 @@ def test_a_check_that_fails_says_why(company):
     decide(run_id=run.id, decision="approve", by="finance-lead", timeout=0)
     drain(company)
     run.refresh_from_db()
-    row = sandbox.checks_of(run, viewer="alice")
+    row = _checked(run)
     by_step = {c["step"]: c for c in row.checks}
     outcome = by_step['Then the run fails with "approval_rejected"']
     assert not outcome["ok"] and "The run finished" in outcome["detail"]
@@ -78,7 +86,7 @@ def test_the_fakes_survive_a_suspend_and_the_checks_count_calls_from_the_seed(co
     drain(company, worker_id="worker-2")  # another worker, fakes made afresh from the books
     run.refresh_from_db()
     assert run.status == "finished", run.error
-    row = sandbox.checks_of(run, viewer="alice")
+    row = _checked(run)
     assert all(c["ok"] for c in row.checks), row.checks
 
 
@@ -136,7 +144,7 @@ def test_a_sandbox_run_whose_vendor_has_no_fake_fails_clearly_and_never_calls_th
     SandboxRun.objects.create(run=run, scenario="(made by the test)")
     engine.drain()
     run.refresh_from_db()
-    assert run.status == "failed"
+    assert run.status == "failed" and run.error is not None
     assert run.error.get("code") == NO_FAKE, run.error
     assert "bare.ping.echo cannot be called in a sandbox run: vendor bare has no fake" in run.error["message"]
     assert REAL_CALLS == []
