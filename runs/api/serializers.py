@@ -285,6 +285,21 @@ class ResultQuery(StrictSerializer):
 # ---- output -------------------------------------------------------------------------------------
 
 
+class SandboxCheckSerializer(serializers.Serializer):
+    step = serializers.CharField(help_text="the scenario's Then step, as written")
+    line = serializers.IntegerField(help_text="its line in the feature file")
+    ok = serializers.BooleanField()
+    detail = serializers.CharField(help_text="why it failed (empty when it passed)")
+
+
+class SandboxSerializer(serializers.Serializer):
+    scenario = serializers.CharField(help_text="the scenario the run was seeded from")
+    file = serializers.CharField(help_text="its feature file, from the config root")
+    checks = SandboxCheckSerializer(many=True, allow_null=True, help_text="null until the run ends")
+    passed = serializers.IntegerField(allow_null=True)
+    failed = serializers.IntegerField(allow_null=True)
+
+
 class RunSerializer(serializers.ModelSerializer):
     run_id = serializers.CharField(source="id")
     pending_approvals = serializers.SerializerMethodField()
@@ -304,7 +319,7 @@ class RunSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(SandboxSerializer(allow_null=True))
     def get_sandbox(self, run: Run) -> dict[str, Any] | None:
         rows = self.context.get("sandboxes")
         return sandbox_data(rows.get(run.id) if rows is not None else sandbox_of(run))

@@ -32,4 +32,5 @@ class Command(BaseCommand):
             raise CommandError("Say who starts the sandbox run: --as <username>")
         run = start_sandbox(scenario=options["scenario"], workflow=options["workflow"], started_by=options["user"],
                             config=config)
-        self.stdout.write(f"Started {run.workflow} in the sandbox as run {run.id}, seeded from \"{options['scenario']}\"")
+        said = options["scenario"]
+        self.stdout.write(f'Started {run.workflow} in the sandbox as run {run.id}, seeded from "{said}"')
