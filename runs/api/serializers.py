@@ -405,6 +405,8 @@ class InboxItemSerializer(ApprovalSerializer):
     started_by = serializers.CharField(help_text="Who started the run.")
     workflow = serializers.CharField()
     run = RunSummarySerializer()
+    sandbox = serializers.BooleanField(default=False, help_text=(
+        "true when a sandbox run asks it (its calls go to fakes, never a real vendor); decided like any other"))
 
 
 class LedgerRecordSerializer(serializers.Serializer):

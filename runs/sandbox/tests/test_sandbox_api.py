@@ -43,6 +43,8 @@ def test_the_api_starts_a_sandbox_run_marks_it_and_shows_its_checks_once_ended(c
     assert body["sandbox"] == {"scenario": APPROVES, "file": "scenarios/refund.feature", "checks": None,
                                "passed": None, "failed": None}
     drain(company)
+    inbox = api("finance-lead").get("/api/approvals").json()["results"]
+    assert [(a["run_id"], a["sandbox"]) for a in inbox] == [(run_id, True)]  # marked in the inbox
     # Decided like any other approval, by its approver, over the API.
     decided = api("finance-lead").post(f"/api/runs/{run_id}/approvals",
                                        data=json.dumps({"decision": "approve", "note": "fine"}),
