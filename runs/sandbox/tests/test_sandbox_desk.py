@@ -8,6 +8,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from django.urls import reverse
 
 from runs import services
 from runs.engine.drain import drain
@@ -27,6 +28,10 @@ def desk(username: str) -> Client:
 
 def test_the_sandbox_page_lists_the_workflows_scenarios_and_starts_the_one_chosen(company):
     alice = desk("alice")
+    # Reached from the workflow's catalog page, its start form and the runs list.
+    for page in (reverse("admin:catalog_workflow", args=["refund"]), "/admin/runs/run/start/?workflow=refund"):
+        assert 'href="/admin/runs/run/sandbox/?workflow=refund"' in alice.get(page).content.decode(), page
+    assert 'href="/admin/runs/run/sandbox/"' in alice.get("/admin/runs/run/").content.decode()
     index = alice.get("/admin/runs/run/sandbox/").content.decode()
     assert 'href="/admin/runs/run/sandbox/?workflow=refund"' in index
     page = alice.get("/admin/runs/run/sandbox/?workflow=refund").content.decode()
