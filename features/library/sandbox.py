@@ -20,6 +20,7 @@ from features.library.errors import DriveError, StepFailed
 from features.library.loader import load_scenarios
 from features.library.world import ScenarioWorld
 from runs.config.resolution import ResolvedConfig
+from runs.sandbox.fakes import base_config
 from runs.sandbox.scenarios import Chosen
 
 # The Given actions that seed the fakes (a Custom Given is a step set's, run the same way).
@@ -30,8 +31,9 @@ CHECKS = (m.ExpectCall, m.ExpectOutcome, m.ExpectWaiting, m.ExpectOutput, m.Expe
 
 
 def scenarios_of(config: ResolvedConfig, workflow: str | None = None) -> list[m.Scenario]:
-    """The config's readable scenarios (those running `workflow`, when given), by file and line."""
-    found = load_scenarios(config).scenarios
+    """The config's readable scenarios (those running `workflow`, when given), by file and line.
+    Read from the config a sandbox's was made from: read once, while the files do not change."""
+    found = load_scenarios(base_config(config)).scenarios
     return sorted((s for s in found if workflow is None or s.workflow == workflow), key=lambda s: (s.file, s.line))
 
 
@@ -115,7 +117,6 @@ def checks(config: ResolvedConfig, scenario: m.Scenario, *, run_id: str,
         else:
             out.append({"step": step.describe(), "line": step.line, "ok": True, "detail": ""})
     return out
-
 
 
 def _chosen(scenario: m.Scenario) -> Chosen:

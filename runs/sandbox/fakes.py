@@ -32,6 +32,12 @@ from runs.config.resolution import ResolvedConfig
 NO_FAKE = ErrorCode.NO_DRIVER
 
 
+def base_config(config: ResolvedConfig) -> ResolvedConfig:
+    """The config a sandbox's was made from (itself, for any other): what reads it once and keeps
+    what it read (its scenarios, its step library) reads that one."""
+    return getattr(config, "sandbox_base", config)
+
+
 def no_fake_driver(vendor: str, op_ids: list[str]) -> Driver:
     """A driver for a vendor with no fake: every call is refused (never retried), naming it."""
 
@@ -93,6 +99,7 @@ class SandboxFakes:
         extended_by = getattr(config, "extended_by", None)
         if extended_by is not None:
             made.extended_by = extended_by  # type: ignore[attr-defined]
+        made.sandbox_base = base_config(config)  # type: ignore[attr-defined]  # what it was made from
         return made
 
     def books(self) -> dict[str, Any]:
