@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
+
 from runs.config.resolution import ResolvedConfig
 from runs.models import Run
 from runs.sandbox.fakes import SandboxFakes
@@ -55,11 +57,15 @@ class SandboxAdvance:
         self.config = self.fakes.config(config)
 
     def save(self) -> None:
-        """The fakes' books into the row (inside the step's transaction: they commit with it)."""
-        books = self.fakes.changed()
-        if books is not None:
-            SandboxRun.objects.filter(pk=self.row.pk).update(books=books)
-            self.row.books = books
+        """The fakes' books into the row, inside the step's transaction: they commit with it (a
+        write tried again after a dropped connection writes them again)."""
+        changed = self.fakes.changed()
+        if changed is None:
+            return
+        texts, books = changed
+        SandboxRun.objects.filter(pk=self.row.pk).update(books=books)
+        self.row.books = books
+        transaction.on_commit(lambda: self.fakes.saved(texts))
 
     def adopt_child(self, child: Run) -> None:
         """A child run started by this one: a sandbox run on the fakes as they are now."""

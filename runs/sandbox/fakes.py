@@ -111,8 +111,9 @@ class SandboxFakes:
                 out[vendor] = json.loads(path.read_text(encoding="utf-8"))
         return out
 
-    def changed(self) -> dict[str, Any] | None:
-        """The books, when any file differs from what was last loaded or saved; else None."""
+    def changed(self) -> tuple[dict[str, str], dict[str, Any]] | None:
+        """The files' texts and the books, when any file differs from what was loaded or last
+        saved (`saved`); else None."""
         texts = {}
         for vendor in self.fakes:
             path = self.folder / f"{vendor}.json"
@@ -120,8 +121,11 @@ class SandboxFakes:
                 texts[vendor] = path.read_text(encoding="utf-8")
         if texts == self._written:
             return None
+        return texts, {vendor: json.loads(text) for vendor, text in texts.items()}
+
+    def saved(self, texts: dict[str, str]) -> None:
+        """These texts are in the run's row now (their transaction committed)."""
         self._written = texts
-        return {vendor: json.loads(text) for vendor, text in texts.items()}
 
     def calls_seen(self) -> dict[str, int]:
         return {vendor: len(fake.calls) for vendor, fake in self.fakes.items()}
