@@ -1,7 +1,8 @@
 """What the engine asks about a sandbox run as it advances one (`runs.engine.segment`).
 
 A sandbox run's id begins with `sandbox-` (`services.start_sandbox` makes it; its child runs'
-`<parent>.<seq>` and its reruns' `<run>~<n>` keep it), so an ordinary run costs the engine no read.
+`<parent>.<seq>` and its reruns' `<run>~<n>` keep it), so an ordinary run costs the engine no read
+(a child run or a rerun, one: it may have been given an id of its own).
 The run's `SandboxRun` row is the truth: a run with the prefix and a row advances on fakes. A child
 run, rerun or fork of a sandbox run gets a row of its own (its scenario, and its origin's books as
 they are) before its first call, so it too never reaches a real driver.
@@ -25,8 +26,11 @@ def is_sandbox_id(run_id: str) -> bool:
 
 
 def row_of(run: Run) -> SandboxRun | None:
-    """The run's sandbox row, made from its origin's (parent, or the run it reruns) when it has none yet."""
-    if not is_sandbox_id(run.pk):
+    """The run's sandbox row, made from its origin's (parent, or the run it reruns) when it has none yet.
+
+    Read only for a run that may be one: its id has the prefix, or it has an origin (a child run
+    given an id of its own by `ctx.start_run(run_id=...)` is a sandbox run if its parent is)."""
+    if not (is_sandbox_id(run.pk) or run.parent_id or run.source_run):
         return None
     row = SandboxRun.objects.filter(pk=run.pk).first()
     if row is not None:

@@ -151,3 +151,46 @@ def test_a_sandbox_run_whose_vendor_has_no_fake_fails_clearly_and_never_calls_th
     # The same workflow, not a sandbox, reaches the driver.
     plain = engine.run("ping-bare", {"text": "real"})
     assert plain.status == "finished" and REAL_CALLS == ["real"]
+
+
+# ---- a child run of a sandbox run ---------------------------------------------------------------
+
+
+KID_FEATURE = """Feature: Parent and kid
+  Scenario: the kid reads an order
+    When sb-parent runs
+    Then acme.order.get was called
+    And the run succeeds
+"""
+
+
+class Nothing(BaseModel):
+    pass
+
+
+def _kid(ctx, input: Nothing):
+    return ctx.acme.order.get({"order_id": "1"}).model_dump()
+
+
+def _parent(ctx, input: Nothing):
+    kid = ctx.start_run("sb-kid", {}, run_id="a-kid-of-its-own")  # an id without the sandbox prefix
+    return ctx.wait_run(kid)
+
+
+def test_a_child_run_of_a_sandbox_run_is_a_sandbox_run_even_with_an_id_of_its_own(engine_for, tmp_path):
+    from runs.tests.fixtures import GET
+
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "kid.feature").write_text(KID_FEATURE, encoding="utf-8")
+    kid = define_workflow(name="sb-kid", input=Nothing, uses=[GET], run=_kid)
+    parent = define_workflow(name="sb-parent", input=Nothing, uses=["start_run", "wait_run"], run=_parent)
+    engine = engine_for(parent, kid, root=tmp_path)
+    run = sandbox.start_sandbox(scenario="the kid reads an order", started_by="alice", config=engine.config)
+    engine.drain()
+    run.refresh_from_db()
+    assert run.status == "finished", run.error
+    assert SandboxRun.objects.filter(pk="a-kid-of-its-own").exists()  # adopted when it was started
+    assert engine.fake.calls == []  # the config's own driver (here its fake) was never called
+    kid_books = SandboxRun.objects.get(pk="a-kid-of-its-own").books
+    assert [c["op"] for c in kid_books["acme"]["calls"]] == ["acme.order.get"]
+    assert all(c["ok"] for c in _checked(run).checks), _checked(run).checks
