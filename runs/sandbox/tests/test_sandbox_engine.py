@@ -194,3 +194,29 @@ def test_a_child_run_of_a_sandbox_run_is_a_sandbox_run_even_with_an_id_of_its_ow
     kid_books = SandboxRun.objects.get(pk="a-kid-of-its-own").books
     assert [c["op"] for c in kid_books["acme"]["calls"]] == ["acme.order.get"]
     assert all(c["ok"] for c in _checked(run).checks), _checked(run).checks
+
+
+def test_a_rerun_of_a_failed_sandbox_run_is_a_sandbox_run_on_its_fakes(company):
+    from runs import recovery
+    from runs.seed import seed_person
+
+    # The shop loses its reply to the refund: the sandbox run fails, the shop's fake holding one refund.
+    run = sandbox.start_sandbox(scenario="the shop's reply to the refund is lost: the run stops and the money "
+                                         "moved once", started_by="alice")
+    drain(company)
+    decide(run_id=run.id, decision="approve", by="finance-lead", timeout=0)
+    drain(company)
+    run.refresh_from_db()
+    assert run.status == "failed"
+    assert all(c["ok"] for c in _checked(run).checks), _checked(run).checks
+    seed_person(username="olga", perms=("runs.view_any_run", "runs.operate_runs", "runs.rerun_runs",
+                                        "runs.start_workflow"))
+    again = recovery.rerun(run_id=run.id, by="olga")
+    assert again.id == f"{run.id}~1"
+    drain(company)  # on the real drivers' config: a call that reached the shop's driver would fail
+    again.refresh_from_db()
+    row = SandboxRun.objects.get(pk=again.id)
+    assert row.scenario == "the shop's reply to the refund is lost: the run stops and the money moved once"
+    assert again.status == "waiting" and again.waiting_for == "approval", (again.status, again.error)
+    # Its fakes are its source's as they were: the order already read and the refund already made.
+    assert len(row.books["shop"]["state"]["refunds"]) == 1
