@@ -57,7 +57,7 @@ def start_sandbox(*, scenario: str, started_by: str | Principal | Any, workflow:
 def check(*, run_id: str, viewer: str | Principal | Any, config: ResolvedConfig | None = None) -> SandboxRun:
     """The sandbox run's checks: its scenario's `Then` steps against how it ended and its fakes,
     evaluated once when it has ended and kept (later calls read them). A run not ended has none yet
-    (`checks` None). A run that is not a sandbox is `invalid_input`; one the viewer may not see,
+    (`checks` None), nor has a child run (its scenario is its parent's, checked on the parent). A run that is not a sandbox is `invalid_input`; one the viewer may not see,
     `run_not_found`."""
     config = config or get_config()
     principal = viewer if isinstance(viewer, Principal) else principal_of(viewer)
@@ -69,8 +69,8 @@ def check(*, run_id: str, viewer: str | Principal | Any, config: ResolvedConfig 
         if row is None:
             raise InvalidInput(f"Run {run_id} is not a sandbox run: it has no scenario checks",
                                data={"run_id": run_id})
-        if row.checks is not None or run.status not in ENDED_STATUSES:
-            return row
+        if row.checks is not None or run.status not in ENDED_STATUSES or run.parent_id:
+            return row  # a child run's scenario is its parent's: the checks are the parent's
         row.checks = evaluate(row, config)
         row.checked_at = clock.now()
         row.save(update_fields=["checks", "checked_at"])
@@ -97,7 +97,7 @@ def checks_of(run: Run, *, viewer: Any) -> SandboxRun | None:
     row = sandbox_of(run)
     if row is None:
         return None
-    if row.checks is None and run.status in ENDED_STATUSES:
+    if row.checks is None and run.status in ENDED_STATUSES and not run.parent_id:
         return check(run_id=run.pk, viewer=viewer)
     return row
 

@@ -33,7 +33,9 @@ class Command(BaseCommand):
         sandbox = checks_of(run, viewer=options["user"] or run.started_by)
         if sandbox is not None:
             self.stdout.write(f"sandbox: on fakes, seeded from the scenario \"{sandbox.scenario}\" ({sandbox.file})")
-            if sandbox.checks is None:
+            if run.parent_id:
+                self.stdout.write(f"  a child run: the scenario's checks are on its parent, {run.parent_id}")
+            elif sandbox.checks is None:
                 self.stdout.write("  its checks are evaluated when the run ends")
             else:
                 self.stdout.write(f"  the scenario's checks: {sandbox.passed} passed, {sandbox.failed} failed")

@@ -194,6 +194,9 @@ def test_a_child_run_of_a_sandbox_run_is_a_sandbox_run_even_with_an_id_of_its_ow
     kid_books = SandboxRun.objects.get(pk="a-kid-of-its-own").books
     assert [c["op"] for c in kid_books["acme"]["calls"]] == ["acme.order.get"]
     assert all(c["ok"] for c in _checked(run).checks), _checked(run).checks
+    kid_run = Run.objects.get(pk="a-kid-of-its-own")
+    kid_row = sandbox.checks_of(kid_run, viewer="alice")
+    assert kid_row is not None and kid_row.checks is None  # the scenario is its parent's: checked there
 
 
 def test_a_rerun_of_a_failed_sandbox_run_is_a_sandbox_run_on_its_fakes(company):
