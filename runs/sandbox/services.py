@@ -57,8 +57,8 @@ def start_sandbox(*, scenario: str, started_by: str | Principal | Any, workflow:
 def check(*, run_id: str, viewer: str | Principal | Any, config: ResolvedConfig | None = None) -> SandboxRun:
     """The sandbox run's checks: its scenario's `Then` steps against how it ended and its fakes,
     evaluated once when it has ended and kept (later calls read them). A run not ended has none yet
-    (`checks` None), nor has a child run (its scenario is its parent's, checked on the parent). A run that is not a sandbox is `invalid_input`; one the viewer may not see,
-    `run_not_found`."""
+    (`checks` None), nor has a child run (its scenario is its parent's, checked on the parent). A
+    run that is not a sandbox is `invalid_input`; one the viewer may not see, `run_not_found`."""
     config = config or get_config()
     principal = viewer if isinstance(viewer, Principal) else principal_of(viewer)
     with transaction.atomic():
