@@ -513,3 +513,6 @@ from runs.object_permissions import (  # noqa: E402,F401
 
 # Retention's record of the runs it exported and removed (runs.retention).
 from runs.retention.models import PrunedRun  # noqa: E402,F401
+
+# A sandbox run's scenario, fakes' books and checks (runs.sandbox).
+from runs.sandbox.models import SandboxRun  # noqa: E402,F401

@@ -124,11 +124,12 @@ class RunFilter:
     started_after: datetime | None = None
     started_before: datetime | None = None
     waiting_for: str | None = None  # one of WAITING_FOR
+    sandbox: bool | None = None  # True: only sandbox runs (runs.sandbox); False: none of them
 
     @classmethod
     def parse(cls, *, status: Any = None, workflow: Any = None, started_by: Any = None, error_code: Any = None,
               tags: Any = (), started_after: Any = None, started_before: Any = None,
-              waiting_for: Any = None) -> RunFilter:
+              waiting_for: Any = None, sandbox: bool | None = None) -> RunFilter:
         """A filter from strings as the API and the commands get them; `invalid_input` naming the field."""
         if status is not None and status not in RunStatus.values:
             raise _bad("status", f"status must be one of {', '.join(RunStatus.values)}; got {status!r}")
@@ -137,7 +138,8 @@ class RunFilter:
         return cls(status=status or None, workflow=workflow or None, started_by=started_by or None,
                    error_code=error_code or None, tags=tuple(parse_tag(tag) for tag in tags or ()),
                    started_after=_moment("started_after", started_after),
-                   started_before=_moment("started_before", started_before), waiting_for=waiting_for or None)
+                   started_before=_moment("started_before", started_before), waiting_for=waiting_for or None,
+                   sandbox=sandbox)
 
     def apply(self, runs: QuerySet[Run]) -> QuerySet[Run]:
         if self.status:
@@ -156,6 +158,8 @@ class RunFilter:
             runs = runs.filter(created_at__gte=self.started_after)
         if self.started_before:
             runs = runs.filter(created_at__lt=self.started_before)
+        if self.sandbox is not None:
+            runs = runs.filter(sandbox__isnull=not self.sandbox)
         return runs
 
 

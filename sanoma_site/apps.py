@@ -17,3 +17,8 @@ class SiteConfig(AppConfig):
     def ready(self) -> None:
         # Traces are off unless an OTLP endpoint is configured (runs.telemetry.tracing).
         tracing.configure_from_settings()
+        # Sandbox runs read the company's scenarios through the scenario library (above the runtime).
+        from features.library.sandbox import SCENARIOS
+        from runs.sandbox.scenarios import install
+
+        install(SCENARIOS)

@@ -23,6 +23,8 @@ from runs.approvals.extras import extras_of
 from runs.approvals.permissions import check_can_view, is_operator
 from runs.display import ids_shortened, moment, tokens
 from runs.models import Approval, ApprovalStatus
+from runs.sandbox.admin import badge
+from runs.sandbox.selectors import sandbox_data, sandbox_of, sandbox_run_ids
 from runs.selectors import Counted, bounded_count
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
@@ -91,6 +93,9 @@ class InboxChangeList(ChangeList):
         # rows with their runs: joined before the sort, every run of the inbox would be read.
         keys = list(rows.values_list("pk", flat=True)[: per_page + 1])
         found = list(Approval.objects.select_related("run").filter(pk__in=keys).order_by("-requested_at", "-id"))
+        sandboxes = sandbox_run_ids({approval.run_id for approval in found})  # marked in the run column
+        for approval in found:
+            approval.in_sandbox = approval.run_id in sandboxes  # type: ignore[attr-defined]
         self.result_list = found[:per_page]
         self.has_next = len(found) > per_page
         self.counted: Counted = bounded_count(self.queryset, bound=INBOX_COUNT_BOUND)
@@ -200,7 +205,8 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="run")
     def run_column(self, approval: Approval) -> str:
-        return format_html('{} ({})<div class="sanoma-under">{}</div>', run_link(approval.run_id),
+        marked = format_html(" {}", badge()) if getattr(approval, "in_sandbox", False) else ""
+        return format_html('{}{} ({})<div class="sanoma-under">{}</div>', run_link(approval.run_id), marked,
                            approval.approval_id, approval.run.workflow)
 
     @admin.display(description="started by", ordering="run__started_by")
@@ -280,6 +286,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "may_withdraw": may_withdraw,
             "queued": queued,
             "is_operator": is_operator(principal),
+            "sandbox": sandbox_data(sandbox_of(approval.run)),
         }
         return TemplateResponse(request, "admin/runs/approval/decide.html", context)
 

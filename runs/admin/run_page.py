@@ -31,6 +31,7 @@ from runs.approvals.selectors import states_of
 from runs.engine import clock
 from runs.expected_messages import expected_messages, payload_skeleton
 from runs.models import Run, RunStatus
+from runs.sandbox.selectors import sandbox_data, sandbox_of
 from runs.telemetry import tracing
 from runs.timing import run_time
 
@@ -120,4 +121,6 @@ def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str,
         **(message_form(run) if not run.ended and can_send_message(viewer, run) else {}),
         "in_doubt": run.status == RunStatus.WAITING and run.waiting_for == "in_doubt",
         "trace_url": tracing.trace_url(tracing.run_trace_id(run.pk)),
+        # A sandbox run: its scenario, and its checks once it has ended (see `RunAdmin.change_view`).
+        "sandbox": sandbox_data(sandbox_of(run)),
     }

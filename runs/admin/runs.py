@@ -49,6 +49,9 @@ from runs.approvals.selectors import (
 )
 from runs.display import moment
 from runs.models import Run, RunStatus
+from runs.sandbox.admin import SandboxFilter, SandboxStartMixin, badge
+from runs.sandbox.selectors import sandbox_run_ids
+from runs.sandbox.services import check_if_ended
 from runs.selectors import children_of, failed_error_codes, made_from, steps_before, steps_of, tagged, waiting_on
 from runs.validation import parse_json
 
@@ -93,12 +96,21 @@ class SortedByIndexList(RunChangeList):
             return None
         return super().get_ordering_field(field_name)
 
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        shown = list(self.result_list)
+        sandboxes = sandbox_run_ids(run.pk for run in shown)  # the page's sandbox runs, in one read
+        for run in shown:
+            run.is_sandbox = run.pk in sandboxes
+
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin):
-    list_display = ("id", "workflow", "status", "started_by", "started", "pending_approvals", "error_code")
+class RunAdmin(ReadOnlyMixin, StartRunMixin, SandboxStartMixin, CompareRunsMixin, admin.ModelAdmin):
+    # The sandbox badge last: a column's number is its place in `?o=` (bookmarked sorts keep theirs).
+    list_display = ("id", "workflow", "status", "started_by", "started", "pending_approvals", "error_code",
+                    "sandbox_badge")
     list_filter = ("status", WaitingForFilter, ErrorCodeFilter, ("workflow", IndexedValuesFilter),
-                   ("started_by", IndexedValuesFilter), TagFilter, VersionFilter)
+                   ("started_by", IndexedValuesFilter), TagFilter, VersionFilter, SandboxFilter)
     search_fields = ("id", "tags__value")
     search_help_text = ("Search by run id, by a value the run was tagged with (ctx.tag): an order number, a customer; "
                         "or by a tag, key=value: order=1001")
@@ -173,6 +185,11 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         for key, value in tags:
             queryset = tagged(queryset, key, value)
         return super().get_search_results(request, queryset, rest)
+
+    @admin.display(description="sandbox")
+    def sandbox_badge(self, run: Run) -> str:
+        """A sandbox run's badge (the list reads which of its page's runs are, in one read)."""
+        return badge() if getattr(run, "is_sandbox", False) else ""
 
     @admin.display(description="pending approvals")
     def pending_approvals(self, run: Run) -> int:
@@ -335,6 +352,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
         wrap = self.admin_site.admin_view
         return [
             path("start/", wrap(self.start_view), name="runs_run_start"),
+            path("sandbox/", wrap(self.sandbox_view), name="runs_run_sandbox"),
             path("<path:object_id>/cancel/", wrap(self.cancel_view), name="runs_run_cancel"),
             path("<path:object_id>/rerun/", wrap(self.rerun_view), name="runs_run_rerun"),
             path("<path:object_id>/message/", wrap(self.message_view), name="runs_run_message"),
@@ -363,6 +381,7 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, CompareRunsMixin, admin.ModelAdmin)
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None):
         if request.method not in ("GET", "HEAD"):
             return super().change_view(request, object_id, form_url, extra_context)
+        check_if_ended(run_id=unquote(object_id), viewer=me(request))  # a sandbox run's checks, written once
         with one_snapshot():
             run = self.get_object(request, unquote(object_id))
             context = dict(extra_context or {})

@@ -16,6 +16,7 @@ from runs.approvals.selectors import pending_counts
 from runs.config.resolution import input_schema
 from runs.config.workflows import WorkflowDefinition
 from runs.models import Decision, Run, RunStatus
+from runs.sandbox.selectors import sandbox_data, sandbox_of
 from runs.selectors import WAITING_FOR, children_of, waiting_on
 from runs.validation import RUN_ID_RULE, is_valid_run_id
 
@@ -153,6 +154,8 @@ class RunListQuery(StrictSerializer):
     waiting_for = NamedChoiceField(choices=WAITING_FOR, required=False, help_text=(
         "what the run waits for: approval, message, sleep, run (a child run), in_doubt (an operator's word on a "
         "call), paused (the unpause of what holds it), retry (the next try of a failed call)"))
+    sandbox = serializers.BooleanField(required=False, allow_null=True, default=None, help_text=(
+        "true: only sandbox runs (on fakes, seeded from a scenario); false: none of them. Both kinds by default"))
 
     def validate_since(self, value: str) -> str:
         return _iso_moment("since", value)
@@ -282,9 +285,28 @@ class ResultQuery(StrictSerializer):
 # ---- output -------------------------------------------------------------------------------------
 
 
+class SandboxCheckSerializer(serializers.Serializer):
+    step = serializers.CharField(help_text="the scenario's Then step, as written")
+    line = serializers.IntegerField(help_text="its line in the feature file")
+    ok = serializers.BooleanField()
+    detail = serializers.CharField(help_text="why it failed (empty when it passed)")
+
+
+class SandboxSerializer(serializers.Serializer):
+    scenario = serializers.CharField(help_text="the scenario the run was seeded from")
+    file = serializers.CharField(help_text="its feature file, from the config root")
+    checks = SandboxCheckSerializer(many=True, allow_null=True, help_text="null until the run ends")
+    passed = serializers.IntegerField(allow_null=True)
+    failed = serializers.IntegerField(allow_null=True)
+
+
 class RunSerializer(serializers.ModelSerializer):
     run_id = serializers.CharField(source="id")
     pending_approvals = serializers.SerializerMethodField()
+    sandbox = serializers.SerializerMethodField(help_text=(
+        "null for a run on real drivers; for a sandbox run (on fakes, seeded from a scenario): its `scenario`, "
+        "`file`, and its `checks` once it has ended (`[{step, line, ok, detail}]`, null before) with `passed` "
+        "and `failed`"))
     parent_run = serializers.CharField(source="parent_id", allow_null=True,
                                    help_text="The run that started this one with ctx.start_run, if any.")
 
@@ -293,8 +315,14 @@ class RunSerializer(serializers.ModelSerializer):
         fields = [
             "run_id", "workflow", "status", "started_by", "groups", "app_version", "input", "result", "error",
             "waiting_for", "wake_at", "created_at", "updated_at", "ended_at", "pending_approvals", "parent_run",
+            "sandbox",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(SandboxSerializer(allow_null=True))
+    def get_sandbox(self, run: Run) -> dict[str, Any] | None:
+        rows = self.context.get("sandboxes")
+        return sandbox_data(rows.get(run.id) if rows is not None else sandbox_of(run))
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_pending_approvals(self, run: Run) -> int:
@@ -377,6 +405,8 @@ class InboxItemSerializer(ApprovalSerializer):
     started_by = serializers.CharField(help_text="Who started the run.")
     workflow = serializers.CharField()
     run = RunSummarySerializer()
+    sandbox = serializers.BooleanField(default=False, help_text=(
+        "true when a sandbox run asks it (its calls go to fakes, never a real vendor); decided like any other"))
 
 
 class LedgerRecordSerializer(serializers.Serializer):

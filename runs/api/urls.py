@@ -2,6 +2,7 @@
 from django.urls import re_path
 
 from runs.api import calls, collections, comparison, recovery, views
+from runs.sandbox import api as sandbox
 
 ID = r"(?P<run_id>[^/]+)"
 APPROVAL = r"(?P<approval_id>[^/]+)"
@@ -34,6 +35,7 @@ urlpatterns = [
     re_path(r"^pauses/(?P<kind>[a-z]+)/(?P<target>[^/]+)(?:/)?$", recovery.PauseView.as_view(), name="pause"),
     re_path(r"^approvals(?:/)?$", views.InboxView.as_view(), name="inbox"),
     re_path(r"^calls(?:/)?$", calls.CallView.as_view(), name="calls"),
+    re_path(r"^sandbox-runs(?:/)?$", sandbox.SandboxRunView.as_view(), name="sandbox-runs"),
     # Collections, read-only. A key is the rest of the path (percent-encoded; one trailing slash is dropped).
     re_path(r"^collections(?:/)?$", collections.CollectionListView.as_view(), name="collections"),
     re_path(r"^collections/(?P<name>[^/]+)(?:/)?$", collections.CollectionRecordsView.as_view(),

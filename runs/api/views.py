@@ -21,6 +21,8 @@ from runs.approvals.selectors import pending_counts
 from runs.config.registry import get_config
 from runs.errors import RunCode
 from runs.models import ApprovalStatus, Run, RunStatus
+from runs.sandbox.selectors import sandbox_run_ids, sandboxes_of
+from runs.sandbox.services import checks_of
 
 # How long a decision waits for the run to apply it before answering 202.
 DECIDE_WAIT_SECONDS = 5.0
@@ -93,12 +95,13 @@ class RunListView(SanomaAPIView):
         where = selectors.RunFilter.parse(
             status=query.get("status"), workflow=query.get("workflow"), started_by=query.get("started_by"),
             error_code=query.get("error_code"), tags=query.get("tag") or (), started_after=query.get("since"),
-            started_before=query.get("until"), waiting_for=query.get("waiting_for"))
+            started_before=query.get("until"), waiting_for=query.get("waiting_for"), sandbox=query.get("sandbox"))
         paginator = RunsPage()
         limit, offset = paginator.get_limit(request), paginator.get_offset(request)
         page = selectors.list_runs(viewer=me(request), where=where, limit=limit, offset=offset)
         counts = pending_counts([run.id for run in page.runs])
-        runs = s.RunSerializer(page.runs, many=True, context={"pending_counts": counts}).data
+        sandboxes = sandboxes_of(run.id for run in page.runs)
+        runs = s.RunSerializer(page.runs, many=True, context={"pending_counts": counts, "sandboxes": sandboxes}).data
         return paginator.answer(request, runs, count=page.total, limit=limit, offset=offset, exact=page.total_exact)
 
     @extend_schema(
@@ -134,7 +137,8 @@ def refuse_scenario(body: dict[str, Any]) -> dict[str, Any]:
                             issue="send either workflow or scenario", issue_code=IssueCode.CONFLICT)
     raise invalid_input("A run cannot be started from a scenario over the API: send "
                         "{\"workflow\": ..., \"input\": ...} (GET /api/scenarios lists the workflow each "
-                        "scenario runs), or run the scenario with manage.py behave", path=["scenario"],
+                        "scenario runs), start a sandbox run seeded from it (POST /api/sandbox-runs), or run the "
+                        "scenario with manage.py behave", path=["scenario"],
                         issue="not offered over the API",
                         issue_code=IssueCode.UNSUPPORTED)
 
@@ -147,10 +151,12 @@ class RunDetailView(SanomaAPIView):
     )
     def get(self, request: Request, run_id: str) -> Response:
         run = self.visible_run(request, run_id)
+        sandbox = checks_of(run, viewer=me(request))  # a sandbox run that ended: its scenario's checks
         states = approval_selectors.approvals_of(run_id=run.id, viewer=me(request))
         records = selectors.ledger_of(run_id=run.id, viewer=me(request))
         return Response({
-            "run": s.RunInFullSerializer(run, context={"pending_counts": pending_counts([run.id])}).data,
+            "run": s.RunInFullSerializer(run, context={"pending_counts": pending_counts([run.id]),
+                                                      "sandboxes": {run.id: sandbox} if sandbox else {}}).data,
             "approvals": s.ApprovalSerializer(states, many=True).data,
             "ledger": s.LedgerRecordSerializer(records, many=True).data,
         })
@@ -242,8 +248,14 @@ class InboxView(SanomaAPIView):
     def get(self, request: Request) -> Response:
         pending = approval_selectors.inbox(principal=me(request))
         ops = approval_selectors.operations()
-        return self.paged(request, pending, lambda page: s.InboxItemSerializer(
-            [approval_selectors.inbox_item(a, ops) for a in page], many=True).data)
+
+        def items(page: Any) -> Any:
+            rows = list(page)
+            sandboxes = sandbox_run_ids({a.run_id for a in rows})  # marked, in one read
+            return s.InboxItemSerializer([{**approval_selectors.inbox_item(a, ops), "sandbox": a.run_id in sandboxes}
+                                          for a in rows], many=True).data
+
+        return self.paged(request, pending, items)
 
 
 class DecideMixin:

@@ -30,6 +30,7 @@ from runs.engine.stops import Cancelled, Diverged, LeaseLost, ReachedStep, Suspe
 from runs.engine.transitions import LeaseCheck
 from runs.errors import RunCode
 from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunTag, Step, StepKind
+from runs.sandbox.engine import SandboxAdvance, sandbox_advance
 from runs.telemetry import metrics, tracing
 
 log = logging.getLogger("sanoma.engine")
@@ -82,8 +83,11 @@ class Segment:
     def __init__(self, *, run: Run, config: ResolvedConfig, worker_id: str, steps: dict[int, Replayed],
                  segment_seconds: float, replay_until: int | None = None, base: int = 0, generation: int = 1) -> None:
         self.run = run
-        self.config = config
         self.worker_id = worker_id
+        # A sandbox run advances on fakes only: its drivers are its fakes' (loaded from its row), or
+        # a refusal for a vendor with none. Never the config's drivers. (A dry replay calls nothing.)
+        self.sandbox: SandboxAdvance | None = sandbox_advance(run, config) if replay_until is None else None
+        self.config = self.sandbox.config if self.sandbox is not None else config
         # The steps of the run's current generation: those after its latest `continue` step (`base`).
         self.steps = steps
         self.base = base
@@ -148,7 +152,9 @@ class Segment:
 
     def record(self, kind: LedgerKind, seq: int, body: dict[str, Any], *, key: str | None = None,
                actor: str | None = None) -> LedgerRecord:
-        """A ledger record of this run at `seq` (not yet written)."""
+        """A ledger record of this run at `seq` (not yet written); a sandbox run's says so."""
+        if self.sandbox is not None:
+            body = {**body, "sandbox": True}
         return ledger.build(self.run, kind=kind, seq=seq, body=body, key=key, group=self.group,
                             app=self.config.app_name, actor=actor)
 
@@ -177,6 +183,8 @@ class Segment:
     def close(self) -> None:
         """The advance is over: any later call through its ctx (kept by a workflow) is refused."""
         self._ended = True
+        if self.sandbox is not None:
+            self.sandbox.close()
 
     # ---- the lease ----------------------------------------------------------------------------
 
@@ -272,7 +280,8 @@ class Segment:
     def _write(self, checkpoint: Checkpoint, *, mark_approvals: bool, mark_retries: bool) -> None:
         """One try of `commit`'s write."""
         step, records = checkpoint.step, checkpoint.records
-        if step is not None and not mark_retries and checkpoint.one_record() and fastpath.available():
+        if (step is not None and not mark_retries and checkpoint.one_record() and fastpath.available()
+                and self.sandbox is None):  # a sandbox run's fakes' books commit with its steps
             if self._write_fast(step, records[0]):
                 return
         try:
@@ -304,6 +313,10 @@ class Segment:
                     ledger.build(child, kind=LedgerKind.RUN_STARTED, seq=0,
                                  body={"input": child.input, "parent": self.run.id},
                                  app=self.config.app_name).save(force_insert=True)
+                    if self.sandbox is not None:
+                        self.sandbox.adopt_child(child)
+                if self.sandbox is not None:
+                    self.sandbox.save()  # the fakes' books as this step left them, committed with it
                 for record in records:
                     if record.kind in FAST_KINDS:
                         record.save(force_insert=True)  # its step's unique (run, seq) already guards it

@@ -13,10 +13,23 @@ operators cancel, withdraw and send messages (`send`); a start reusing a run id 
 see learns only that it is taken; no one changes a ledger record. For `paused`, a run of the same
 workflow started while an operator has the workflow paused is held before its start (so before it
 asks for its approval): the pauses list names it to its starter and operators only.
+
+Sandbox runs: a third run, `sandbox`, is a sandbox run alice started from a scenario of the workflow
+(on fakes, seeded by the scenario's Given steps), waiting for finance-lead: every action above is
+asked of it too, under the same rules as `named` (a sandbox run is seen, decided, cancelled like any
+other). `sandbox_start` starts a sandbox run from the scenario asking the run's approver, on each
+surface (`POST /api/sandbox-runs`, the desk's "Try in sandbox" page, `manage.py sandbox`): allowed to
+whoever may start the workflow, refused to no one here but the signed-out (and, on the desk, to
+anyone who is not staff).
+
+Direct calls (`POST /api/calls`, `manage.py call`, the Python `runs.direct_calls.call`) have a world
+of their own below (the second half of this module): who may make one, and what each actor gets of
+another's.
 """
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import pytest
@@ -30,14 +43,20 @@ from pydantic import BaseModel
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from connectors.errors import SanomaError
 from runs import pausing
 from runs.admin import approvals as approvals_admin
 from runs.api import views
 from runs.authoring import define_workflow
 from runs.config.registry import set_config
 from runs.config.resolution import SanomaConfig
+from runs.direct_calls import call
+from runs.direct_calls.tests.test_direct_calls import hold_money
 from runs.engine import pauses as engine_pauses
 from runs.models import Approval, DecisionMessage, LedgerRecord, Run, RunMessage
+from runs.policies import define_policy
+from runs.sandbox.models import SandboxRun
+from runs.sandbox.services import start_sandbox
 from runs.testing import make_user, resolve_on_fakes
 from runs.tests.conftest import Engine
 from runs.tests.fixtures import acme
@@ -45,8 +64,25 @@ from runs.tests.fixtures import acme
 STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF, NOBODY, ANONYMOUS = (
     "alice", "finance-lead", "fiona", "olga", "sam", "nobody", "anonymous")
 ACTORS = (STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF, NOBODY, ANONYMOUS)
-RUNS = {"named": "matrix-named", "group": "matrix-group"}
-APPROVERS = {"named": "finance-lead", "group": "group:finance"}
+# The sandbox run's id is made when it starts (`sandbox-matrix-<hex>`): filled in by the world.
+RUNS = {"named": "matrix-named", "group": "matrix-group", "sandbox": ""}
+APPROVERS = {"named": "finance-lead", "group": "group:finance", "sandbox": "finance-lead"}
+# The scenarios a sandbox run is seeded from, by the approver they ask.
+SCENARIOS = {"named": "the matrix asks finance-lead", "group": "the matrix asks finance",
+             "sandbox": "the matrix asks finance-lead"}
+FEATURE = """Feature: The matrix
+  Scenario: the matrix asks finance-lead
+    When matrix runs with
+      | approver | finance-lead |
+    And "Pay the invoice" is approved by finance-lead
+    Then the run succeeds
+
+  Scenario: the matrix asks finance
+    When matrix runs with
+      | approver | group:finance |
+    And "Pay the invoice" is approved by fiona
+    Then the run succeeds
+"""
 
 OK, NOT_FOUND, NOT_APPROVER, DENIED, DIFFERS, EXISTS, REFUSED, UNAUTHENTICATED = (
     "ok", "not_found", "not_approver", "denied", "differs", "exists", "refused", "unauthenticated")
@@ -65,8 +101,8 @@ matrix = define_workflow(name="matrix", input=Ask, uses=["approval"], run=ask)
 
 
 def sees(actor: str, run: str) -> bool:
-    return actor in (STARTER, OPERATOR) or (actor == APPROVER and run == "named") or (
-        actor == GROUP_MEMBER and run == "group")
+    approver = APPROVER if APPROVERS[run] == APPROVER else GROUP_MEMBER
+    return actor in (STARTER, OPERATOR, approver)
 
 
 def expected(action: str, actor: str, run: str) -> str:
@@ -77,6 +113,8 @@ def expected(action: str, actor: str, run: str) -> str:
         return REFUSED
     if action == "paused":  # held before its start: no approver has been asked yet
         return OK if actor in (STARTER, OPERATOR) else NOT_FOUND
+    if action == "sandbox_start":  # whoever may start the workflow may try it in the sandbox
+        return OK
     if action == "start":  # the same workflow and input, with the run's id
         if not sees(actor, run):
             return EXISTS
@@ -84,7 +122,7 @@ def expected(action: str, actor: str, run: str) -> str:
     if not sees(actor, run):
         return NOT_FOUND
     if action == "decide":
-        is_approver = (run == "named" and actor == APPROVER) or (run == "group" and actor == GROUP_MEMBER)
+        is_approver = actor == (APPROVER if APPROVERS[run] == APPROVER else GROUP_MEMBER)
         return OK if is_approver else NOT_APPROVER  # the starter, though in finance, may not approve
     if action in ("cancel", "withdraw", "send"):
         return OK if actor in (STARTER, OPERATOR) else DENIED
@@ -92,7 +130,7 @@ def expected(action: str, actor: str, run: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def shared_world(django_db_setup, django_db_blocker):
+def shared_world(django_db_setup, django_db_blocker, tmp_path_factory):
     """The two waiting runs and the actors, made once for the module inside a transaction of its own
     that is rolled back when the module ends; each case runs in a savepoint within it (the `world`
     fixture), so what a case writes is gone before the next, as if the world were made afresh."""
@@ -101,7 +139,10 @@ def shared_world(django_db_setup, django_db_blocker):
         outer.__enter__()
     try:
         with django_db_blocker.unblock(), override_settings(SANOMA_RETRY_DELAYS=(0.01, 0.02)):
-            engine = Engine(resolve_on_fakes(SanomaConfig(connectors=[acme], workflows=[matrix])))
+            root = tmp_path_factory.mktemp("matrix-root")
+            (root / "scenarios").mkdir()
+            (root / "scenarios" / "matrix.feature").write_text(FEATURE, encoding="utf-8")
+            engine = Engine(resolve_on_fakes(SanomaConfig(connectors=[acme], workflows=[matrix], root=root)))
             set_config(engine.config)
             engine_pauses.forget()
             make_user(STARTER, perms=["runs.start_workflow"])  # as the engine_for fixture makes her
@@ -114,9 +155,11 @@ def shared_world(django_db_setup, django_db_blocker):
             get_user_model().objects.filter(username__in=[STARTER, APPROVER, GROUP_MEMBER, OPERATOR, STAFF]).update(
                 is_staff=True)
             for run, run_id in RUNS.items():
-                engine.start("matrix", {"approver": APPROVERS[run]}, by=STARTER, run_id=run_id)
+                if run != "sandbox":
+                    engine.start("matrix", {"approver": APPROVERS[run]}, by=STARTER, run_id=run_id)
+            RUNS["sandbox"] = start_sandbox(scenario=SCENARIOS["sandbox"], started_by=STARTER).id
             engine.drain()
-            assert Run.objects.filter(status="waiting").count() == 2
+            assert Run.objects.filter(status="waiting").count() == 3
         yield engine
     finally:
         set_config(None)
@@ -133,7 +176,7 @@ def world(shared_world, db, monkeypatch):
     monkeypatch.setattr(approvals_admin, "DECIDE_WAIT_SECONDS", 0.05)
     set_config(shared_world.config)
     engine_pauses.forget()  # a pause cached by an earlier case (hold_a_run) went with its savepoint
-    assert Run.objects.filter(status="waiting").count() == 2
+    assert Run.objects.filter(status="waiting").count() == 3
     with override_settings(SANOMA_RETRY_DELAYS=(0.01, 0.02)):
         yield shared_world
     set_config(None)
@@ -159,6 +202,7 @@ def snapshot() -> dict[str, Any]:
         "messages": DecisionMessage.objects.count(),
         "run_messages": RunMessage.objects.count(),
         "tasks": OrmQ.objects.count(),
+        "sandboxes": sorted(SandboxRun.objects.values_list("run_id", "scenario")),
     }
 
 
@@ -204,6 +248,11 @@ def api_answer(action: str, actor: str, run: str) -> str:
                                              "run_id": run_id}, format="json")
         if response.status_code in (200, 201):
             return OK if response.json()["run_id"] == run_id else "other"
+    elif action == "sandbox_start":
+        response = client.post("/api/sandbox-runs", {"scenario": SCENARIOS[run], "workflow": "matrix"}, format="json")
+        if response.status_code == 201:
+            return OK if SandboxRun.objects.filter(pk=response.json()["run_id"], run__started_by=actor).exists() \
+                else "not a sandbox run of theirs"
     elif action == "paused":
         response = client.get("/api/pauses?limit=500")
         if response.status_code == 200:
@@ -242,7 +291,7 @@ def _api_status(response: Any) -> str:
 
 # ---- the admin ----------------------------------------------------------------------------------
 
-ADMIN_ACTIONS = ("see", "list", "ledger", "decide", "withdraw", "cancel", "change_ledger", "paused")
+ADMIN_ACTIONS = ("see", "list", "ledger", "decide", "withdraw", "cancel", "change_ledger", "paused", "sandbox_start")
 
 
 def admin_client(actor: str) -> Client:
@@ -259,6 +308,15 @@ def admin_answer(action: str, actor: str, run: str) -> str:
         response = client.get(page)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
         return UNAUTHENTICATED
+    if action == "sandbox_start":
+        before = set(SandboxRun.objects.values_list("run_id", flat=True))
+        response = client.post("/admin/runs/run/sandbox/?workflow=matrix", {"_workflow": "matrix",
+                                                                           "_scenario": SCENARIOS[run]})
+        new = set(SandboxRun.objects.filter(run__started_by=actor).values_list("run_id", flat=True)) - before
+        if response.status_code == 302 and len(new) == 1:
+            return OK
+        return DENIED if response.status_code == 400 and "permission_denied" in response.content.decode() \
+            else f"{response.status_code}"
     approval = Approval.objects.get(run_id=run_id)
     if action == "see":
         response = client.get(page)
@@ -310,7 +368,7 @@ def admin_expected(action: str, actor: str, run: str) -> str:
 
 # ---- the commands -------------------------------------------------------------------------------
 
-COMMAND_ACTIONS = ("see", "list", "decide", "cancel", "start", "send")
+COMMAND_ACTIONS = ("see", "list", "decide", "cancel", "start", "send", "sandbox_start")
 
 
 def command_answer(action: str, actor: str, run: str) -> str:
@@ -330,6 +388,10 @@ def command_answer(action: str, actor: str, run: str) -> str:
         elif action == "start":
             call_command("start", "matrix", "--as", actor, "--run-id", run_id, "--set",
                          f"approver={APPROVERS[run]}", stdout=out)
+        elif action == "sandbox_start":
+            call_command("sandbox", SCENARIOS[run], "--workflow", "matrix", "--as", actor, stdout=out)
+            started = out.getvalue().split(" as run ")[1].split(",")[0]
+            return OK if SandboxRun.objects.filter(pk=started, run__started_by=actor).exists() else out.getvalue()
         else:
             raise AssertionError(action)
     except CommandError as err:
@@ -352,7 +414,7 @@ def command_expected(action: str, actor: str, run: str) -> str:
 # ---- the matrix ---------------------------------------------------------------------------------
 
 API_ACTIONS = ("see", "list", "ledger", "result", "decide", "withdraw", "cancel", "send", "start", "change_ledger",
-               "paused")
+               "paused", "sandbox_start")
 CASES = (
     [pytest.param("api", a, who, run, id=f"api-{a}-{who}-{run}")
      for a in API_ACTIONS for who in ACTORS for run in RUNS]
@@ -364,7 +426,7 @@ CASES = (
 ANSWER = {"api": api_answer, "admin": admin_answer, "command": command_answer}
 EXPECTED = {"api": expected, "admin": admin_expected, "command": command_expected}
 # Actions that change the database when they are allowed: everything else must leave it as it was.
-WRITES = {"decide", "withdraw", "cancel", "send"}
+WRITES = {"decide", "withdraw", "cancel", "send", "sandbox_start"}
 
 
 @pytest.mark.parametrize("surface, action, actor, run", CASES)
@@ -381,4 +443,148 @@ def test_who_may_do_what(world, surface, action, actor, run):
 
 
 def test_the_matrix_covers_every_surface_action_and_actor():
-    assert len(CASES) == 2 * (len(API_ACTIONS) * 7 + len(ADMIN_ACTIONS) * 7 + len(COMMAND_ACTIONS) * 6)
+    assert len(CASES) == 3 * (len(API_ACTIONS) * 7 + len(ADMIN_ACTIONS) * 7 + len(COMMAND_ACTIONS) * 6)
+    assert {run for _, _, _, run in (c.values for c in CASES)} == {"named", "group", "sandbox"}
+
+
+# ==== direct calls ================================================================================
+#
+# Who may make a direct call, and what each actor gets of another's: every surface (the API with a
+# token, `manage.py call`, the Python `runs.direct_calls.call`) x every action x every actor, in a
+# world of its own. Alice made two direct calls: `held` (a refund the policy holds for finance-lead)
+# and `made` (a read). The rules: who may start the `call` workflow may call (others are
+# `permission_denied`, and no one signed out gets anything); a key names its caller's call, so asking
+# again with alice's key is her answer, a refusal naming what differs for someone who may see her run
+# (its approver, an operator), and only "taken" for anyone else; the call's run is seen by its
+# starter, its approver and operators. After every refusal nothing in the database changed and the
+# vendor was not called. Here `nobody-at-all` has no permission at all, and `vera` sees every run but may
+# start none.
+
+VIEWER = "vera"  # sees every run (runs.view_any_run) and may start none
+# Someone with no permission at all (the run matrix's `nobody` may start workflows; its world lives
+# as long as this module, so this one has a name of its own).
+CALL_NOBODY = "nobody-at-all"
+CALL_ACTORS = (STARTER, APPROVER, OPERATOR, STAFF, VIEWER, CALL_NOBODY, ANONYMOUS)
+CALLS = {"held": ("acme.order.refund", {"order_id": "2", "amount": 700}),
+         "made": ("acme.order.get", {"order_id": "1"})}
+HELD = "held"
+MAY_CALL = (STARTER, APPROVER, OPERATOR, STAFF)
+
+
+def sees_call(actor: str, which: str) -> bool:
+    return actor in (STARTER, OPERATOR, VIEWER) or (actor == APPROVER and which == "held")
+
+
+def call_expected(action: str, actor: str, which: str) -> str:
+    if actor == ANONYMOUS:
+        return UNAUTHENTICATED
+    if action == "see":
+        return OK if sees_call(actor, which) else NOT_FOUND
+    if actor not in MAY_CALL:
+        return DENIED
+    if action == "call":  # a call of one's own, no key
+        return OK if which == "made" else HELD
+    # "repeat": alice's call again, with her key
+    if actor == STARTER:
+        return OK if which == "made" else HELD
+    return DIFFERS if sees_call(actor, which) else EXISTS
+
+
+@pytest.fixture
+def call_world(engine_for):
+    engine = engine_for(policy=define_policy(hold_money, version="v1"))
+    make_user(APPROVER, perms=["runs.start_workflow"])
+    make_user(OPERATOR, perms=["runs.start_workflow", "runs.view_any_run", "runs.operate_runs"])
+    make_user(STAFF, groups=["staff"], perms=["runs.start_workflow"])
+    make_user(VIEWER, perms=["runs.view_any_run"])
+    make_user(CALL_NOBODY)
+    for which, (op, payload) in CALLS.items():
+        call(op=op, input=payload, by=STARTER, key=which)
+    assert Run.objects.get(pk="call-held").status == "waiting"
+    assert Run.objects.get(pk="call-made").status == "finished"
+    return engine
+
+
+def call_snapshot(engine: Any) -> dict[str, Any]:
+    return {
+        "runs": sorted(Run.objects.values_list("id", "status", "updated_at")),
+        "records": LedgerRecord.objects.count(),
+        "approvals": sorted(Approval.objects.values_list("approval_id", "run_id", "status")),
+        "tasks": OrmQ.objects.count(),
+        "vendor": len(engine.fake.calls),
+    }
+
+
+def _key(action: str, actor: str, which: str) -> str | None:
+    return which if action == "repeat" else None
+
+
+def call_api_answer(action: str, actor: str, which: str) -> str:
+    client = APIClient()
+    if actor != ANONYMOUS:
+        token, _ = Token.objects.get_or_create(user=get_user_model().objects.get(username=actor))
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    if action == "see":
+        response = client.get(f"/api/runs/call-{which}")
+    else:
+        op, payload = CALLS[which]
+        body = {"op": op, "input": payload, "key": _key(action, actor, which)}
+        response = client.post("/api/calls", data=json.dumps(body), content_type="application/json")
+    code = str(response.json().get("code")) if response.status_code >= 400 else ""
+    if response.status_code == 200:
+        return OK
+    if response.status_code == 202 and response.json()["outcome"] == "held":
+        return HELD
+    return {(401, "not_authenticated"): UNAUTHENTICATED, (403, "permission_denied"): DENIED,
+            (400, "invalid_input"): DIFFERS, (409, "run_exists"): EXISTS,
+            (404, "run_not_found"): NOT_FOUND}.get((response.status_code, code), f"{response.status_code} {code}")
+
+
+def call_command_answer(action: str, actor: str, which: str) -> str:
+    op, payload = CALLS[which]
+    key = _key(action, actor, which)
+    args = [op, "--json", json.dumps(payload), "--as", actor, *(["--key", key] if key else [])]
+    try:
+        call_command("call", *args, stdout=io.StringIO(), stderr=io.StringIO())
+    except SystemExit as exit_:
+        return HELD if exit_.code == 3 else f"exit {exit_.code}"
+    except CommandError as err:
+        text = str(err)
+        for needle, answer in (("[permission_denied]", DENIED), ("[run_exists]", EXISTS),
+                               ("[invalid_input]", DIFFERS)):
+            if needle in text:
+                return answer
+        return text
+    return OK
+
+
+def call_python_answer(action: str, actor: str, which: str) -> str:
+    op, payload = CALLS[which]
+    try:
+        answer = call(op=op, input=payload, by=actor, key=_key(action, actor, which))
+    except SanomaError as err:
+        return {"permission_denied": DENIED, "run_exists": EXISTS, "invalid_input": DIFFERS}.get(err.code or "",
+                                                                                                  str(err))
+    return OK if answer.outcome == "made" else HELD
+
+
+CALL_ANSWER = {"api": call_api_answer, "command": call_command_answer, "python": call_python_answer}
+CALL_ACTIONS = {"api": ("call", "repeat", "see"), "command": ("call", "repeat"), "python": ("call", "repeat")}
+CALL_CASES = [pytest.param(surface, action, actor, which, id=f"call-{surface}-{action}-{actor}-{which}")
+              for surface, actions in CALL_ACTIONS.items() for action in actions
+              for actor in CALL_ACTORS if surface == "api" or actor != ANONYMOUS for which in CALLS]
+
+
+@pytest.mark.parametrize("surface, action, actor, which", CALL_CASES)
+def test_who_may_call_and_what_they_get(call_world, surface, action, actor, which):
+    before = call_snapshot(call_world)
+    got = CALL_ANSWER[surface](action, actor, which)
+    assert got == call_expected(action, actor, which), (surface, action, actor, which)
+    if got not in (OK, HELD) or action in ("repeat", "see"):
+        assert call_snapshot(call_world) == before  # a refusal, a repeat and a look change nothing
+
+
+def test_the_call_matrix_covers_every_surface_action_and_actor():
+    assert len(CALL_CASES) == 2 * len(CALL_ACTORS) * 3 + 2 * (len(CALL_ACTORS) - 1) * 2 * 2
+    assert {call_expected(str(a), str(actor), str(w)) for _, a, actor, w in (c.values for c in CALL_CASES)} == {
+        OK, HELD, DENIED, DIFFERS, EXISTS, NOT_FOUND, UNAUTHENTICATED}

@@ -37,6 +37,8 @@ DEFERRED_ON_PURPOSE = {
     ("runs/apps.py", "runs.approvals.permissions"),
     ("runs/apps.py", "runs.config.checks"),
     ("runs/apps.py", "runs.direct_calls.workflow"),
+    ("sanoma_site/apps.py", "features.library.sandbox"),
+    ("sanoma_site/apps.py", "runs.sandbox.scenarios"),
     # The life of a change's extension is installed from ready(); what it names loads the models.
     ("changes/lifecycle/extension.py", "changes.lifecycle.services"),
     ("changes/lifecycle/extension.py", "changes.services"),

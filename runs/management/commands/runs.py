@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand
 from runs import selectors
 from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import guarded
+from runs.sandbox.selectors import sandbox_run_ids
 
 
 def _within(low: int, high: int) -> Any:
@@ -32,6 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--tag", action="append", default=[], help="key=value (ctx.tag); repeat to narrow")
         parser.add_argument("--since", help="started at or after (ISO 8601)")
         parser.add_argument("--until", help="started before (ISO 8601)")
+        parser.add_argument("--sandbox", choices=("yes", "no"), help="only sandbox runs (yes), or none of them (no)")
         parser.add_argument("--limit", type=_within(1, 500), default=20, help="1 to 500")
         parser.add_argument("--offset", type=_within(0, 2**63 - 1), default=0)
         parser.add_argument("--as", dest="user", help="list only what this user may see")
@@ -41,14 +43,17 @@ class Command(BaseCommand):
         where = selectors.RunFilter.parse(
             status=options["status"], workflow=options["workflow"], started_by=options["started_by"],
             error_code=options["error_code"], tags=options["tag"], started_after=options["since"],
-            started_before=options["until"])
+            started_before=options["until"],
+            sandbox=None if options["sandbox"] is None else options["sandbox"] == "yes")
         page = selectors.list_runs(viewer=options["user"], where=where, limit=options["limit"],
                                    offset=options["offset"])
+        sandboxes = sandbox_run_ids(run.id for run in page.runs)
         for run in page.runs:
             error = f"  {run.error.get('code') or ''} {run.error.get('message', '')}" if run.error else ""
+            mark = "  [sandbox]" if run.id in sandboxes else ""
             self.stdout.write(
                 f"{run.created_at:%Y-%m-%d %H:%M:%S}  {run.status:<9}  {run.workflow:<24} {run.id}  "
-                f"by {run.started_by}{error}"
+                f"by {run.started_by}{mark}{error}"
             )
         shown = f"{page.offset + 1}-{page.offset + len(page.runs)}" if page.runs else "none"
         self.stdout.write(f"{shown} of {page.counted}")

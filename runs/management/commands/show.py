@@ -10,6 +10,7 @@ from runs.config.checks import COMMAND_CHECKS
 from runs.management.commands._common import dumps, guarded, run_id_argument
 from runs.models import LedgerKind
 from runs.policies.versions import shown
+from runs.sandbox.services import checks_of
 
 
 class Command(BaseCommand):
@@ -29,6 +30,17 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{run.id}  {run.workflow}  {run.status}  started by {run.started_by}  version {run.app_version}"
         )
+        sandbox = checks_of(run, viewer=options["user"] or run.started_by)
+        if sandbox is not None:
+            self.stdout.write(f"sandbox: on fakes, seeded from the scenario \"{sandbox.scenario}\" ({sandbox.file})")
+            if run.parent_id:
+                self.stdout.write(f"  a child run: the scenario's checks are on its parent, {run.parent_id}")
+            elif sandbox.checks is None:
+                self.stdout.write("  its checks are evaluated when the run ends")
+            else:
+                self.stdout.write(f"  the scenario's checks: {sandbox.passed} passed, {sandbox.failed} failed")
+                for check in sandbox.checks:
+                    self.stdout.write(f"  {'pass' if check['ok'] else 'FAIL'}  {check['step']}")
         if run.waiting_for:
             until = f" until {run.wake_at:%Y-%m-%d %H:%M:%S}" if run.wake_at else ""
             self.stdout.write(f"waiting for {run.waiting_for}{until}")

@@ -1,0 +1,144 @@
+"""Scenarios for sandbox runs (`runs.sandbox`): which of the company's scenarios exercise a
+workflow, seeding a sandbox's fakes from one's `Given` steps, and its `Then` steps checked against a
+sandbox run that ended. The site installs `SCENARIOS` as the runtime's scenario reader
+(`runs.sandbox.scenarios.install`): the runtime sits below the scenario library and asks through it.
+
+Each step is run by the scenario library's own implementation (`features.library.world`), the one
+behave runs: a seed calls the operation on its fake, a state step edits the fake's state, a fault is
+queued on the fake; a check reads the run's ledger and the fakes as the run left them. What a
+sandbox run does not take from its scenario: who starts it (the operator who asks), the people and
+groups it names (the desk's people decide), its decisions and messages (decided and sent on the
+desk, as for any run) and its clock (sleeps take their time).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.errors import InvalidInput, SanomaError
+from features.library import model as m
+from features.library.errors import DriveError, StepFailed
+from features.library.loader import load_scenarios
+from features.library.world import ScenarioWorld
+from runs.config.resolution import ResolvedConfig
+from runs.sandbox.fakes import base_config
+from runs.sandbox.scenarios import Chosen
+
+# The Given actions that seed the fakes (a Custom Given is a step set's, run the same way).
+SEEDS = (m.Seed, m.SetState, m.Custom)
+# The Then actions that are checks.
+CHECKS = (m.ExpectCall, m.ExpectOutcome, m.ExpectWaiting, m.ExpectOutput, m.ExpectLedger, m.ExpectLedgerOrder,
+          m.ExpectState, m.ExpectCollection, m.ExpectVendorCalls, m.Custom)
+
+
+def scenarios_of(config: ResolvedConfig, workflow: str | None = None) -> list[m.Scenario]:
+    """The config's readable scenarios (those running `workflow`, when given), by file and line.
+    Read from the config a sandbox's was made from: read once, while the files do not change."""
+    found = load_scenarios(base_config(config)).scenarios
+    return sorted((s for s in found if workflow is None or s.workflow == workflow), key=lambda s: (s.file, s.line))
+
+
+def find_scenario(config: ResolvedConfig, *, name: str, workflow: str | None = None) -> m.Scenario:
+    """The scenario called `name` (running `workflow`, when given); else `invalid_input` naming those there are."""
+    if workflow is not None and workflow not in config.workflows:
+        said = f"No workflow {workflow!r}; the workflows are {', '.join(sorted(config.workflows))}"
+        raise InvalidInput(said, data={"issues": [{"path": ["workflow"], "code": "not_found", "message": said}]})
+    mine = scenarios_of(config, workflow)
+    scenario = next((s for s in mine if s.name == name), None)
+    if scenario is not None:
+        return scenario
+    other = next((s for s in scenarios_of(config) if s.name == name), None)
+    if other is not None:
+        message = f'Scenario "{name}" runs workflow {other.workflow}, not {workflow}'
+    else:
+        names = "; ".join(f'"{s.name}"' for s in mine) or "none"
+        where = f"of workflow {workflow}" if workflow else "of the company"
+        message = f'No scenario "{name}" {where}; the scenarios {where} are: {names}'
+    raise InvalidInput(message, data={"issues": [{"path": ["scenario"], "code": "not_found", "message": message}]})
+
+
+def _world(config: ResolvedConfig, scenario: m.Scenario) -> ScenarioWorld:
+    return ScenarioWorld(config, scenario)
+
+
+def _run_step(world: Any, step: m.ScenarioStep) -> None:
+    """One step by the world's own handler (as `ScenarioWorld.execute` runs it, without its end-of-scenario
+    decision check: a sandbox run's approvals are decided on the desk)."""
+    world.step, world.text, world.table = step, None, None
+    handler = getattr(world, f"_do_{type(step.action).__name__}")
+    try:
+        handler(step.action)
+    except StepFailed:
+        raise
+    except DriveError as err:
+        raise StepFailed(str(err)) from None
+    except AssertionError as err:
+        raise StepFailed(str(err) or f"{step.describe()} did not hold") from None
+
+
+def seed(config: ResolvedConfig, scenario: m.Scenario) -> None:
+    """The scenario's `Given` steps against `config`'s fakes (fresh ones: a sandbox's), then its
+    faults queued, as a scenario run does before its run starts. A seed that fails is `invalid_input`."""
+    world = _world(config, scenario)
+    for step in scenario.steps:
+        if step.kind == "given" and isinstance(step.action, SEEDS):
+            try:
+                _run_step(world, step)
+            except StepFailed as err:
+                raise InvalidInput(f"The scenario's step {step.describe()!r} (line {step.line}) could not seed the "
+                                   f"fakes: {err}", data={"issues": [{"path": ["scenario"], "code": "invalid",
+                                                                    "message": str(err)}]}) from None
+    for fault in scenario.actions(m.Fault):
+        vendor = config.ops[fault.op].vendor
+        getattr(config.fakes[vendor], fault.fault)(fault.op)
+
+
+def checks(config: ResolvedConfig, scenario: m.Scenario, *, run_id: str,
+           calls_before: dict[str, int]) -> list[dict[str, Any]]:
+    """Each `Then` step of the scenario against the run `run_id` and `config`'s fakes (as the run
+    left them): `{"step", "line", "ok", "detail"}`, in the scenario's order."""
+    world = _world(config, scenario)
+    world.run_id = run_id
+    world.calls_before = dict(calls_before)
+    out = []
+    for step in scenario.steps:
+        if step.kind != "then" or not isinstance(step.action, CHECKS):
+            continue
+        try:
+            _run_step(world, step)
+        except StepFailed as err:
+            head, _, rest = str(err).partition("\n")
+            detail = rest if rest and head.endswith(step.describe()) else str(err)  # the step is shown beside it
+            out.append({"step": step.describe(), "line": step.line, "ok": False, "detail": detail})
+        except SanomaError as err:
+            out.append({"step": step.describe(), "line": step.line, "ok": False, "detail": str(err)})
+        except Exception as err:  # a step set's own function that broke: shown, not raised
+            out.append({"step": step.describe(), "line": step.line, "ok": False,
+                        "detail": f"{type(err).__name__}: {err}"})
+        else:
+            out.append({"step": step.describe(), "line": step.line, "ok": True, "detail": ""})
+    return out
+
+
+def _chosen(scenario: m.Scenario) -> Chosen:
+    return Chosen(name=scenario.name, file=scenario.file, line=scenario.line, workflow=scenario.workflow,
+                  input=dict(scenario.input), steps=[s.describe() for s in scenario.steps])
+
+
+class ScenarioBook:
+    """The runtime's scenario reader (`runs.sandbox.scenarios.ScenarioReader`) over this library."""
+
+    def of_workflow(self, config: ResolvedConfig, workflow: str | None) -> list[Chosen]:
+        return [_chosen(s) for s in scenarios_of(config, workflow)]
+
+    def find(self, config: ResolvedConfig, *, name: str, workflow: str | None = None) -> Chosen:
+        return _chosen(find_scenario(config, name=name, workflow=workflow))
+
+    def seed(self, config: ResolvedConfig, chosen: Chosen) -> None:
+        seed(config, find_scenario(config, name=chosen.name))
+
+    def checks(self, config: ResolvedConfig, chosen: Chosen, *, run_id: str,
+               calls_before: dict[str, int]) -> list[dict[str, Any]]:
+        return checks(config, find_scenario(config, name=chosen.name), run_id=run_id, calls_before=calls_before)
+
+
+SCENARIOS = ScenarioBook()

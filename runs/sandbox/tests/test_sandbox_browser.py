@@ -1,0 +1,131 @@
+"""A sandbox run from the desk in a real browser (headless Chromium through Selenium), on the
+example company (`company/`) on its REAL drivers: alice clicks "Try in sandbox" on the runs list,
+chooses the refund and one of its scenarios, starts it, and sees the run marked as a sandbox;
+finance-lead finds its approval marked in the inbox and approves it; alice then sees the scenario's
+checks pass on the run's page. The shop's real driver (no SHOP_API_URL) is never called: a call
+reaching it would fail the run.
+
+Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; skipped with the reason
+when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from company.resources import staff as company_staff
+from runs.config.registry import set_config
+from runs.config.resolution import ResolvedConfig, load_config
+from runs.engine.drain import drain
+from runs.models import DecisionMessage, Run
+from runs.sandbox.models import SandboxRun
+from runs.sandbox.tests.conftest import COMPANY
+from runs.seed import seed_declared
+from runs.tests import browser_support as support
+from runs.tests.browser_support import (
+    BROWSER_TESTS,
+    EC,
+    By,
+    StaleElementReferenceException,
+    WebDriverWait,
+    approve_from_inbox,
+    full_page,
+    sign_in,
+    text_of,
+    wait_for,
+)
+
+browser = support.browser
+shots = support.shots
+pytestmark = BROWSER_TESTS
+
+APPROVES = "finance approves a refund"
+
+
+@pytest.fixture
+def real_company(transactional_db) -> Iterator[ResolvedConfig]:
+    config = load_config(COMPANY)  # real drivers: the shop's needs SHOP_API_URL, which is not set
+    set_config(config)
+    seed_declared(vars(company_staff).values())
+    try:
+        yield config
+    finally:
+        set_config(None)
+
+
+@pytest.fixture
+def worker(real_company: ResolvedConfig) -> Iterator[None]:
+    """A stand-in for `manage.py worker`: runs what is queued and applies decisions as they come."""
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                if (Run.objects.filter(status="queued").exists()
+                        or DecisionMessage.objects.filter(applied=False).exists()):
+                    drain(real_company)
+                time.sleep(0.05)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def test_an_operator_starts_a_sandbox_run_from_the_desk_and_sees_its_checks(
+        live_server, real_company, worker, browser, shots):
+    wait = WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,))
+    sign_in(browser, live_server.url, "alice", then="/admin/runs/run/")
+    wait.until(EC.element_to_be_clickable((By.ID, "sandbox-link"))).click()
+    wait.until(EC.element_to_be_clickable((By.LINK_TEXT, "refund"))).click()
+    choice = wait.until(EC.element_to_be_clickable(
+        (By.CSS_SELECTOR, f'input[name="_scenario"][value="{APPROVES}"]')))
+    full_page(browser, shots / "sandbox-choose-scenario.png")
+    choice.click()
+    browser.find_element(By.ID, "sandbox-start").click()
+
+    # The new run's page: marked a sandbox, naming its scenario; it waits for finance.
+    wait.until(EC.presence_of_element_located((By.ID, "sandbox")))
+    run = Run.objects.get()
+    assert run.id.startswith("sandbox-refund-") and SandboxRun.objects.filter(pk=run.id).exists()
+    assert text_of(browser, "sandbox-scenario") == APPROVES
+    assert "sandbox" in text_of(browser, "live-breadcrumbs")
+    assert "evaluated when the run ends" in text_of(browser, "sandbox")
+    wait_for(lambda: Run.objects.get(pk=run.id).waiting_for == "approval")
+
+    # finance-lead: the inbox marks the approval as a sandbox run's; approved like any other.
+    support.sign_in(browser, live_server.url, "finance-lead", then="/admin/runs/approval/")
+    row = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#result_list tbody tr")))
+    assert "SANDBOX" in row.text.upper() and run.id in row.text
+    full_page(browser, shots / "sandbox-inbox.png")
+    def looking(driver) -> None:  # the approval's own page says it is a sandbox run's
+        assert "A sandbox run asks this" in text_of(driver, "approval-sandbox")
+
+    said = approve_from_inbox(browser, live_server.url, "finance-lead", "Refund 15.00 EUR on order 1001", "fine",
+                              looking=looking)
+    assert "approved" in said.lower(), said
+    wait_for(lambda: Run.objects.get(pk=run.id).status == "finished")
+
+    # alice opens the run again: the scenario's checks, each passing.
+    sign_in(browser, live_server.url, "alice", then=f"/admin/runs/run/{run.id}/change/")
+    summary = wait.until(EC.presence_of_element_located((By.ID, "sandbox-summary")))
+    assert summary.text == "The scenario's checks: 9 passed, 0 failed."
+    checks = browser.find_elements(By.CSS_SELECTOR, "#sandbox-checks li")
+    assert len(checks) == 9 and all(c.get_attribute("data-ok") == "true" for c in checks)
+    assert checks[0].text.startswith("PASS Then order 1001 was refunded 1500") or \
+        checks[0].text.startswith("pass Then order 1001 was refunded 1500"), checks[0].text
+    full_page(browser, shots / "sandbox-run-checks.png")
+    # The runs list shows its badge.
+    browser.get(f"{live_server.url}/admin/runs/run/?sandbox=yes")
+    badge = wait.until(EC.presence_of_element_located(
+        (By.CSS_SELECTOR, "td.field-sandbox_badge .sanoma-sandbox-badge")))
+    assert badge.text.lower() == "sandbox"

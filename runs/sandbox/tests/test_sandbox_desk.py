@@ -1,0 +1,108 @@
+"""Sandbox runs on the desk (Django's test client; the Chromium test clicks through the same):
+the "Try in sandbox" page lists a workflow's scenarios and starts one, the runs list marks and
+filters sandbox runs, the run page shows the scenario and its checks, the inbox marks its approvals."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+
+from runs import services
+from runs.engine.drain import drain
+from runs.models import Run
+from runs.sandbox.models import SandboxRun
+
+pytestmark = pytest.mark.django_db
+
+APPROVES = "finance approves a refund"
+
+
+def desk(username: str) -> Client:
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    return client
+
+
+def test_the_sandbox_page_lists_the_workflows_scenarios_and_starts_the_one_chosen(company):
+    alice = desk("alice")
+    # Reached from the workflow's catalog page, its start form and the runs list.
+    for page in (reverse("admin:catalog_workflow", args=["refund"]), "/admin/runs/run/start/?workflow=refund"):
+        assert 'href="/admin/runs/run/sandbox/?workflow=refund"' in alice.get(page).content.decode(), page
+    assert 'href="/admin/runs/run/sandbox/"' in alice.get("/admin/runs/run/").content.decode()
+    index = alice.get("/admin/runs/run/sandbox/").content.decode()
+    assert 'href="/admin/runs/run/sandbox/?workflow=refund"' in index
+    page = alice.get("/admin/runs/run/sandbox/?workflow=refund").content.decode()
+    names = re.findall(r'name="_scenario" value="([^"]+)"', page)
+    assert APPROVES in names and "finance rejects a refund" in names and len(names) == 6
+    none = alice.post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund"})
+    assert none.status_code == 400 and "Choose a scenario" in none.content.decode()
+    started = alice.post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund", "_scenario": APPROVES})
+    run = Run.objects.get()
+    assert started.status_code == 302 and started["Location"] == f"/admin/runs/run/{run.id}/change/"
+    assert SandboxRun.objects.get(pk=run.id).scenario == APPROVES
+    shown = alice.get(started["Location"]).content.decode()
+    assert 'id="sandbox"' in shown and "The scenario's checks are evaluated when the run ends." in shown
+
+
+def test_a_refused_start_says_why_on_the_page_and_starts_nothing(company):
+    from runs.seed import seed_person
+
+    seed_person(username="olga", staff=True, perms=("runs.view_any_run",))
+    page = desk("olga").post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund",
+                                                                         "_scenario": APPROVES})
+    assert page.status_code == 400 and "permission_denied" in page.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_the_runs_list_marks_and_filters_sandbox_runs_and_the_inbox_marks_their_approvals(company_on_fakes):
+    company = company_on_fakes
+    from runs.sandbox.services import start_sandbox
+
+    sandbox = start_sandbox(scenario=APPROVES, started_by="alice")
+    plain = services.start(workflow="refund", input={"order_id": "1001", "amount_cents": 1500}, started_by="alice")
+    drain(company)
+    assert Run.objects.get(pk=plain.id).waiting_for == "approval"
+    alice = desk("alice")
+
+    def rows(url: str) -> dict[str, bool]:
+        listed = alice.get(url).content.decode()
+        shown = {}
+        for row in re.findall(r"<tr>.*?</tr>", listed, re.DOTALL):
+            run_id = re.search(r'<th class="field-id"><a href="[^"]*">([^<]+)</a></th>', row)
+            if run_id is not None:
+                cell = re.search(r'<td class="field-sandbox_badge">(.*?)</td>', row, re.DOTALL)
+                assert cell is not None, row
+                shown[run_id.group(1)] = "sanoma-sandbox-badge" in cell.group(1)
+        return shown
+
+    assert rows("/admin/runs/run/") == {sandbox.id: True, plain.id: False}
+    assert rows("/admin/runs/run/?sandbox=yes") == {sandbox.id: True}
+    assert rows("/admin/runs/run/?sandbox=no") == {plain.id: False}
+    inbox = desk("finance-lead").get("/admin/runs/approval/").content.decode()
+    [body] = re.findall(r'<tbody>(.*?)</tbody>', inbox, re.DOTALL)
+    marked = {}
+    for row in re.findall(r"<tr>.*?</tr>", body, re.DOTALL):
+        link = re.search(r'href="/admin/runs/run/([^/]+)/change/"', row)
+        assert link is not None, row
+        marked[link.group(1)] = "sanoma-sandbox-badge" in row
+    assert marked == {sandbox.id: True, plain.id: False}
+
+
+def test_the_run_page_shows_the_checks_once_the_run_ended(company):
+    from runs.approvals.services import decide
+    from runs.sandbox.services import start_sandbox
+
+    run = start_sandbox(scenario=APPROVES, started_by="alice")
+    drain(company)
+    decide(run_id=run.id, decision="approve", by="finance-lead", timeout=0)
+    drain(company)
+    page = desk("alice").get(f"/admin/runs/run/{run.id}/change/").content.decode()
+    assert "The scenario's checks: 8 passed, 1 failed." in page  # no note "fine" was given
+    said = ('expected at least one &quot;approval.decided&quot; record(s) with {&quot;by&quot;: '
+            '&quot;finance-lead&quot;, &quot;note&quot;: &quot;fine&quot;}; found 0.')
+    assert said in page
+    assert page.count('data-ok="true"') == 8 and page.count('data-ok="false"') == 1
+    assert SandboxRun.objects.get(pk=run.id).checks is not None  # evaluated once, kept
