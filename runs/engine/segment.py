@@ -293,7 +293,8 @@ class Segment:
                 if checkpoint.approval is not None:
                     checkpoint.approval.save(force_insert=True)
                     grant_approver(checkpoint.approval)
-                    announce_asked(checkpoint.approval, self.config)  # its announcement's outbox row, same transaction
+                    if self.sandbox is None:  # a sandbox run's approvals stay out of the company's channel
+                        announce_asked(checkpoint.approval, self.config)  # its outbox row, same transaction
                     if mark_approvals:
                         transitions.mark_has_approvals(run_id=self.run.pk)
                 read = checkpoint.read

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from connectors import define_connector, op
 from connectors.drivers import define_driver
 from runs import services
+from runs.approvals.announce_models import ApprovalAnnouncement
 from runs.approvals.services import decide
 from runs.authoring import define_workflow
 from runs.engine.drain import drain
@@ -34,6 +35,8 @@ def test_a_sandbox_run_of_a_scenario_runs_on_fakes_seeded_by_its_givens_and_pass
     drain(company)
     run.refresh_from_db()
     assert (run.status, run.waiting_for) == ("waiting", "approval")
+    # The company announces approvals in Slack; a sandbox run's stay out of the channel.
+    assert company.announce_approvals is not None and not ApprovalAnnouncement.objects.filter(run_id=run.id).exists()
     waiting = sandbox.checks_of(run, viewer="alice")
     assert waiting is not None and waiting.checks is None  # not ended: nothing checked yet
     decide(run_id=run.id, decision="approve", by="finance-lead", note="fine", timeout=0)
