@@ -11,10 +11,12 @@ from runs.telemetry.views import metrics
 from sanoma_site.api_config import ConfigView
 from sanoma_site.api_index import ApiIndexView
 from sanoma_site.api_scenarios import ScenarioListView
+from sanoma_site.icon import favicon
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
+    path("favicon.ico", favicon, name="favicon"),
     path("metrics", metrics, name="metrics"),  # Prometheus' format, for a scraper with the token
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
