@@ -2,6 +2,7 @@ from pydantic import BaseModel, Field
 
 from company.vendors.shop import shop
 from runs.authoring import SanomaConfig, define_collection, wakeup
+from runs.spend.steps import SPEND_STEPS
 
 
 class CustomerNote(BaseModel):
@@ -17,7 +18,8 @@ class CustomerNote(BaseModel):
 # The company's own records, on its database: `ctx.data.notes.get/list/put/delete`, keyed by order.
 notes = define_collection("notes", record=CustomerNote, key="order_id", title="Customer notes, one per order")
 
-config = SanomaConfig(app_name="acme", connectors=[shop], collections=[notes])
+# SPEND_STEPS: the scenario steps of the refund budget (scenarios/budget.feature).
+config = SanomaConfig(app_name="acme", connectors=[shop], collections=[notes], steps=SPEND_STEPS)
 
 # What starts the worker again after it stops itself when idle (`manage.py worker --stop-when-idle`):
 # the built-in wakeup, served by `manage.py supervise` (or a systemd timer: `manage.py wakeup systemd`).

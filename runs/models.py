@@ -511,3 +511,6 @@ from runs.object_permissions import (  # noqa: E402,F401
 
 # Retention's record of the runs it exported and removed (runs.retention).
 from runs.retention.models import PrunedRun  # noqa: E402,F401
+
+# The money calls counted toward spend limits (runs.spend).
+from runs.spend.models import SpendEntry, SpendLock  # noqa: E402,F401
