@@ -83,7 +83,7 @@ def at_risk(call: Any, sums: Mapping[str, Any], *, policy: Any, decision: Any) -
         if found is not None:
             rule = found
             break
-    figure = DEFAULT_FIGURE
+    figure: tuple[str, ...] = DEFAULT_FIGURE
     if rule is not None:
         figure = next((f for f in map(figure_of, spent_reads(rule.est.get("conditions") or [])) if f), figure)
     value: Any = sums
