@@ -11,7 +11,8 @@ ledger lacks is dated by its record.
 
 Before comparing, reserved rows whose call is recorded are settled (`runs.spend.services.settle`),
 as the next decision in their currency would. Not compared: reserved rows of calls with no
-`op.called` yet (under way, or in doubt), rows of runs retention removed (`PrunedRun`: their sums stay), rows the scenario steps seed (no run).
+`op.called` yet (under way, or in doubt), rows of runs retention removed (`PrunedRun`: their sums
+stay), rows the scenario steps seed (no run).
 """
 from __future__ import annotations
 
