@@ -24,6 +24,7 @@ from runs.approvals.permissions import check_can_view, is_operator
 from runs.display import ids_shortened, moment, tokens
 from runs.models import Approval, ApprovalStatus
 from runs.selectors import Counted, bounded_count
+from runs.spend import risk as spend_risk
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
 DECIDE_WAIT_SECONDS = 5.0
@@ -196,7 +197,11 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="amount")
     def amount(self, approval: Approval) -> str:
         money = self._held(approval)["amount"]
-        return format_html('<span class="sanoma-money">{}</span>', money["shown"]) if money else "-"
+        if not money:
+            return "-"
+        shown = format_html('<span class="sanoma-money">{}</span>', money["shown"])
+        spent = spend_risk.spent_said(spend_risk.of_approval(approval))  # a held money call: the day's spend
+        return format_html('{}<div class="sanoma-under sanoma-spent">{}</div>', shown, spent) if spent else shown
 
     @admin.display(description="run")
     def run_column(self, approval: Approval) -> str:
@@ -269,6 +274,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "decided_at": moment(approval.decided_at),
             "decided_said": approval_selectors.decided_said(approval),
             "details_json": as_json(approval.details) if approval.details is not None else "",
+            "spent_said": spend_risk.spent_said(spend_risk.of_approval(approval)),
             "links": [
                 {"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links
             ],

@@ -7,8 +7,9 @@ by the inbox, the approval's page and the run's page:
      "budget": {"cents": 100000, "shown": "1,000.00 EUR"}}
 
 `spent` is the figure of `context.spent` the rule that held the call reads (its first
-`context.spent.<period>.<scope>`; `today.operation` when it reads none); `budget` is the rule's
-`@budget("<minor units>")` annotation, when it has one.
+`context.spent.<period>.<scope>`; `today.operation` when it has a budget but reads none), left out
+when the rule reads none and names no budget (a hold about something else, such as "every refund
+needs finance"); `budget` is the rule's `@budget("<minor units>")` annotation, when it has one.
 """
 from __future__ import annotations
 
@@ -83,19 +84,18 @@ def at_risk(call: Any, sums: Mapping[str, Any], *, policy: Any, decision: Any) -
         if found is not None:
             rule = found
             break
-    figure: tuple[str, ...] = DEFAULT_FIGURE
-    if rule is not None:
-        figure = next((f for f in map(figure_of, spent_reads(rule.est.get("conditions") or [])) if f), figure)
+    out: dict[str, Any] = {"cents": call.cents, "currency": call.currency, "shown": format_money(call.cents, currency)}
+    read = next((f for f in map(figure_of, spent_reads(rule.est.get("conditions") or [])) if f), None) \
+        if rule is not None and hasattr(rule, "est") else None
+    budget = _budget(rule) if rule is not None else None
+    if read is None and budget is None:
+        return out  # held by a rule about something else than what was spent: the amount alone
+    figure: tuple[str, ...] = read or DEFAULT_FIGURE
     value: Any = sums
     for part in figure:
         value = value[part]
-    out: dict[str, Any] = {
-        "cents": call.cents, "currency": call.currency, "shown": format_money(call.cents, currency),
-        "spent": {"cents": int(value), "shown": format_money(int(value), currency), "figure": ".".join(figure),
-                  "said": said(figure, op=call.op, vendor=call.vendor, workflow=call.workflow,
-                               starter=call.starter)},
-    }
-    budget = _budget(rule) if rule is not None else None
+    out["spent"] = {"cents": int(value), "shown": format_money(int(value), currency), "figure": ".".join(figure),
+                    "said": said(figure, op=call.op, vendor=call.vendor, workflow=call.workflow, starter=call.starter)}
     if budget is not None:
         out["budget"] = {"cents": budget, "shown": format_money(budget, currency)}
     return out
@@ -106,14 +106,18 @@ def sentence(money: Mapping[str, Any] | None) -> str:
     budget`, or "" when the details keep no money."""
     if not isinstance(money, Mapping) or "shown" not in money:
         return ""
-    text = f"{money['shown']} at risk"
-    spent = money.get("spent")
-    if isinstance(spent, Mapping):
-        text += f"; {spent.get('shown')} {spent.get('said')}"
-        budget = money.get("budget")
-        if isinstance(budget, Mapping):
-            text += f", of a {budget.get('shown')} budget"
-    return text
+    spent = spent_said(money)
+    return f"{money['shown']} at risk; {spent}" if spent else f"{money['shown']} at risk"
+
+
+def spent_said(money: Mapping[str, Any] | None) -> str:
+    """`900.00 EUR spent today through shop.order.refund, of a 1,000.00 EUR budget`, or ""."""
+    spent = money.get("spent") if isinstance(money, Mapping) else None
+    if not isinstance(spent, Mapping):
+        return ""
+    text = f"{spent.get('shown')} {spent.get('said')}"
+    budget = money.get("budget") if isinstance(money, Mapping) else None
+    return f"{text}, of a {budget.get('shown')} budget" if isinstance(budget, Mapping) else text
 
 
 def of_approval(approval: Any) -> dict[str, Any] | None:
