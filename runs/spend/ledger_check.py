@@ -77,12 +77,14 @@ def _expected(ops: Mapping[str, Operation], month: date) -> dict[tuple[str, int]
     found: dict[tuple[str, int], dict[str, Any]] = {}
     records = LedgerRecord.objects.filter(kind=LedgerKind.OP_CALLED, at__gte=since).values_list(
         "run_id", "seq", "at", "workflow", "body")
-    starters = {}
+    calls = []
     for run_id, seq, at, workflow, body in records.iterator():
         op_id = body.get("op") if isinstance(body, dict) else None
-        if op_id not in money_ops:
-            continue
-        op = ops[op_id]
+        if op_id in money_ops:
+            calls.append((run_id, seq, at, workflow, body))
+    starters = dict(Run.objects.filter(pk__in={c[0] for c in calls}).values_list("id", "started_by"))
+    for run_id, seq, at, workflow, body in calls:
+        op = ops[body["op"]]
         money = op.money_of(body.get("input"))
         if money is None:
             continue
@@ -90,11 +92,9 @@ def _expected(ops: Mapping[str, Operation], month: date) -> dict[tuple[str, int]
         if error.get("code") in REFUSED:
             found[(run_id, seq)] = {"refused": True}
             continue
-        if run_id not in starters:
-            starters[run_id] = Run.objects.filter(pk=run_id).values_list("started_by", flat=True).first() or ""
         moment = clock.from_ms(at)
         found[(run_id, seq)] = {
-            "op": op.id, "vendor": op.vendor, "workflow": workflow, "starter": starters[run_id],
+            "op": op.id, "vendor": op.vendor, "workflow": workflow, "starter": starters.get(run_id, ""),
             "currency": money.currency or "", "cents": money.cents, "state": outcome_of(body),
             "day": day_of(moment), "month": month_of(moment), "decided_at": moment,
         }

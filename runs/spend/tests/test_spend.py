@@ -12,14 +12,17 @@ from django.core.management.base import CommandError
 
 from runs.approvals import services as approvals
 from runs.engine import clock
-from runs.models import Approval, Run
+from runs.models import Approval, LedgerRecord, Run
 from runs.policies import allow, approve, define_policy
 from runs.policies.cedar.request import cedar_request
+from runs.retention import services as retention
+from runs.retention.services import Rules
 from runs.spend import ledger_check
 from runs.spend.models import SpendEntry
 from runs.spend.risk import sentence
 from runs.spend.tests.support import BUDGET, PAYOUT, REFUND, budget_policy, pay
 from runs.testing import make_user
+from runs.tests.test_retention import as_owner
 
 pytestmark = pytest.mark.django_db
 
@@ -185,10 +188,16 @@ def test_the_table_is_checked_against_the_ledger_and_rebuilt_from_it(engine_for,
         call_command("spend", "check", "--month", "2026-13")
 
 
-def test_the_sums_do_not_need_the_run(engine_for, people, tmp_path):
-    """Retention removes ended runs (with their ledger records); their rows stay counted."""
+@pytest.mark.django_db(transaction=True)
+def test_retention_removing_a_run_leaves_the_months_sums_whole(engine_for, people, tmp_path):
     engine = engine_for(REFUND, connectors=[pay], policy=budget_policy(tmp_path / "p"))
     gone = engine.run("refund", {"amount_cents": 90_000})
-    Run.objects.filter(pk=gone.id).update(status="finished")
-    SpendEntry.objects.filter(run_id=gone.id).update(run_id="pruned-run")  # as if removed: no such run
-    assert engine.run("refund", {"amount_cents": 20_000}).status == "waiting"
+    assert gone.status == "finished"
+    Run.objects.filter(pk=gone.id).update(ended_at=clock.now() - timedelta(days=2))
+    with as_owner():
+        done = retention.run_retention(rules=Rules.of(None, default=timedelta(days=1)), folder=tmp_path / "r")
+    assert done.runs == 1 and not Run.objects.filter(pk=gone.id).exists()
+    assert not LedgerRecord.objects.filter(run_id=gone.id).exists()
+    assert engine.run("refund", {"amount_cents": 20_000}).status == "waiting"  # 900.00 still counted today
+    report = ledger_check.check(ops=engine.config.ops)
+    assert (report.kept, report.differences) == (1, [])
