@@ -24,7 +24,7 @@ from django.db import transaction
 from django.db.models import F
 
 from connectors.operations import Operation
-from runs.models import LedgerKind, LedgerRecord
+from runs.models import ENDED_STATUSES, LedgerKind, LedgerRecord, Run
 from runs.spend.models import SpendEntry, SpendLock, SpendState
 from runs.spend.sums import day_of, month_of, spent
 
@@ -90,20 +90,30 @@ def outcome_of(body: dict[str, Any]) -> str:
 
 
 def settle(currency: str, *, now: datetime) -> int:
-    """Reserved rows of `currency` whose call is recorded now follow their `op.called` record; how
-    many changed."""
+    """Reserved rows of `currency` whose call is recorded now follow their `op.called` record (and
+    those of runs that ended without making the call are released); how many changed."""
     reserved = list(SpendEntry.objects.filter(currency=currency, state=SpendState.RESERVED))
     if not reserved:
         return 0
     records = LedgerRecord.objects.filter(
         kind=LedgerKind.OP_CALLED, run_id__in={row.run_id for row in reserved}).values_list("run_id", "seq", "body")
     bodies = {(run_id, seq): body for run_id, seq, body in records}
+    unrecorded = [row for row in reserved if (row.run_id, row.seq) not in bodies]
+    # A run that ended without recording the call (cancelled after its worker died between the
+    # decision and the call) never makes it: released, unless an op.intent says it may have gone out.
+    ended = set(Run.objects.filter(pk__in={row.run_id for row in unrecorded}, status__in=ENDED_STATUSES)
+                .values_list("id", flat=True))
+    sent = set(LedgerRecord.objects.filter(kind=LedgerKind.OP_INTENT, run_id__in=ended).values_list("run_id", "seq"))
     changed = 0
     for row in reserved:
         body = bodies.get((row.run_id, row.seq))
-        if body is None:
+        if body is not None:
+            state = outcome_of(body)
+        elif row.run_id in ended and (row.run_id, row.seq) not in sent:
+            state = SpendState.RELEASED
+        else:
             continue
-        SpendEntry.objects.filter(pk=row.pk).update(state=outcome_of(body), settled_at=now)
+        SpendEntry.objects.filter(pk=row.pk).update(state=state, settled_at=now)
         changed += 1
     return changed
 

@@ -100,6 +100,9 @@ def test_the_refund_that_would_pass_the_budget_is_held_and_the_ones_under_it_pas
     assert money["budget"] == {"cents": BUDGET, "shown": "1,000.00 EUR"}
     assert sentence(money) == ("0.01 EUR at risk; 1,000.00 EUR spent today through pay.order.refund, "
                                "of a 1,000.00 EUR budget")
+    from runs.approvals.selectors import approval_state
+
+    assert approval_state(held)["details"]["money"] == money  # as /api/approvals answers it
     assert not SpendEntry.objects.filter(run_id=third.id).exists()  # a held call reserves nothing
     assert len(engine.config.fakes["pay"].state["refunds"]) == 2
 
@@ -201,3 +204,26 @@ def test_retention_removing_a_run_leaves_the_months_sums_whole(engine_for, peopl
     assert engine.run("refund", {"amount_cents": 20_000}).status == "waiting"  # 900.00 still counted today
     report = ledger_check.check(ops=engine.config.ops)
     assert (report.kept, report.differences) == (1, [])
+
+
+def test_a_reservation_of_a_run_that_ended_without_the_call_is_released(engine_for, people, tmp_path):
+    """A worker died between the decision and the call, and the run was cancelled before another
+    took it over: the money never moved, and the next decision frees the budget."""
+    from runs import services
+    from runs.engine.advance import advance
+
+    engine = engine_for(REFUND, connectors=[pay], policy=budget_policy(tmp_path / "p"))
+    stranded = engine.start("refund", {"amount_cents": 90_000})
+    now = clock.now()
+    SpendEntry.objects.create(run_id=stranded.id, seq=1, op="pay.order.refund", vendor="pay", workflow="refund",
+                              starter="alice", currency="EUR", cents=90_000, day=now.date(), month=now.date().replace(
+                                  day=1), decided_at=now)
+    def refund_alone(cents: int) -> str:
+        run = engine.start("refund", {"amount_cents": cents})
+        advance(run.id, worker_id="w", config=engine.config)
+        return Run.objects.get(pk=run.id).status
+
+    assert refund_alone(20_000) == "waiting"  # the stranded one counts while its run may still make it
+    services.cancel(run_id=stranded.id, by="alice", reason="the worker died")
+    assert refund_alone(20_000) == "finished"
+    assert SpendEntry.objects.get(run_id=stranded.id).state == "released"
