@@ -81,7 +81,7 @@ def hold_fields(op: Operation, target: str | None, decision: PolicyDecision,
                 money: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What an approval asked by a hold says: its title, approver, what it covers, and the
     policy's permission for the starter to decide it. A held money call's details keep the money
-    at risk and what was spent before it (`money`, see `runs.spend.at_risk`)."""
+    at risk and what was spent before it (`money`, see `runs.spend.risk.at_risk`)."""
     approver = decision.approver or ""
     details = self_approval_details({"money": dict(money)} if money else None, decision.self_approval)
     return {

@@ -15,6 +15,7 @@ from django.db.models import Sum
 
 from runs.engine import clock
 from runs.spend.models import COUNTED, SpendEntry, SpendState
+from runs.spend.services import settle
 from runs.spend.sums import day_of, month_of
 
 
@@ -40,8 +41,6 @@ def seed_by(world: Any, op_id: str, cents: int, who: str) -> None:
 
 
 def spent_today(world: Any, op_id: str, cents: int) -> None:
-    from runs.spend.services import settle
-
     op = _operation(world, op_id)
     currency = op.money.fixed_currency or ""
     settle(currency, now=clock.now())
