@@ -227,3 +227,17 @@ def test_a_reservation_of_a_run_that_ended_without_the_call_is_released(engine_f
     services.cancel(run_id=stranded.id, by="alice", reason="the worker died")
     assert refund_alone(20_000) == "finished"
     assert SpendEntry.objects.get(run_id=stranded.id).state == "released"
+
+
+def test_a_currency_field_in_small_letters_counts_with_its_capitals(engine_for, people):
+    """Stripe spells currencies `eur`: its calls count with the others in EUR."""
+    seen = []
+
+    def record(call):
+        seen.append((call.money, call.spent and call.spent["today"]["vendor"]))
+        return allow()
+
+    engine = engine_for(REFUND, PAYOUT, connectors=[pay], policy=define_policy(record, version="v1"))
+    engine.run("payout", {"cents": 40, "currency": "eur"})
+    engine.run("refund", {"amount_cents": 2})
+    assert seen == [({"cents": 40, "currency": "EUR"}, 0), ({"cents": 2, "currency": "EUR"}, 40)]
