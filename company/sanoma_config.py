@@ -6,7 +6,7 @@ from connectors.vendors.ghost import ghost
 from connectors.vendors.resend import resend
 from connectors.vendors.slack import slack, slack_channel
 from connectors.vendors.stripe import stripe
-from runs.authoring import SanomaConfig, define_collection, wakeup
+from runs.authoring import SPEND_STEPS, SanomaConfig, define_collection, wakeup
 
 
 class CustomerNote(BaseModel):
@@ -23,8 +23,9 @@ class CustomerNote(BaseModel):
 notes = define_collection("notes", record=CustomerNote, key="order_id", title="Customer notes, one per order")
 
 # Each approval asked is announced in Slack's #approvals, with a link to decide it in the desk.
+# SPEND_STEPS: the scenario steps of the refund budget (scenarios/budget.feature).
 config = SanomaConfig(app_name="acme", connectors=[shop, stripe, ghost, bluesky, resend, slack], collections=[notes],
-                      announce_approvals=slack_channel("#approvals"))
+                      announce_approvals=slack_channel("#approvals"), steps=SPEND_STEPS)
 
 # What starts the worker again after it stops itself when idle (`manage.py worker --stop-when-idle`):
 # the built-in wakeup, served by `manage.py supervise` (or a systemd timer: `manage.py wakeup systemd`).

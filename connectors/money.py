@@ -73,12 +73,16 @@ class MoneyRule:
         return self.currency if self.currency and CURRENCY_CODE.match(self.currency) else None
 
     def currency_of(self, input_json: Mapping[str, Any]) -> str | None:
+        """The call's ISO 4217 code: the operation's own, or its input field's, in capitals (a
+        vendor such as Stripe spells them `eur`); None when neither gives one."""
         if self.currency is None:
             return None
         if CURRENCY_CODE.match(self.currency):
             return self.currency
         value = input_json.get(self.currency)
-        return value if isinstance(value, str) and CURRENCY_CODE.match(value) else None
+        if not isinstance(value, str) or not CURRENCY_CODE.match(value.upper()) or not value.isascii():
+            return None
+        return value.upper()
 
     def money_of(self, input_json: Any) -> Money | None:
         """The money a call with this input moves (None: the input lacks a whole number there)."""

@@ -17,13 +17,16 @@ The names, by what they are for:
 - connectors: `define_connector`, `op`, `Retry`, `VendorInfo`, `define_resource`, and the halves
   attached with `with_setup`: `define_driver` (its functions get a `CallContext`) and
   `define_fake`;
-- the config: `SanomaConfig`, `define_collection` (the company's own records);
+- the config: `SanomaConfig`, `define_collection` (the company's own records), `SPEND_STEPS` (the
+  scenario steps that say what was spent, for `SanomaConfig(steps=...)`);
 - Python policies (instead of Cedar files): `define_policy`, with `allow`, `deny`, `approve`;
 - data files and sanoma's own declarations: `person`, `group`, `local` (this machine as a deploy
   target), `secret` (a value kept out of the repo), and `wakeup` (in `sanoma_config.py`'s `wakeups`);
 - errors: `SanomaError` (what a workflow catches; `error_code(err)` is its code, e.g.
   `"wait_timed_out"`) and `DriverError` (what a driver or a fake raises when the vendor says no).
 """
+from typing import TYPE_CHECKING
+
 from connectors.drivers import CallContext, define_driver
 from connectors.errors import DriverError, SanomaError, error_code
 from connectors.fakes import define_fake
@@ -35,6 +38,9 @@ from runs.config.workflows import Every, Schedule, define_workflow
 from runs.ctx import Ctx
 from runs.declarations import group, local, person, secret, wakeup
 from runs.policies.python_policies import allow, approve, define_policy, deny
+
+if TYPE_CHECKING:  # loaded on first use at run time: see __getattr__
+    from runs.spend.steps import SPEND_STEPS
 
 __all__ = [
     # workflows
@@ -55,6 +61,7 @@ __all__ = [
     # the config
     "SanomaConfig",
     "define_collection",
+    "SPEND_STEPS",
     # Python policies
     "allow",
     "approve",
@@ -71,3 +78,12 @@ __all__ = [
     "SanomaError",
     "error_code",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The spend steps read the database: loaded on first use, so the front door imports without Django.
+    if name == "SPEND_STEPS":
+        from runs.spend.steps import SPEND_STEPS
+
+        return SPEND_STEPS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -516,3 +516,6 @@ from runs.retention.models import PrunedRun  # noqa: E402,F401
 
 # A sandbox run's scenario, fakes' books and checks (runs.sandbox).
 from runs.sandbox.models import SandboxRun  # noqa: E402,F401
+
+# The money calls counted toward spend limits (runs.spend).
+from runs.spend.models import SpendEntry, SpendLock  # noqa: E402,F401

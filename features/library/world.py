@@ -43,6 +43,9 @@ class ScenarioWorld:
         self.step: m.ScenarioStep | None = None
         self.text: str | None = None  # the current step's doc string
         self.table: Any = None  # the current step's table
+        # Seeding a sandbox run (runs.sandbox), not running a scenario: a config's own steps that
+        # would write to the site's tables refuse.
+        self.sandbox = False
 
     # -- setup -------------------------------------------------------------------------------------
 

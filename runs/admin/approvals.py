@@ -26,6 +26,7 @@ from runs.models import Approval, ApprovalStatus
 from runs.sandbox.admin import badge
 from runs.sandbox.selectors import sandbox_data, sandbox_of, sandbox_run_ids
 from runs.selectors import Counted, bounded_count
+from runs.spend import risk as spend_risk
 
 # How long the approval page waits for the run to apply a decision before saying it is still pending.
 DECIDE_WAIT_SECONDS = 5.0
@@ -201,7 +202,11 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="amount")
     def amount(self, approval: Approval) -> str:
         money = self._held(approval)["amount"]
-        return format_html('<span class="sanoma-money">{}</span>', money["shown"]) if money else "-"
+        if not money:
+            return "-"
+        shown = format_html('<span class="sanoma-money">{}</span>', money["shown"])
+        spent = spend_risk.spent_said(spend_risk.of_approval(approval))  # a held money call: the day's spend
+        return format_html('{}<div class="sanoma-under sanoma-spent">{}</div>', shown, spent) if spent else shown
 
     @admin.display(description="run")
     def run_column(self, approval: Approval) -> str:
@@ -275,6 +280,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
             "decided_at": moment(approval.decided_at),
             "decided_said": approval_selectors.decided_said(approval),
             "details_json": as_json(approval.details) if approval.details is not None else "",
+            "spent_said": spend_risk.spent_said(spend_risk.of_approval(approval)),
             "links": [
                 {"href": str(link), "web": str(link).startswith(("https://", "http://"))} for link in approval.links
             ],

@@ -12,6 +12,7 @@ from runs.approvals.approver import Approver
 from runs.display import moment
 from runs.models import Run, RunStatus, Step, StepKind
 from runs.selectors import waiting_on
+from runs.spend import risk
 
 
 def cancellation(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -59,8 +60,13 @@ def sentence(run: Run, approvals: list[dict], *, cancelled: dict[str, Any] | Non
             first = pending[0]
             approver = Approver.parse(first["approver"])
             who = f"someone in group {approver.name}" if approver.is_group else approver.name
-            return format_html("Waiting for {} to approve “{}” since {}.", who, first["title"],
-                               moment(datetime.fromisoformat(first["requested_at"])))
+            waiting_since = format_html("Waiting for {} to approve “{}” since {}.", who, first["title"],
+                                        moment(datetime.fromisoformat(first["requested_at"])))
+            at_risk = risk.sentence((first.get("details") or {}).get("money"))  # a held money call
+            if at_risk:
+                return format_html('{} <span class="sanoma-at-risk" id="run-at-risk">{}.</span>', waiting_since,
+                                   at_risk)
+            return waiting_since
         return format_html("Waiting for an approval.")
     if kind == "message":
         return format_html("Waiting for a message on “{}”{} (since {}).", waiting.get("topic"), until,

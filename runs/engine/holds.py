@@ -12,7 +12,7 @@ the policy (`POLICY_ACTOR`, the reason in its note) and the call is refused as a
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from connectors.errors import ErrorCode, SanomaError, error_code
@@ -46,16 +46,27 @@ from runs.policies.calls import build_policy_call
 from runs.policies.decisions import Decision as PolicyDecision
 from runs.policies.decisions import DecisionKind
 from runs.policies.versions import policy_version_of
+from runs.spend import services as spend
+from runs.spend.risk import at_risk
 from runs.telemetry import metrics
 
 
 def judge_call(*, policy: Any, op: Operation, input_json: dict, target: str | None, run: Run,
-               approvals: Iterable[Approval]) -> PolicyDecision:
+               approvals: Iterable[Approval], spent: Mapping[str, Any] | None = None,
+               seq: int | None = None) -> PolicyDecision:
     """What `policy` decides about this call of `run`, given the run's approvals so far: the one
-    way a call is put to a policy (a run's advance, and `rejudge` of a held call at a deploy)."""
+    way a call is put to a policy (a run's advance, and `rejudge` of a held call at a deploy).
+
+    A money call is judged with what was spent before it (`spent`, `runs.spend.sums`): the advance
+    passes the sums it read under the currency's lock; without them they are read here, unlocked
+    (a rejudge, which carries out nothing)."""
+    if spent is None:
+        counted = spend.money_call(op=op, input_json=input_json, run_id=run.id, seq=-1 if seq is None else seq,
+                                   workflow=run.workflow, starter=run.started_by)
+        spent = spend.sums_for(counted, now=clock.now()) if counted is not None else None
     call = build_policy_call(
         op=op, input_json=input_json, target=target, actor=run.started_by, groups=run.groups or (),
-        run_id=run.id, workflow=run.workflow, approvals=approvals,
+        run_id=run.id, workflow=run.workflow, approvals=approvals, spent=spent,
     )
     try:
         return policy.decide(call)
@@ -66,15 +77,18 @@ def judge_call(*, policy: Any, op: Operation, input_json: dict, target: str | No
                           code=error_code(err) or ErrorCode.POLICY_FAILED, data={"op": op.id}) from err
 
 
-def hold_fields(op: Operation, target: str | None, decision: PolicyDecision) -> dict[str, Any]:
+def hold_fields(op: Operation, target: str | None, decision: PolicyDecision,
+                money: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What an approval asked by a hold says: its title, approver, what it covers, and the
-    policy's permission for the starter to decide it."""
+    policy's permission for the starter to decide it. A held money call's details keep the money
+    at risk and what was spent before it (`money`, see `runs.spend.risk.at_risk`)."""
     approver = decision.approver or ""
+    details = self_approval_details({"money": dict(money)} if money else None, decision.self_approval)
     return {
         "title": decision.title or f"{op.id} needs {Approver.parse(approver).shown}",
         "approver": approver,
         "covers": list(dict.fromkeys([op.cover(target), *decision.covers])),
-        "details": self_approval_details(None, decision.self_approval),
+        "details": details,
     }
 
 
@@ -104,7 +118,8 @@ class Holds:
         for it in turn. The decision, and the approval that refused the call (None otherwise)."""
         held = sorted((a for a in self.approvals.values() if a.op_seq == seq), key=lambda a: a.seq)
         for index in range(len(held) + 1):
-            decision = self.policy_decision(op, input_json, target)
+            approved = {a.approver for a in held[:index] if a.status == ApprovalStatus.APPROVED}
+            decision, money = self.policy_decision(op, input_json, target, seq=seq, approved=approved)
             if decision.kind != DecisionKind.APPROVE:
                 metrics.policy_decided(decision.kind)  # counted as it takes effect: allowed or denied
                 return decision, None
@@ -112,7 +127,7 @@ class Holds:
                 return decision, None  # that approver already let this very call through
             if index == len(held):
                 self.request(seq=self.segment.take_seq(), requested_by=ApprovalRequester.POLICY, op=op.id,
-                             op_input=input_json, op_seq=seq, **hold_fields(op, target, decision))
+                             op_input=input_json, op_seq=seq, **hold_fields(op, target, decision, money))
                 metrics.policy_decided(decision.kind)  # held: counted once, as its approval is asked
                 raise Suspend("approval")
             approval = held[index]
@@ -132,9 +147,36 @@ class Holds:
         raise SanomaError(f"The policy kept holding {op.id} after {len(held)} approvals; check its @approve rules",
                           code=ErrorCode.POLICY_FAILED, data={"op": op.id})
 
-    def policy_decision(self, op: Operation, input_json: dict, target: str | None) -> PolicyDecision:
-        return judge_call(policy=self.segment.config.policy, op=op, input_json=input_json, target=target,
-                          run=self.segment.run, approvals=self.approvals.values())
+    def policy_decision(self, op: Operation, input_json: dict, target: str | None, *, seq: int,
+                        approved: set[str] | frozenset[str] = frozenset(),
+                        ) -> tuple[PolicyDecision, dict[str, Any] | None]:
+        """The policy's decision, and for a money call the money at risk beside what was spent.
+
+        A money call naming its amount is decided in one transaction under the run's lease and
+        its currency's lock (`runs.spend.services.decide`): the sums read, the policy asked with
+        them, and, when the call goes ahead (allowed, or held for an approver in `approved`, who
+        already let it through), its reservation written; two calls decided at once are decided one
+        after the other, each counting the other's reservation."""
+        run = self.segment.run
+        counted = spend.money_call(op=op, input_json=input_json, run_id=run.id, seq=seq, workflow=run.workflow,
+                                   starter=run.started_by)
+
+        def judge(spent: Mapping[str, Any] | None) -> PolicyDecision:
+            return judge_call(policy=self.segment.config.policy, op=op, input_json=input_json, target=target,
+                              run=run, approvals=self.approvals.values(), spent=spent, seq=seq)
+
+        if counted is None:
+            return judge(None), None
+
+        def proceeds(decision: PolicyDecision) -> bool:
+            if self.segment.sandbox is not None:
+                return False  # a sandbox run's money is its fakes': judged by the real sums, counted in none
+            return decision.kind == DecisionKind.ALLOW or (
+                decision.kind == DecisionKind.APPROVE and decision.approver in approved)
+
+        with self.segment.guarded():
+            decision, sums = spend.decide(counted, now=clock.now(), judge=judge, proceeds=proceeds)
+        return decision, at_risk(counted, sums, policy=self.segment.config.policy, decision=decision)
 
     # ---- approvals ----------------------------------------------------------------------------
 

@@ -56,6 +56,10 @@ class PolicyCall:
     groups: tuple[str, ...]
     run: RunInfo
     cover: str = ""  # what an approval must cover to let this call through: the op id, or `<op id>@<target>`
+    # A money operation naming its amount: {"cents": 150000, "currency": "EUR"} ("" when none is known).
+    money: Mapping[str, Any] | None = None
+    # What was spent before this call, in its currency (minor units): see `runs.spend.sums`.
+    spent: Mapping[str, Any] | None = None
 
     @property
     def covered_by(self) -> str:

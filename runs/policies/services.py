@@ -13,14 +13,16 @@ from pydantic import ValidationError
 
 from connectors.errors import InvalidInput, IssueCode, SanomaError, describe_issues, input_issue, issues_of
 from runs.approvals.permissions import principal_of
+from runs.engine import clock
 from runs.errors import RunCode
 from runs.models import Approval, LedgerKind, LedgerRecord, Run
 from runs.policies.calls import build_policy_call
 from runs.policies.explain import explain
+from runs.spend import services as spend
 
 
 def explain_call(*, config: Any, op_id: str, actor: str, input: Any, workflow: str = "", run_id: str = "",
-                 approvals: Iterable[Any] = ()) -> dict[str, Any]:
+                 approvals: Iterable[Any] = (), seq: int = -1) -> dict[str, Any]:
     """Which policies apply to this call and what they decide, with the current policy files."""
     op = config.ops.get(op_id)
     if op is None:
@@ -34,8 +36,14 @@ def explain_call(*, config: Any, op_id: str, actor: str, input: Any, workflow: s
                            data={"op": op_id, "issues": issues}) from None
     target = op.target(parsed) if op.target else None
     principal = principal_of(actor)
-    call = build_policy_call(op=op, input_json=parsed.model_dump(mode="json"), target=target, actor=principal.id,
-                             groups=principal.groups, run_id=run_id, workflow=workflow, approvals=approvals)
+    input_json = parsed.model_dump(mode="json")
+    # A money call is explained with what was spent before it, as its run would be decided now.
+    counted = spend.money_call(op=op, input_json=input_json, run_id=run_id, seq=seq, workflow=workflow,
+                               starter=principal.id)
+    spent = spend.sums_for(counted, now=clock.now()) if counted is not None else None
+    call = build_policy_call(op=op, input_json=input_json, target=target, actor=principal.id,
+                             groups=principal.groups, run_id=run_id, workflow=workflow, approvals=approvals,
+                             spent=spent)
     return explain(config.policy, call)
 
 
@@ -57,7 +65,7 @@ def explain_recorded(*, config: Any, run_id: str, seq: int) -> dict[str, Any]:
     # The approvals the call was decided with: those asked for before it, and its own holds.
     approvals = Approval.objects.filter(Q(seq__lt=seq) | Q(op_seq=seq), run=run)
     out = explain_call(config=config, op_id=op_id, actor=run.started_by, input=input_json, workflow=run.workflow,
-                       run_id=run.id, approvals=approvals)
+                       run_id=run.id, approvals=approvals, seq=seq)
     out["recorded"] = record.body.get("decision") if record else None
     out["seq"] = seq
     return out

@@ -136,7 +136,7 @@ def test_an_approver_tells_two_refunds_apart_and_approves_the_one_they_checked(
     wait.until(EC.presence_of_element_located((By.ID, "result_list")))
     said = settled(lambda: [(
         r.find_element(By.CSS_SELECTOR, "td.field-title_link strong.sanoma-summary").text,
-        r.find_element(By.CSS_SELECTOR, "td.field-amount").text,
+        r.find_element(By.CSS_SELECTOR, "td.field-amount .sanoma-money").text,
         r.find_element(By.CSS_SELECTOR, "td.field-started_by").text,
         r.find_element(By.CSS_SELECTOR, "td.field-run_column .sanoma-under").text,
         r.find_element(By.CSS_SELECTOR, "td.field-requested time").text) for r in inbox_rows(browser)])

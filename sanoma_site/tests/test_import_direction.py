@@ -43,6 +43,8 @@ DEFERRED_ON_PURPOSE = {
     ("changes/lifecycle/extension.py", "changes.lifecycle.services"),
     ("changes/lifecycle/extension.py", "changes.services"),
     ("changes/lifecycle/extension.py", "changes.lifecycle.admin"),
+    # The spend steps read the database: the front door loads them on first use, so it imports without Django.
+    ("runs/authoring.py", "runs.spend.steps"),
     # Fakes load on first use, so a driver-only import does not pull in the fake machinery.
     ("connectors/__init__.py", "connectors.fakes"),
     ("connectors/__init__.py", "connectors"),

@@ -118,6 +118,8 @@ def key_of(call: PolicyCall, reads: Reads) -> tuple[Any, ...]:
         str(call.run.workflow) if read is None or "workflow" in read else None,
         str(call.run.id) if read is None or "run_id" in read else None,
         input_part,
+        _shown(to_cedar_value(call.money)) if read is None or {"amount", "currency"} & read else None,
+        _shown(to_cedar_value(call.spent)) if read is None or "spent" in read else None,
     )
 
 

@@ -87,6 +87,11 @@ def cedar_request(call: PolicyCall) -> tuple[dict[str, Any], list[dict[str, Any]
         "workflow": str(call.run.workflow),
         "run_id": str(call.run.id),
     }
+    if call.money is not None:  # a money operation naming its amount (see `runs.spend`)
+        context["amount"] = int(call.money["cents"])
+        context["currency"] = str(call.money.get("currency") or "")
+        if call.spent is not None:
+            context["spent"] = to_cedar_value(call.spent) or {}
     if call.target is not None:
         resource = _uid("Target", str(call.target))
         entities.append({"uid": resource, "attrs": {}, "parents": [_uid("Operation", op_id)]})

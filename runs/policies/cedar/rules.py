@@ -154,6 +154,9 @@ def _check_annotations(rule_file: str, line: int, effect: str, notes: Mapping[st
         for key in ("title", "covers", "self_approval"):
             if key in notes:
                 problems.append(f"{where}: @{key} only applies to a forbid with @approve")
+    if "budget" in notes and (effect != "forbid" or not str(notes["budget"]).strip().replace("_", "").isdigit()):
+        problems.append(f'{where}: @budget names the budget a forbid enforces, in minor units (cents), '
+                        f'e.g. @budget("100000"); got {notes["budget"]!r} on a {effect}')
     if "self_approval" in notes and notes["self_approval"].strip() != SELF_APPROVAL_ALLOWED:
         problems.append(f'{where}: @self_approval can only say "{SELF_APPROVAL_ALLOWED}"')
     return problems

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from connectors import define_connector, op
 from connectors.drivers import define_driver
+from connectors.errors import InvalidInput
 from runs import services
 from runs.approvals.announce_models import ApprovalAnnouncement
 from runs.approvals.services import decide
@@ -19,6 +20,7 @@ from runs.models import LedgerRecord, Run
 from runs.sandbox import services as sandbox
 from runs.sandbox.fakes import NO_FAKE
 from runs.sandbox.models import SandboxRun
+from runs.spend.models import SpendEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -226,3 +228,20 @@ def test_a_rerun_of_a_failed_sandbox_run_is_a_sandbox_run_on_its_fakes(company):
     assert again.status == "waiting" and again.waiting_for == "approval", (again.status, again.error)
     # Its fakes are its source's as they were: the order already read and the refund already made.
     assert len(row.books["shop"]["state"]["refunds"]) == 1
+
+
+def test_a_sandbox_run_counts_no_real_spend_and_cannot_seed_it(company):
+    # A refund in the sandbox is judged by the company's real sums but reserves nothing in them.
+    run = sandbox.start_sandbox(scenario=APPROVES, workflow="refund", started_by="alice")
+    drain(company)
+    decide(run_id=run.id, decision="approve", by="finance-lead", timeout=0)
+    drain(company)
+    run.refresh_from_db()
+    assert run.status == "finished", run.error
+    assert not SpendEntry.objects.exists()
+    # A scenario whose Given seeds the day's spend is refused: the spend table is the company's.
+    with pytest.raises(InvalidInput) as refused:
+        sandbox.start_sandbox(scenario="the refund that would pass the budget is held for finance",
+                              started_by="alice")
+    assert "spend cannot be seeded in a sandbox run" in str(refused.value)
+    assert not SpendEntry.objects.exists() and not SandboxRun.objects.exclude(pk=run.id).exists()
