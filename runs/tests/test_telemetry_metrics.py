@@ -114,7 +114,7 @@ def test_a_held_run_counts_its_start_steps_calls_decisions_wake_and_end(engine_f
 def test_steps_are_counted_by_kind_as_the_database_has_them(engine_for, django_capture_on_commit_callbacks):
     engine = engine_for(METERED, policy=define_policy(hold_money, version="v1"))
     make_user("finance-lead")
-    kinds = ("call", "approval")
+    kinds = ("call",)
     before = {kind: sample("sanoma_steps_total", workflow="metered", kind=kind) for kind in kinds}
     run = engine.run("metered")
     decide(run, "approve")
