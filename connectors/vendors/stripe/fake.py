@@ -31,7 +31,13 @@ from connectors.vendors.stripe.resources import product, webhook_endpoint
 
 
 def initial_state() -> dict[str, Any]:
-    return {"payment_intents": {}, "refunds": [], "product": {}, "webhook_endpoint": {}, "next_id": 1}
+    """A test-mode account with two card payments made (the demo refunds them): `pi_1001` of 45.00 EUR
+    and `pi_1002` of 1,200.00 EUR. A scenario's Given adds others or sets these afresh."""
+    state: dict[str, Any] = {"payment_intents": {}, "refunds": [], "product": {}, "webhook_endpoint": {},
+                             "next_id": 1}
+    paid(state, id="pi_1001", amount=4500, customer="ada@example.com")
+    paid(state, id="pi_1002", amount=120000, customer="grace@example.com")
+    return state
 
 
 def _next(state: dict, prefix: str) -> str:
