@@ -511,3 +511,6 @@ from runs.object_permissions import (  # noqa: E402,F401
 
 # Retention's record of the runs it exported and removed (runs.retention).
 from runs.retention.models import PrunedRun  # noqa: E402,F401
+
+# Rate and concurrency limits across workers (runs.limits).
+from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot  # noqa: E402,F401

@@ -1,0 +1,195 @@
+"""Drawing from the limits' budgets, and changing a limit at run time.
+
+Each draw is one statement on the shared tables, so workers on every host draw from one budget:
+- a rate: `reserve` takes the time `max(next_at, now)` and moves the cursor one interval past it
+  (an `INSERT ... ON CONFLICT DO UPDATE ... RETURNING`, on PostgreSQL and SQLite alike);
+- a concurrency: `acquire` takes a free slot (or one whose lease ended: its worker died) with a
+  conditional `UPDATE`, `release` gives it back;
+- a vendor's `Retry-After`: `push` moves the cursor to the time the vendor named.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+
+from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, input_issue
+from connectors.limits import check_concurrency, parse_rate
+from runs.approvals.permissions import Principal, permission_denied, principal_of
+from runs.config.registry import get_config
+from runs.config.resolution import ResolvedConfig
+from runs.engine import clock
+from runs.limits import overrides
+from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot
+
+log = logging.getLogger("sanoma.limits")
+
+OFF = "off"
+SLOT_TRIES = 3  # a slot taken by another worker between the look and the update: look again
+
+
+def _greatest() -> str:
+    return "GREATEST" if connection.vendor == "postgresql" else "MAX"
+
+
+def reserve(*, scope: str, key: str, interval_ms: int, now_ms: int) -> int:
+    """Take the next start time of a rate budget (ms): now, or later when the budget is spent."""
+    sql = (f"INSERT INTO runs_limitcursor (scope, key, next_at) VALUES (%s, %s, %s) "
+           f"ON CONFLICT (scope, key) DO UPDATE SET next_at = {_greatest()}(runs_limitcursor.next_at, %s) + %s "
+           f"RETURNING next_at")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, [scope, key, now_ms + interval_ms, now_ms, interval_ms])
+        row = cursor.fetchone()
+    return int(row[0]) - interval_ms
+
+
+def push(*, scope: str, key: str, until_ms: int) -> None:
+    """No call of this budget starts before `until_ms` (a vendor's `Retry-After`)."""
+    sql = (f"INSERT INTO runs_limitcursor (scope, key, next_at) VALUES (%s, %s, %s) "
+           f"ON CONFLICT (scope, key) DO UPDATE SET next_at = {_greatest()}(runs_limitcursor.next_at, %s)")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, [scope, key, until_ms, until_ms])
+
+
+_made: set[tuple[str, str, int]] = set()  # the slot rows this process knows exist
+
+
+def acquire(*, scope: str, key: str, slots: int, holder: str, until_ms: int, now_ms: int) -> int | None:
+    """Take a free slot of a concurrency budget of `slots` (its number), or None when all are held."""
+    if (scope, key, slots) not in _made:
+        LimitSlot.objects.bulk_create([LimitSlot(scope=scope, key=key, slot=i) for i in range(slots)],
+                                      ignore_conflicts=True)
+        _made.add((scope, key, slots))
+    free = "(holder = '' OR until < %s)"
+    sql = (f"UPDATE runs_limitslot SET holder = %s, until = %s WHERE id = (SELECT id FROM runs_limitslot "
+           f"WHERE scope = %s AND key = %s AND slot < %s AND {free} ORDER BY random() LIMIT 1) AND {free} "
+           f"RETURNING slot")
+    for _ in range(SLOT_TRIES):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, [holder, until_ms, scope, key, slots, now_ms, now_ms])
+            row = cursor.fetchone()
+        if row is not None:
+            return int(row[0])
+        if not LimitSlot.objects.filter(Q(holder="") | Q(until__lt=now_ms), scope=scope, key=key,
+                                        slot__lt=slots).exists():
+            return None
+    return None
+
+
+def release(*, scope: str, key: str, slot: int, holder: str) -> None:
+    LimitSlot.objects.filter(scope=scope, key=key, slot=slot, holder=holder).update(holder="", until=0)
+
+
+def holds_of(holder: str) -> dict[tuple[str, str], int]:
+    """The start times a waiting call has taken, by (scope, key)."""
+    return {(h.scope, h.key): h.at for h in LimitHold.objects.filter(holder=holder)}
+
+
+def keep_holds(holder: str, held: dict[tuple[str, str], int]) -> None:
+    """Keep the start times a call has taken while its run waits for them."""
+    with transaction.atomic():
+        LimitHold.objects.filter(holder=holder).delete()
+        LimitHold.objects.bulk_create([LimitHold(holder=holder, scope=scope, key=key, at=at)
+                                       for (scope, key), at in held.items()])
+
+
+def drop_holds(holder: str) -> None:
+    LimitHold.objects.filter(holder=holder).delete()
+
+
+# ---- an operator's changes ----------------------------------------------------------------------
+
+def _bad(field: str, message: str) -> InvalidInput:
+    return InvalidInput(message, data={"issues": [input_issue([field], message, IssueCode.INVALID)]})
+
+
+def _check_can_change(principal: Principal) -> None:
+    if not principal.has_global("runs.pause"):
+        raise permission_denied(f"{principal.id} may not change limits: that takes runs.pause (operators)",
+                                user=principal.id)
+
+
+def check_target(target: Any, config: ResolvedConfig) -> str:
+    """A connector's vendor or an operation's id of the config; `invalid_input` naming them."""
+    vendors = sorted({c.vendor for c in config.connectors if hasattr(c, "vendor")})
+    if not isinstance(target, str) or (target not in vendors and target not in config.ops):
+        raise _bad("target", f"No connector or operation {target!r}; the connectors are "
+                             f"{', '.join(vendors) or 'none'} (or name an operation, such as "
+                             f"{next(iter(sorted(config.ops)), 'shop.order.get')})")
+    return target
+
+
+def check_rate_text(rate: Any) -> str:
+    """An override's rate: '' (keep), 'off', or a rate such as '5/s' (as it is shown)."""
+    if rate is None or rate == "":
+        return ""
+    if isinstance(rate, str) and rate.strip().lower() == OFF:
+        return OFF
+    try:
+        return parse_rate(rate).text
+    except ValueError as err:
+        raise _bad("rate", str(err)) from None
+
+
+def check_concurrency_value(concurrency: Any) -> int | None:
+    if concurrency is None or concurrency == "":
+        return None
+    if isinstance(concurrency, str):
+        if concurrency.strip().lower() == OFF:
+            return 0
+        if not concurrency.strip().isdigit():
+            raise _bad("concurrency", f"concurrency must be a whole number of calls at once, or off; got "
+                                      f"{concurrency!r}")
+        concurrency = int(concurrency)
+    if concurrency == 0:
+        return 0
+    try:
+        return check_concurrency(concurrency)
+    except ValueError as err:
+        raise _bad("concurrency", f"{err} (or off)") from None
+
+
+def set_override(*, target: Any, rate: Any = None, concurrency: Any = None, by: str | Principal,
+                 config: ResolvedConfig | None = None) -> LimitOverride:
+    """Change the limit of a connector or an operation from the next call on (every worker)."""
+    principal = principal_of(by)
+    _check_can_change(principal)
+    target = check_target(target, config or get_config())
+    rate_text, slots = check_rate_text(rate), check_concurrency_value(concurrency)
+    if rate_text == "" and slots is None:
+        raise _bad("rate", "say what changes: a rate (5/s, or off), a concurrency (2, or off), or both")
+    try:
+        with transaction.atomic():
+            made, _ = LimitOverride.objects.update_or_create(
+                target=target, defaults={"rate": rate_text, "concurrency": slots, "set_by": principal.id,
+                                         "set_at": clock.now()})
+    except IntegrityError:  # set by someone else at the same moment: theirs stands
+        raise SanomaError(f"the limit of {target} was just changed by someone else",
+                          code=ErrorCode.INVALID_INPUT) from None
+    overrides.forget()
+    log.warning("limit of %s set by %s: rate %s, concurrency %s", target, principal.id, rate_text or "as declared",
+                "as declared" if slots is None else slots or "off")
+    return made
+
+
+def reset(*, target: Any, by: str | Principal, config: ResolvedConfig | None = None) -> bool:
+    """Back to the declared limit, with a fresh budget (its cursors, slots and kept start times cleared).
+    True when there was an override."""
+    principal = principal_of(by)
+    _check_can_change(principal)
+    target = check_target(target, config or get_config())
+    with transaction.atomic():
+        removed, _ = LimitOverride.objects.filter(target=target).delete()
+        LimitCursor.objects.filter(scope=target).delete()
+        LimitSlot.objects.filter(scope=target).delete()
+        LimitHold.objects.filter(scope=target).delete()
+    _made.clear()
+    overrides.forget()
+    log.warning("limit of %s reset by %s", target, principal.id)
+    return bool(removed)
+
+
+__all__ = ["OFF", "acquire", "check_target", "drop_holds", "holds_of", "keep_holds", "push", "release",
+           "reserve", "reset", "set_override"]
