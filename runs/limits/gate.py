@@ -14,6 +14,7 @@ later than `late_ms` after the time it took, so calls never bunch up past the li
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +26,9 @@ from runs.engine.stops import Suspend
 from runs.limits import overrides, services
 from runs.limits.models import LimitOverride
 
-IN_PLACE_SECONDS = 0.5  # a wait up to this is slept in place (well under calling.DURABLE_RETRY_SECONDS)
-WAKE_LEAD_SECONDS = 0.4  # a run waiting for its start time is woken this long before it
+IN_PLACE_SECONDS = 1.0  # a wait up to this is slept in place (well under calling.DURABLE_RETRY_SECONDS)
+WAKE_LEAD_SECONDS = 0.75  # a run waiting for its start time is woken this long before it
+SLOT_AHEAD_SECONDS = 0.06  # a concurrency slot is looked for this long before the start time
 SLOT_POLL_SECONDS = 1.0  # a run waiting for a concurrency slot looks again after this
 SLOT_POLL_EVERY = 0.02  # in place, a concurrency slot is looked for this often
 SLOT_LEASE_EXTRA_SECONDS = 10.0  # a slot's lease: the call's timeout and this; then a dead worker's slot is free
@@ -34,6 +36,8 @@ ROUNDS = 3
 RATE_WAIT = "rate limit of"
 SLOT_WAIT = "concurrency limit of"
 MAX_WAITING_FOR = 250
+
+log = logging.getLogger("sanoma.limits")
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ class Applied:
         """How long after its start time a call may still start: calls bunch up by at most this."""
         if self.rate is None:
             return 0
-        return max(5, int(self.rate.period * SPACING_MARGIN * 0.8 * 1000))
+        return max(5, int(self.rate.period * SPACING_MARGIN * 0.5 * 1000))
 
     def waiting_for(self, kind: str) -> str:
         return f"{kind} {self.label}"[:MAX_WAITING_FOR]
@@ -116,10 +120,18 @@ def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:
     try:
         start = _rates(applied, holder)
         for _ in range(ROUNDS):
+            # Sleep until just before the start, take the slots (a call under way may be ending),
+            # then start on time: a slot held while sleeping would be kept from another call.
+            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
+            if wait > SLOT_AHEAD_SECONDS:
+                clock.sleep(wait - SLOT_AHEAD_SECONDS)
             _slots(applied, passage, timeout)
-            if all(clock.now_ms() <= start.get((a.scope, a.key), 0) + a.late_ms or a.rate is None for a in applied):
+            now = clock.now_ms()
+            if all(a.rate is None or now <= start[(a.scope, a.key)] + a.late_ms for a in applied):
                 break
-            start = _rates(applied, holder, fresh=True)  # the slots took long: the start times went stale
+            log.info("%s: a slot came %d ms after its start time; it takes a new one", holder,
+                     now - max(start.values()))
+            start = _rates(applied, holder, fresh=True)  # waiting for the slot made the start time stale
         wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
         if wait > 0:
             clock.sleep(wait)
@@ -136,6 +148,8 @@ def _rates(applied: list[Applied], holder: str, *, fresh: bool = False) -> dict[
     taken: dict[tuple[str, str], int] = {}
     for a in applied:
         at = kept.get((a.scope, a.key))
+        if at is not None and now > at + a.late_ms:
+            log.info("%s: %s woke %d ms after its start time; it takes a new one", a.label, holder, now - at)
         if at is None or now > at + a.late_ms:
             at = services.reserve(scope=a.scope, key=a.key, interval_ms=a.interval_ms, now_ms=now)
         taken[(a.scope, a.key)] = at

@@ -61,6 +61,7 @@ def test_a_concurrency_gives_out_its_slots_then_none_until_one_is_given_back():
     taken = [services.acquire(scope="pay", key="", slots=2, holder=f"r{i}:1", until_ms=10_000, now_ms=0)
              for i in range(3)]
     assert sorted(t for t in taken[:2] if t is not None) == [0, 1] and taken[2] is None
+    assert taken[0] is not None
     services.release(scope="pay", key="", slot=taken[0], holder="r0:1")
     assert services.acquire(scope="pay", key="", slots=2, holder="r2:1", until_ms=10_000, now_ms=0) == taken[0]
     assert LimitSlot.objects.filter(scope="pay", holder="r2:1").count() == 1
@@ -68,6 +69,7 @@ def test_a_concurrency_gives_out_its_slots_then_none_until_one_is_given_back():
 
 def test_a_slot_whose_lease_ended_is_free_and_its_old_holder_cannot_give_it_back():
     slot = services.acquire(scope="pay", key="", slots=1, holder="dead:1", until_ms=5_000, now_ms=0)
+    assert slot == 0
     assert services.acquire(scope="pay", key="", slots=1, holder="r:1", until_ms=9_000, now_ms=4_999) is None
     assert services.acquire(scope="pay", key="", slots=1, holder="r:1", until_ms=9_000, now_ms=5_001) == slot
     services.release(scope="pay", key="", slot=slot, holder="dead:1")  # the dead worker's late release

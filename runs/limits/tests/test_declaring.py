@@ -1,6 +1,8 @@
 """Declaring a limit: parsed and checked when the connector or the operation is declared."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import BaseModel
 
@@ -72,7 +74,7 @@ def test_a_limit_must_be_a_limit():
 
 
 def test_a_connectors_key_must_be_a_field_of_one_of_its_operations_inputs():
-    ops = {"refund": {"create": op(effect="money", input=Refund, output=Done)},
+    ops: dict[str, dict[str, Any]] = {"refund": {"create": op(effect="money", input=Refund, output=Done)},
            "status": {"get": op(effect="read", input=Status, output=Done, idempotent=True)}}
     with pytest.raises(ValueError) as caught:
         define_connector("pay", ops, limit=Limit(rate="5/s", key="tenant"))

@@ -57,10 +57,18 @@ def _count(state, i, c):
     return {"n": len(state["calls"])}
 
 
-meter = with_setup(vendor, fake=lambda file=None: define_fake(
-    vendor, initial=lambda: {"calls": []}, ops={"ping": {"send": _count, "own": _count}}, file=file))
-gauge = with_setup(gauge_vendor, fake=lambda file=None: define_fake(
-    gauge_vendor, initial=lambda: {"calls": []}, ops={"ping": {"keyed": _count, "single": _count}}, file=file))
+def _meter_fake(file=None):
+    return define_fake(vendor, initial=lambda: {"calls": []}, ops={"ping": {"send": _count, "own": _count}},
+                       file=file)
+
+
+def _gauge_fake(file=None):
+    return define_fake(gauge_vendor, initial=lambda: {"calls": []},
+                       ops={"ping": {"keyed": _count, "single": _count}}, file=file)
+
+
+meter = with_setup(vendor, fake=_meter_fake)
+gauge = with_setup(gauge_vendor, fake=_gauge_fake)
 SEND, OWN = (meter.op(f"meter.ping.{n}") for n in ("send", "own"))
 KEYED, SINGLE = (gauge.op(f"gauge.ping.{n}") for n in ("keyed", "single"))
 WORKFLOWS = [
@@ -131,7 +139,7 @@ def test_a_call_over_the_rate_suspends_its_run_until_its_time_and_no_thread_slee
     # 30/min: calls 2.1 s apart (with the margin), more than is slept in place: the others wait durably.
     for run, after in ((second, 2100), (third, 4200)):
         assert (run.status, run.waiting_for, run.lease_owner) == (RunStatus.WAITING, "rate limit of meter", "")
-        assert abs(clock.to_ms(run.wake_at) - (engine.calls[0]["at"] + after - 400)) < 50
+        assert abs(clock.to_ms(run.wake_at) - (engine.calls[0]["at"] + after - 750)) < 50
     assert LimitHold.objects.count() == 2
     assert all(s <= gate.IN_PLACE_SECONDS for s in engine.slept)
     shown = selectors.waiting_on(second)
