@@ -151,7 +151,7 @@ def test_a_call_over_the_rate_suspends_its_run_until_its_time_and_no_thread_slee
     assert len(engine.calls) == 3 and LimitHold.objects.count() == 0
     # Each started at the time it took: 2.1 s apart.
     gaps = [b["at"] - a["at"] for a, b in zip(engine.calls, engine.calls[1:], strict=False)]
-    assert all(2090 <= gap <= 2150 for gap in gaps), gaps
+    assert all(2050 <= gap <= 2150 for gap in gaps), gaps
 
 
 def test_the_show_command_says_what_the_run_waits_for(engine, capsys):
@@ -167,7 +167,7 @@ def test_a_short_wait_is_slept_in_place(engine):
     engine.drain()
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED
-    assert len(engine.slept) == 1 and 0.2 < engine.slept[0] <= 0.31
+    assert 0.2 < sum(engine.slept) <= 0.31 and len(engine.slept) <= 2  # until the start, then a slot ahead
     assert engine.calls[0]["at"] >= LimitCursor.objects.get(scope="meter").next_at - 2100
 
 
