@@ -46,7 +46,7 @@ vendor = define_connector("meter", {
 gauge_vendor = define_connector("gauge", {
     "ping": {
         "keyed": op(effect="read", input=Ping, output=Pong, idempotent=True,
-                    limit=Limit(rate="1/s", key="account")),
+                    limit=Limit(rate="6/min", key="account")),
         "single": op(effect="read", input=Ping, output=Pong, idempotent=True, limit=Limit(concurrency=1)),
     },
 })
