@@ -17,7 +17,8 @@ imports this package):
 - `workflows`: the workflows whose object permissions grant who may start them;
 - `versions`: the deploy versions, live, pinned-only or retired, and the runs each holds;
 - `collections`: the company's collections and their records, read-only;
-- `pauses`: pausing and unpausing connectors, operations and workflows, and the runs each holds.
+- `pauses`: pausing and unpausing connectors, operations and workflows, and the runs each holds;
+- `runs.limits.admin`: the rate and concurrency limits in force, and operators' changes of them.
 """
 # Importing a module registers its admins; this order (runs first) is the site's registry order.
 # isort: off
@@ -28,4 +29,5 @@ from runs.admin import workflows  # noqa: F401
 from runs.admin import versions  # noqa: F401
 from runs.admin import collections  # noqa: F401
 from runs.admin import pauses  # noqa: F401
+from runs.limits import admin as limits_admin  # noqa: F401
 # isort: on

@@ -78,6 +78,7 @@ class LimitOverride(models.Model):
         app_label = "runs"
         ordering = ["target"]
         verbose_name = "limit override"
+        verbose_name_plural = "limits"
 
     def __str__(self) -> str:
         return f"limit of {self.target}"
