@@ -499,6 +499,9 @@ class WorkflowEntry(models.Model):
 # The last ledger verify, kept (runs.health): its table is this app's.
 from runs.health.models import LedgerVerification  # noqa: E402,F401
 
+# Rate and concurrency limits across workers (runs.limits).
+from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot  # noqa: E402,F401
+
 # The guardian tables live in a module of their own; importing them here registers them with the app.
 from runs.object_permissions import (  # noqa: E402,F401
     ApprovalGroupObjectPermission,
@@ -511,6 +514,3 @@ from runs.object_permissions import (  # noqa: E402,F401
 
 # Retention's record of the runs it exported and removed (runs.retention).
 from runs.retention.models import PrunedRun  # noqa: E402,F401
-
-# Rate and concurrency limits across workers (runs.limits).
-from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot  # noqa: E402,F401
