@@ -33,7 +33,7 @@ UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0, "h": 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*([a-z]+)\s*$")
 MAX_CALLS = 1_000_000  # per unit: a rate above this is no limit at all
 MAX_CONCURRENCY = 10_000
-SPACING_MARGIN = 0.05  # calls are spaced 5 % wider than 1/rate
+SPACING_MARGIN = 0.07  # calls are spaced 7 % wider than 1/rate
 
 
 @dataclass(frozen=True)
