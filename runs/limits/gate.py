@@ -119,22 +119,24 @@ def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:
     passage = Passage(holder)
     try:
         start = _rates(applied, holder)
-        for _ in range(ROUNDS):
+        for turn in range(ROUNDS + 1):
+            if turn == ROUNDS:  # never on time (a database too busy): try again a moment later
+                a = next(a for a in applied if a.rate is not None)
+                raise Suspend(a.waiting_for(RATE_WAIT), wake_at=clock.from_ms(clock.now_ms() + a.interval_ms))
             # Sleep until just before the start, take the slots (a call under way may be ending),
             # then start on time: a slot held while sleeping would be kept from another call.
             wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
             if wait > SLOT_AHEAD_SECONDS:
                 clock.sleep(wait - SLOT_AHEAD_SECONDS)
             _slots(applied, passage, timeout)
+            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
+            if wait > 0:
+                clock.sleep(wait)
             now = clock.now_ms()
             if all(a.rate is None or now <= start[(a.scope, a.key)] + a.late_ms for a in applied):
                 break
-            log.info("%s: a slot came %d ms after its start time; it takes a new one", holder,
-                     now - max(start.values()))
+            log.info("%s: %d ms late for its start time; it takes a new one", holder, now - max(start.values()))
             start = _rates(applied, holder, fresh=True)  # waiting for the slot made the start time stale
-        wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
-        if wait > 0:
-            clock.sleep(wait)
     except BaseException:
         passage.leave()
         raise

@@ -22,7 +22,7 @@ from connectors.http.vendor_server import Answer, Received, VendorServer
 from connectors.limits import parse_rate
 from runs import services
 from runs.config.resolution import ResolvedConfig, load_config
-from runs.models import Run, RunStatus
+from runs.models import LedgerRecord, Run, RunStatus
 from runs.testing import make_user
 from runs.tests.processes import READY_LINE, Worker, database_url, worker_env
 
@@ -157,3 +157,30 @@ def test_one_accounts_burst_does_not_delay_another_accounts_calls(site: Site) ->
           f"(which took {burst[-1] - burst[0]:.2f} s); one interval is {INTERVAL:.3f} s")
     assert burst[-1] - burst[0] >= 14 * INTERVAL * 0.95  # the burst itself was held to its 5/s
     assert beside <= alone + INTERVAL
+
+
+def test_a_429_with_retry_after_is_waited_out_durably_and_holds_the_limit_for_the_other_runs(site: Site) -> None:
+    with meter_server(gated=False) as server:
+        server.fault(status=429, body={"error": {"message": "Too many requests"}}, headers={"Retry-After": "4"})
+        site.start_workers(2, METER_URL=server.url)
+        hit = site.start("pings", {"calls": 1, "account": "first"})
+
+        def waits_for(run: Run, what: str) -> bool:
+            run.refresh_from_db()
+            return run.status == RunStatus.WAITING and run.waiting_for == what
+
+        site.workers[0].wait_for(lambda: waits_for(hit, "retry"), within=PATIENCE, what="the refused run to wait")
+        assert hit.lease_owner == ""  # no worker holds it while it waits
+        other = site.start("pings", {"calls": 1, "account": "second"})
+        site.workers[0].wait_for(lambda: waits_for(other, "rate limit of meter"), within=PATIENCE,
+                                 what="the other run to wait for the vendor's Retry-After")
+        site.finish([hit, other])
+        arrived = server.requests_to("POST", "/v1/pings")
+    first = [r.at for r in arrived if r.json()["account"] == "first"]
+    second = [r.at for r in arrived if r.json()["account"] == "second"]
+    assert len(first) == 2 and first[1] - first[0] >= 4 - 0.1  # refused, then tried again after its 4 s
+    assert len(second) == 1 and second[0] - first[0] >= 4 - 0.1  # the other run's call waited for it too
+    kinds = list(LedgerRecord.objects.filter(run_id=hit.id).order_by("id").values_list("kind", flat=True))
+    assert kinds.count("op.attempt_failed") == 1 and kinds[-2:] == ["op.called", "run.finished"], kinds
+    failed = LedgerRecord.objects.get(run_id=hit.id, kind="op.attempt_failed").body
+    assert failed["error"]["status"] == 429 and failed["wait_ms"] >= 4000
