@@ -6,8 +6,9 @@ concurrency budget, and waits for the latest start time in place when it is near
 (`IN_PLACE_SECONDS`). When it is further, the run suspends (`waiting for rate limit of stripe`),
 keeping the start times it took (`LimitHold`), and is woken a moment before them; no thread sleeps
 and no worker holds the run meanwhile. A concurrency budget with no free slot is polled in place
-for a moment, then the run suspends (`waiting for concurrency limit of stripe`) and looks again
-after `SLOT_POLL_SECONDS`. `Passage.leave` gives the slots back once the driver has answered.
+for a moment, then the run suspends (`waiting for concurrency limit of stripe`) until a call gives
+a slot back (the run that has waited longest is woken), or at worst `SLOT_POLL_SECONDS` later.
+`Passage.leave` gives the slots back once the driver has answered.
 
 A start time taken long ago (the run woke late) is given up for a fresh one: a call never starts
 later than `late_ms` after the time it took, so calls never bunch up past the limit.
@@ -109,9 +110,12 @@ class Passage:
     slots: list[tuple[Applied, int]] = field(default_factory=list)
 
     def leave(self) -> None:
-        for applied, slot in self.slots:
+        """Give the slots back, and wake a run waiting for one of them (the others poll)."""
+        slots, self.slots = self.slots, []
+        for applied, slot in slots:
             services.release(scope=applied.scope, key=applied.key, slot=slot, holder=self.holder)
-        self.slots = []
+        for applied, _ in slots:
+            services.wake_one(applied.waiting_for(SLOT_WAIT))
 
 
 def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:

@@ -23,9 +23,10 @@ from connectors.limits import check_concurrency, parse_rate
 from runs.approvals.permissions import Principal, permission_denied, principal_of
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock
+from runs.engine import clock, transitions
 from runs.limits import overrides
 from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot
+from runs.models import Run, RunStatus
 
 log = logging.getLogger("sanoma.limits")
 
@@ -95,6 +96,17 @@ def release(*, scope: str, key: str, slot: int, holder: str) -> None:
     with _budget() as cursor:
         cursor.execute("UPDATE runs_limitslot SET holder = '', until = 0 WHERE scope = %s AND key = %s AND slot = %s "
                        "AND holder = %s", [scope, key, slot, holder])
+
+
+def wake_one(waiting_for: str) -> bool:
+    """Wake the run that has waited longest for `waiting_for` (a slot was just given back); True when
+    one was woken. The others look again at their next poll."""
+    run_id = (Run.objects.filter(status=RunStatus.WAITING, waiting_for=waiting_for).order_by("updated_at")
+              .values_list("pk", flat=True).first())
+    if run_id is None:
+        return False
+    with transaction.atomic():
+        return transitions.wake(run_id=run_id, now=clock.now())
 
 
 def holds_of(holder: str) -> dict[tuple[str, str], int]:

@@ -209,6 +209,25 @@ def test_a_call_waits_for_a_free_slot_and_gives_it_back(engine):
     assert LimitSlot.objects.get(scope="gauge.ping.single").holder == ""  # given back after the call
 
 
+def test_a_run_waiting_for_a_slot_is_woken_when_a_call_gives_one_back(engine, monkeypatch):
+    monkeypatch.setattr(gate, "IN_PLACE_SECONDS", 0.05)  # a moment's look in place, on the wall clock
+    [single] = gate.applied_limits(SINGLE, {})
+    passage = gate.enter([single], holder="other:1", timeout=5)  # a call under way elsewhere
+    first, second = engine.start("single"), engine.start("single")
+    with clock.sleeping_with(lambda seconds: None):
+        drain(engine.config)
+    for run in (first, second):
+        run.refresh_from_db()
+        assert run.waiting_for == "concurrency limit of gauge.ping.single"
+    passage.leave()
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.status, second.status) == (RunStatus.QUEUED, RunStatus.WAITING)  # the longest waiting, at once
+    engine.drain()
+    first.refresh_from_db()
+    assert first.status == RunStatus.FINISHED
+
+
 def test_a_vendors_429_with_retry_after_holds_the_limit_for_every_run(engine):
     engine.config.fakes["meter"].rate_limit("meter.ping.send", retry_after=30)
     hit = engine.start("ping")
