@@ -65,7 +65,7 @@ class Applied:
         """How long after its start time a call may still start: calls bunch up by at most this."""
         if self.rate is None:
             return 0
-        return max(5, int(self.rate.period * SPACING_MARGIN * 0.2 * 1000))
+        return max(5, int(self.rate.period * SPACING_MARGIN * 0.4 * 1000))
 
     def waiting_for(self, kind: str) -> str:
         return f"{kind} {self.label}"[:MAX_WAITING_FOR]
