@@ -501,6 +501,9 @@ class WorkflowEntry(models.Model):
 from runs.approvals.announce_models import ApprovalAnnouncement  # noqa: E402,F401
 from runs.health.models import LedgerVerification  # noqa: E402,F401
 
+# Rate and concurrency limits across workers (runs.limits).
+from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot  # noqa: E402,F401
+
 # The guardian tables live in a module of their own; importing them here registers them with the app.
 from runs.object_permissions import (  # noqa: E402,F401
     ApprovalGroupObjectPermission,

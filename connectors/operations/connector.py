@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel
 
+from connectors.limits import Limit, check_limit
 from connectors.operations.operation import _ID_PART, Operation, OperationSpec
 from connectors.resources import ResourceType
 
@@ -50,6 +51,8 @@ class Connector:
     environment: type[BaseModel] | None = None
     # Its resource types by name (`define_connector(..., types=[...])`), each bound to this vendor.
     types: Mapping[str, ResourceType] = field(default_factory=dict)
+    # One rate and concurrency budget shared by all its operations (`connectors.limits`), if declared.
+    limit: Limit | None = None
 
     def op(self, op_id: str) -> Operation:
         try:
@@ -102,6 +105,7 @@ def define_connector(
     info: VendorInfo | None = None,
     environment: type[BaseModel] | None = None,
     types: Sequence[ResourceType] = (),
+    limit: Limit | None = None,
 ) -> Connector:
     """A connector: `resources` maps each resource to its operations by name, or is a class whose
     nested classes are the resources and their `op(...)` attributes the operations:
@@ -117,6 +121,8 @@ def define_connector(
     its description, default, checks).
     `types` are its resource types (`define_resource`): each adds the operations
     `<vendor>.<type>.import|read|create|update|delete` (see `connectors.resources`).
+    `limit=Limit(rate="25/s", concurrency=4)` is one budget for all its operations' calls, across every
+    worker (an operation may declare one of its own as well; see `connectors.limits`).
     """
     if environment is not None and not (isinstance(environment, type) and issubclass(environment, BaseModel)):
         raise TypeError(f"connector {vendor}: environment must be a pydantic model class")
@@ -157,11 +163,15 @@ def define_connector(
                 reconcile=f"{vendor}.{resource}.{spec.reconcile}" if spec.reconcile else None,
                 approve_each_target=spec.approve_each_target,
                 money=spec.money,
+                limit=spec.limit,
             )
     _check_reconciles(vendor, operations)
     bound = _bind_types(vendor, types, operations)
+    limit = check_limit(limit, where=f"connector {vendor}", inputs=[o.input for o in operations.values()])
+    if limit is not None:
+        operations = {op_id: dataclasses.replace(o, vendor_limit=limit) for op_id, o in operations.items()}
     return Connector(vendor=vendor, operations=operations, info=_check_info(vendor, info), environment=environment,
-                     types=bound)
+                     types=bound, limit=limit)
 
 
 def _resources_of(vendor: str, resources: Any) -> Mapping[str, Mapping[str, Any]]:

@@ -9,6 +9,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from connectors.limits import Limit, check_limit
 from connectors.money import Money, MoneyRule, amount_field, check_money
 from connectors.operations.summaries import check_summary
 
@@ -104,6 +105,7 @@ class OperationSpec(Generic[InputModel, OutputModel]):
     summary: str | None = None
     approve_each_target: bool = False
     money: MoneyRule | None = None
+    limit: Limit | None = None
 
     def __call__(self, input: InputModel | Mapping[str, Any] | None = None, /, *, timeout: float | None = None,
                  retry: Retry | None = None) -> OutputModel:
@@ -144,6 +146,9 @@ class Operation:
     approve_each_target: bool = False
     # A money operation's amount field, currency and ceiling (`connectors.money`), when it declares them.
     money: MoneyRule | None = None
+    # Its own rate and concurrency limit (`connectors.limits`), and its connector's, when declared.
+    limit: Limit | None = None
+    vendor_limit: Limit | None = None
 
     def plain(self) -> dict[str, str]:
         """What a policy sees of the operation: no schemas, no functions."""
@@ -207,6 +212,7 @@ def op(
     amount: str | None = None,
     currency: str | None = None,
     ceiling: int | None = None,
+    limit: Limit | None = None,
 ) -> OperationSpec[InputModel, OutputModel]:
     """Declare an operation; `define_connector` gives it its vendor and resource.
 
@@ -221,7 +227,9 @@ def op(
     one commit does not merge the next).
     A money operation may say which input field holds the money (`amount`, in minor units), its
     `currency` (an ISO 4217 code, or a text input field holding one) and a `ceiling`: a call above it
-    is refused `invalid_input` before the policy or the vendor sees it (see `connectors.money`)."""
+    is refused `invalid_input` before the policy or the vendor sees it (see `connectors.money`).
+    `limit=Limit(rate="5/s", concurrency=2, key="account")` bounds this operation's calls across
+    every worker, besides its connector's limit (see `connectors.limits`)."""
     if effect not in EFFECTS:
         raise ValueError(f"effect must be one of {', '.join(EFFECTS)}; got {effect!r}")
     for name, schema in (("input", input), ("output", output)):
@@ -233,6 +241,7 @@ def op(
         raise ValueError("approve_each_target needs a target: the approval is for the target a call names")
     timeout = check_timeout(timeout, what="op")
     money = check_money(effect=effect, input=input, amount=amount, currency=currency, ceiling=ceiling)
+    limit = check_limit(limit, where="op", inputs=[input])
     if summary is not None:
         check_summary(summary, input)
     if idempotency_key not in IDEMPOTENCY_KEY_KINDS:
@@ -267,4 +276,5 @@ def op(
         summary=summary,
         approve_each_target=bool(approve_each_target),
         money=money,
+        limit=limit,
     )

@@ -19,6 +19,7 @@ imports this package):
 - `collections`: the company's collections and their records, read-only;
 - `pauses`: pausing and unpausing connectors, operations and workflows, and the runs each holds;
 - `pruned`: the runs retention exported and removed, where a link to one of them leads.
+- `runs.limits.admin`: the rate and concurrency limits in force, and operators' changes of them.
 """
 # Importing a module registers its admins; this order (runs first) is the site's registry order.
 # isort: off
@@ -31,4 +32,5 @@ from runs.admin import collections  # noqa: F401
 from runs.admin import pauses  # noqa: F401
 from runs.admin import pruned  # noqa: F401
 from runs.approvals import announce_admin  # noqa: F401
+from runs.limits import admin as limits_admin  # noqa: F401
 # isort: on

@@ -66,7 +66,7 @@ def invoke(driver: Driver, op: Operation, parsed: BaseModel, context: CallContex
         hint = ("it is tried again" if op.idempotent else
                 "it may have taken effect at the vendor: check there before running it again")
         raise DriverTimeout(f"{op.id} did not answer within {timeout:g} s; {hint}", retryable=op.idempotent,
-                            ) from None
+                            may_have_acted=True) from None
 
 
 def _on_pool_thread(driver: Driver, op_id: str, parsed: BaseModel, context: CallContext) -> Any:

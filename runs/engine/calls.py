@@ -35,6 +35,7 @@ from runs.engine.holds import Holds
 from runs.engine.requests import NO_OPTIONS, CallOptions, parse_op_input
 from runs.engine.segment import Checkpoint, Segment
 from runs.engine.stops import Cancelled, LeaseLost, Suspend
+from runs.limits import gate
 from runs.models import Approval, LedgerKind, LedgerRecord, StepKind
 from runs.policies.decisions import Decision, DecisionKind
 from runs.telemetry import metrics, tracing
@@ -142,27 +143,25 @@ class Calls:
                             extra={"resolved_by": settled["by"]})
                 return output
             attempt = max(attempt, self.history.doubts[seq][0])  # it did not happen: call again
+        # A sandbox run's calls go to its fakes, never the vendor: they take no share of its limits.
+        limits = gate.applied_limits(op, input_json) if segment.sandbox is None and (
+            op.limit or op.vendor_limit or gate.overridden(op)) else []
         started = time.monotonic()
         while True:
             attempt += 1
             allowed = timeout
+            # Its limits' start time and slots, across every worker: a short wait is slept here, a
+            # longer one suspends the run (`waiting for rate limit of <vendor>`), before any intent.
+            passage = gate.enter(limits, holder=f"{run.id}:{seq}", timeout=timeout) if limits else None
+            lands_until = 0  # an in-doubt attempt's: until when (epoch ms) it may still land at the vendor
             if in_doubt:
-                # Recorded before the call: a worker that dies before recording the reply leaves
-                # this behind, and the run is then in doubt instead of calling again. The intent
-                # records the attempt's deadline: past it the attempt is abandoned, and a reconcile
-                # read of a worker taking the run over waits for it (see `runs.engine.doubts`).
-                deadline_ms = clock.now_ms() + int(timeout * 1000)
-                intent = segment.record(LedgerKind.OP_INTENT, seq, {"op": op.id, "attempt": attempt,
-                                                                   "deadline": deadline_ms,
-                                                                   "input": ledger.mask_opaque(input_json, op.opaque),
-                                                                   "idempotency_key": f"{run.id}:{seq}"},
-                                        key=f"{seq}:{attempt}")
-                segment.commit(Checkpoint(records=[intent], retries=True))
-                allowed = (deadline_ms - clock.now_ms()) / 1000  # less what writing the intent took
-                if allowed <= 0:
-                    # Writing the intent outlasted the call's time (a database blip ridden out): the
-                    # call is not sent; the next advance settles this attempt as one in doubt.
-                    raise Suspend("segment", requeue=True)
+                try:
+                    allowed = self._intent(op, seq, attempt, input_json, timeout)
+                except BaseException:
+                    if passage is not None:
+                        passage.leave()
+                    raise
+                lands_until = self.history.lands_until(seq, timeout)
             context = CallContext(
                 idempotency_key=f"{run.id}:{seq}", run_id=run.id, op_id=op.id, attempt=attempt,
                 by=run.started_by, secrets=secrets.for_connector(op.vendor), timeout=allowed,
@@ -171,8 +170,12 @@ class Calls:
             try:
                 if driver is None:
                     raise SanomaError(f"{op.id} has no driver", code=ErrorCode.NO_DRIVER, data={"op": op.id})
-                with segment.heartbeat():
-                    reply = _invoke(driver, op, parsed, context, allowed, seq)
+                try:
+                    with segment.heartbeat():
+                        reply = _invoke(driver, op, parsed, context, allowed, seq)
+                finally:
+                    if passage is not None:
+                        passage.leave()
                 try:
                     output = op.output.model_validate(reply)
                 except ValidationError as err:
@@ -181,6 +184,16 @@ class Calls:
                         retryable=False,
                     ) from None
             except Exception as err:
+                if limits:
+                    gate.vendor_said_wait(limits, err)  # a 429's Retry-After holds the limit for every worker
+                if in_doubt and getattr(err, "may_have_acted", False):
+                    # Sent, and its answer lost (the connection dropped, no answer in time): the vendor
+                    # may have acted. Left in doubt as a dead worker's call is (its intent unsettled),
+                    # never sent again blindly: past the attempt's deadline the reconcile read (or an
+                    # operator) says whether it happened.
+                    log.warning("run %s: %s may have reached %s (%s); it is in doubt until the vendor is asked",
+                                run.id, op.id, op.vendor, err, extra={"run_id": run.id})
+                    raise Suspend("in_doubt", wake_at=clock.from_ms(lands_until)) from None
                 if op.idempotent and attempt < tries and getattr(err, "retryable", None) is True:
                     wait = policy.delay(attempt, retry_after=getattr(err, "retry_after", None),
                                         spread=random.random())
@@ -196,6 +209,29 @@ class Calls:
             duration = int((time.monotonic() - started) * 1000)
             self.settle(op, seq, input_json, decision, output=output, attempt=attempt, duration_ms=duration)
             return output
+
+    def _intent(self, op: Operation, seq: int, attempt: int, input_json: dict, timeout: float) -> float:
+        """Record the attempt's intent before an in-doubt call; the seconds left for the call.
+
+        A worker that dies before recording the reply leaves this behind, and the run is then in
+        doubt instead of calling again. The intent records the attempt's deadline: past it the
+        attempt is abandoned, and a reconcile read of a worker taking the run over waits for it
+        (see `runs.engine.doubts`)."""
+        segment, run = self.segment, self.segment.run
+        deadline_ms = clock.now_ms() + int(timeout * 1000)
+        intent = segment.record(LedgerKind.OP_INTENT, seq, {"op": op.id, "attempt": attempt,
+                                                           "deadline": deadline_ms,
+                                                           "input": ledger.mask_opaque(input_json, op.opaque),
+                                                           "idempotency_key": f"{run.id}:{seq}"},
+                                key=f"{seq}:{attempt}")
+        segment.commit(Checkpoint(records=[intent], retries=True))
+        allowed = (deadline_ms - clock.now_ms()) / 1000  # less what writing the intent took
+        if allowed <= 0:
+            # Writing the intent outlasted the call's time (a database blip ridden out): the
+            # call is not sent; the next advance settles this attempt as one in doubt.
+            raise Suspend("segment", requeue=True)
+        self.history.sent[seq] = (clock.now_ms(), deadline_ms)
+        return allowed
 
     def _attempt_failed(self, op: Operation, seq: int, attempt: int, err: BaseException, wait: float) -> None:
         """Record a failed attempt and when the next one is (with the run's flag that it has such records)."""

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0018_retention'),
+        ('runs', '0019_limits'),
     ]
 
     operations = [

@@ -108,15 +108,21 @@ def test_a_worker_dying_after_the_post_leaves_it_in_doubt_and_the_reconcile_read
     assert called["resolved_by"] == "reconcile" and called["output"]["created_at"] == post["createdAt"]
 
 
-def test_a_lost_reply_is_not_sent_again(server, alice):
-    """The post is made and its reply dropped with the connection: the call fails, and nothing posts twice."""
+def test_a_lost_reply_leaves_the_post_in_doubt_and_the_reconcile_read_finds_it(server, alice):
+    """The post is made and its reply dropped with the connection: the call is in doubt (the post may
+    have been made), never sent again; past the attempt's deadline the reconcile read finds it."""
     config = config_with()
     server.lose_replies = 1
     run = start(config)
     drain(config)
     run.refresh_from_db()
     assert len(server.posts()) == 1 and len(server.requests_to("POST", CREATE)) == 1
-    assert run.status == RunStatus.FAILED and "bluesky dropped the connection before answering" in str(run.error)
+    run = settle_when_the_attempt_can_no_longer_land(config, run)
+    [post] = server.posts()
+    assert (run.status, run.result) == (RunStatus.FINISHED, server.records[0]["uri"]), run.error
+    assert len(server.requests_to("POST", CREATE)) == 1  # one post, though its answer was lost
+    [resolved] = records(run, "op.resolved")
+    assert (resolved["happened"], resolved["by"]) == (True, "reconcile")
 
 
 def test_a_worker_dying_before_the_post_left_posts_once_after_the_reconcile_read(server, alice):

@@ -1,0 +1,208 @@
+"""What a call of a limited operation does just before its driver is invoked, and after it answers.
+
+`enter` finds the limits in force for the call (its connector's and its operation's, as declared
+or as an operator changed them), takes a start time from each rate budget and a slot from each
+concurrency budget, and waits for the latest start time in place when it is near
+(`IN_PLACE_SECONDS`). When it is further, the run suspends (`waiting for rate limit of stripe`),
+keeping the start times it took (`LimitHold`), and is woken a moment before them; no thread sleeps
+and no worker holds the run meanwhile. A concurrency budget with no free slot is polled in place
+for a moment, then the run suspends (`waiting for concurrency limit of stripe`) until a call gives
+a slot back (the run that has waited longest is woken), or at worst `SLOT_POLL_SECONDS` later.
+`Passage.leave` gives the slots back once the driver has answered.
+
+A start time taken long ago (the run woke late) is given up for a fresh one: a call never starts
+later than `late_ms` after the time it took, so calls never bunch up past the limit.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors.errors import DriverError
+from connectors.limits import SPACING_MARGIN, Limit, Rate, parse_rate
+from connectors.operations import Operation
+from runs.engine import clock
+from runs.engine.stops import Suspend
+from runs.limits import overrides, services
+from runs.limits.models import LimitOverride
+
+IN_PLACE_SECONDS = 1.0  # a wait up to this is slept in place (well under calling.DURABLE_RETRY_SECONDS)
+WAKE_LEAD_SECONDS = 0.75  # a run waiting for its start time is woken this long before it
+SLOT_AHEAD_SECONDS = 0.06  # a concurrency slot is looked for this long before the start time
+SLOT_POLL_SECONDS = 1.0  # a run waiting for a concurrency slot looks again after this
+SLOT_POLL_EVERY = 0.02  # in place, a concurrency slot is looked for this often
+SLOT_LEASE_EXTRA_SECONDS = 10.0  # a slot's lease: the call's timeout and this; then a dead worker's slot is free
+ROUNDS = 3
+RATE_WAIT = "rate limit of"
+SLOT_WAIT = "concurrency limit of"
+MAX_WAITING_FOR = 250
+
+log = logging.getLogger("sanoma.limits")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One limit in force for one call: its budget (scope and key value) and its bounds."""
+
+    scope: str  # the vendor, or the operation's id
+    key_name: str | None
+    key: str  # the key field's value ('' when unkeyed)
+    rate: Rate | None
+    concurrency: int | None
+
+    @property
+    def label(self) -> str:
+        """`stripe`, or `stripe.refund.create for account acct_1`."""
+        return f"{self.scope} for {self.key_name} {self.key}" if self.key_name and self.key else self.scope
+
+    @property
+    def interval_ms(self) -> int:
+        return 0 if self.rate is None else max(1, round(self.rate.interval * 1000))
+
+    @property
+    def late_ms(self) -> int:
+        """How long after its start time a call may still start: calls bunch up by at most this."""
+        if self.rate is None:
+            return 0
+        return max(5, int(self.rate.period * SPACING_MARGIN * 0.4 * 1000))
+
+    def waiting_for(self, kind: str) -> str:
+        return f"{kind} {self.label}"[:MAX_WAITING_FOR]
+
+
+def effective(declared: Limit | None, override: LimitOverride | None) -> tuple[Rate | None, int | None, str | None]:
+    """The rate, concurrency and key in force: the declaration's, as an operator's override changes it."""
+    rate = declared.rate if declared else None
+    concurrency = declared.concurrency if declared else None
+    key = declared.key if declared else None
+    if override is not None:
+        if override.rate == services.OFF:
+            rate = None
+        elif override.rate:
+            rate = parse_rate(override.rate)
+        if override.concurrency is not None:
+            concurrency = override.concurrency or None
+    return rate, concurrency, key
+
+
+def applied_limits(op: Operation, input_json: Any) -> list[Applied]:
+    """The limits a call of `op` with this input must fit: its connector's, then its operation's."""
+    changed = overrides.current()
+    found = []
+    for scope, declared in ((op.vendor, op.vendor_limit), (op.id, op.limit)):
+        override = changed.get(scope)
+        if declared is None and override is None:
+            continue
+        rate, concurrency, key_name = effective(declared, override)
+        if rate is None and concurrency is None:
+            continue
+        key = declared.key_value(input_json) if declared is not None else ""
+        found.append(Applied(scope, key_name, key, rate, concurrency))
+    return found
+
+
+@dataclass
+class Passage:
+    """The concurrency slots a call holds while its driver works."""
+
+    holder: str
+    slots: list[tuple[Applied, int]] = field(default_factory=list)
+
+    def leave(self) -> None:
+        """Give the slots back, and wake a run waiting for one of them (the others poll)."""
+        slots, self.slots = self.slots, []
+        for applied, slot in slots:
+            services.release(scope=applied.scope, key=applied.key, slot=slot, holder=self.holder)
+        for applied, _ in slots:
+            services.wake_one(applied.waiting_for(SLOT_WAIT))
+
+
+def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:
+    """Take the call's start time and slots; sleep until the start when it is near, else suspend the run."""
+    passage = Passage(holder)
+    try:
+        start = _rates(applied, holder)
+        for turn in range(ROUNDS + 1):
+            if turn == ROUNDS:  # never on time (a database too busy): try again a moment later
+                a = next(a for a in applied if a.rate is not None)
+                raise Suspend(a.waiting_for(RATE_WAIT), wake_at=clock.from_ms(clock.now_ms() + a.interval_ms))
+            # Sleep until just before the start, take the slots (a call under way may be ending),
+            # then start on time: a slot held while sleeping would be kept from another call.
+            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
+            if wait > SLOT_AHEAD_SECONDS:
+                clock.sleep(wait - SLOT_AHEAD_SECONDS)
+            _slots(applied, passage, timeout)
+            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
+            if wait > 0:
+                clock.sleep(wait)
+            now = clock.now_ms()
+            if all(a.rate is None or now <= start[(a.scope, a.key)] + a.late_ms for a in applied):
+                break
+            log.info("%s: %d ms late for its start time; it takes a new one", holder, now - max(start.values()))
+            start = _rates(applied, holder, fresh=True)  # waiting for the slot made the start time stale
+    except BaseException:
+        passage.leave()
+        raise
+    return passage
+
+
+def _rates(applied: list[Applied], holder: str, *, fresh: bool = False) -> dict[tuple[str, str], int]:
+    """A start time from every budget (kept ones when still good); suspends when one is far off."""
+    now = clock.now_ms()
+    kept = {} if fresh else services.holds_of(holder)
+    taken: dict[tuple[str, str], int] = {}
+    for a in applied:
+        at = kept.get((a.scope, a.key))
+        if at is not None and now > at + a.late_ms:
+            log.info("%s: %s woke %d ms after its start time; it takes a new one", a.label, holder, now - at)
+        if at is None or now > at + a.late_ms:
+            at = services.reserve(scope=a.scope, key=a.key, interval_ms=a.interval_ms, now_ms=now)
+        taken[(a.scope, a.key)] = at
+        if at - now > IN_PLACE_SECONDS * 1000:
+            services.keep_holds(holder, taken)
+            raise Suspend(a.waiting_for(RATE_WAIT), wake_at=clock.from_ms(max(now, at - int(WAKE_LEAD_SECONDS * 1000))))
+    if kept:
+        services.drop_holds(holder)
+    return taken
+
+
+def _slots(applied: list[Applied], passage: Passage, timeout: float) -> None:
+    """A slot of every concurrency budget, looked for in place for a moment; else the run suspends."""
+    have = {(a.scope, a.key) for a, _ in passage.slots}
+    for a in applied:
+        if a.concurrency is None or (a.scope, a.key) in have:
+            continue
+        gives_up = clock.now_ms() + int(IN_PLACE_SECONDS * 1000)
+        while True:
+            now = clock.now_ms()
+            until = now + int((timeout + SLOT_LEASE_EXTRA_SECONDS) * 1000)
+            slot = services.acquire(scope=a.scope, key=a.key, slots=a.concurrency, holder=passage.holder,
+                                    until_ms=until, now_ms=now)
+            if slot is not None:
+                passage.slots.append((a, slot))
+                break
+            if now >= gives_up:
+                raise Suspend(a.waiting_for(SLOT_WAIT), wake_at=clock.from_ms(now + int(SLOT_POLL_SECONDS * 1000)))
+            clock.sleep(SLOT_POLL_EVERY)
+
+
+def vendor_said_wait(applied: list[Applied], err: BaseException) -> float | None:
+    """A vendor's 429 with `Retry-After` pushes every budget of the call to then (other workers'
+    calls wait too); the seconds it asked for, or None."""
+    if not isinstance(err, DriverError) or err.status != 429 or err.retry_after is None:
+        return None
+    until = clock.now_ms() + int(err.retry_after * 1000)
+    for a in applied:
+        services.push(scope=a.scope, key=a.key, until_ms=until)
+    return err.retry_after
+
+
+__all__ = ["Applied", "Passage", "RATE_WAIT", "SLOT_WAIT", "applied_limits", "effective", "enter",
+           "vendor_said_wait"]
+
+
+def overridden(op: Operation) -> bool:
+    """Whether an operator set a limit on `op` or its connector (which may declare none)."""
+    changed = overrides.current()
+    return bool(changed) and (op.vendor in changed or op.id in changed)

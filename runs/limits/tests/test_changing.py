@@ -1,0 +1,77 @@
+"""Changing a limit at run time: only operators may; a bad value is refused naming what is wrong
+and changes nothing; `manage.py limits` as the docs show it (the guide's own blocks run too)."""
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from connectors.errors import SanomaError
+from runs.config.registry import set_config
+from runs.config.resolution import SanomaConfig
+from runs.limits import gate, services
+from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot
+from runs.limits.tests.test_waiting import SEND, WORKFLOWS, gauge, meter
+from runs.testing import make_user, resolve_on_fakes
+
+
+@pytest.fixture
+def company(db):
+    make_user("olga", perms=["runs.pause"])
+    make_user("vera")
+    set_config(resolve_on_fakes(SanomaConfig(connectors=[meter, gauge], workflows=WORKFLOWS)))
+    yield
+    set_config(None)
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({"target": "nope", "rate": "5/s"}, "No connector or operation 'nope'; the connectors are gauge, meter"),
+    ({"target": "meter", "rate": "5/fortnight"}, "rate '5/fortnight': unit 'fortnight' must be one of s, min, h, day"),
+    ({"target": "meter", "concurrency": "two"}, "concurrency must be a whole number of calls at once, or off"),
+    ({"target": "meter", "concurrency": 0.5}, "must be a whole number of calls at once from 1"),
+    ({"target": "meter"}, "say what changes: a rate (5/s, or off), a concurrency (2, or off), or both"),
+])
+def test_a_bad_change_is_refused_naming_what_is_wrong_and_changes_nothing(company, kwargs, says):
+    with pytest.raises(SanomaError) as caught:
+        services.set_override(by="olga", **kwargs)
+    assert says in caught.value.message and caught.value.code == "invalid_input"
+    assert not LimitOverride.objects.exists()
+
+
+def test_only_an_operator_may_change_a_limit(company):
+    with pytest.raises(SanomaError) as caught:
+        services.set_override(target="meter", rate="1/s", by="vera")
+    assert caught.value.code == "permission_denied" and "takes runs.pause (operators)" in caught.value.message
+    with pytest.raises(SanomaError):
+        services.reset(target="meter", by="vera")
+    assert not LimitOverride.objects.exists()
+
+
+def test_set_then_reset_goes_back_to_the_declaration_with_a_fresh_budget(company):
+    services.set_override(target="meter", rate="10/s", concurrency="off", by="olga")
+    [applied] = gate.applied_limits(SEND, {})
+    assert (str(applied.rate), applied.concurrency) == ("10/s", None)
+    services.set_override(target="meter", concurrency=3, by="olga")  # the rate given before is replaced too
+    assert LimitOverride.objects.get(target="meter").rate == ""
+    LimitCursor.objects.create(scope="meter", key="", next_at=10**13)
+    LimitSlot.objects.create(scope="meter", key="", slot=0, holder="x:1", until=10**13)
+    LimitHold.objects.create(holder="x:2", scope="meter", key="", at=10**13)
+    assert services.reset(target="meter", by="olga") is True
+    assert not (LimitOverride.objects.exists() or LimitCursor.objects.exists() or LimitSlot.objects.exists()
+                or LimitHold.objects.exists())
+    [applied] = gate.applied_limits(SEND, {})
+    assert (str(applied.rate), applied.concurrency) == ("30/min", None)
+
+
+def test_the_command_lists_sets_and_resets(company, capsys):
+    call_command("limits")
+    listed = capsys.readouterr().out
+    assert "meter              in force: 30/min  declared: 30/min  now: idle" in listed
+    assert "gauge.ping.keyed   in force: 6/min, per account" in listed
+    call_command("limits", "set", "meter", "--rate", "2/s", "--as", "olga")
+    assert capsys.readouterr().out.strip() == "meter: 2/s from the next call"
+    with pytest.raises(CommandError, match="say who changes it"):
+        call_command("limits", "set", "meter", "--rate", "1/s")
+    with pytest.raises(CommandError, match="reset takes no values"):
+        call_command("limits", "reset", "meter", "--rate", "1/s", "--as", "olga")
+    call_command("limits", "reset", "meter", "--as", "olga")
+    assert capsys.readouterr().out.strip() == "meter: 30/min from the next call (as declared)"

@@ -1,0 +1,92 @@
+"""The desk's Limits page in a real browser (headless Chromium through Selenium): an operator sees the
+limits a company declares, changes one as a person does (the add form), and the next call keeps to
+the new limit; a person on the desk who is no operator sees the limits and may not change them.
+
+Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; skipped with the reason
+when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots (default: the test's temp dir).
+"""
+from __future__ import annotations
+
+import pytest
+
+from runs.config.registry import set_config
+from runs.config.resolution import SanomaConfig
+from runs.limits import gate
+from runs.limits.models import LimitOverride
+from runs.limits.tests.test_waiting import SEND, WORKFLOWS, gauge, meter
+from runs.testing import make_user, resolve_on_fakes
+from runs.tests import browser_support as support
+from runs.tests.browser_support import BROWSER_TESTS, EC, By, StaleElementReferenceException, WebDriverWait, log_in
+from runs.tests.browser_support import staff_user as _staff_user
+
+browser = support.browser
+shots = support.shots
+
+pytestmark = BROWSER_TESTS
+LANDS = 45
+
+
+@pytest.fixture
+def company(db):
+    make_user("alice", perms=["runs.start_workflow"])
+    set_config(resolve_on_fakes(SanomaConfig(connectors=[meter, gauge], workflows=WORKFLOWS)))
+    yield
+    set_config(None)
+
+
+def until(driver, condition, seconds: float = LANDS):
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+
+
+def in_force(driver) -> dict[str, str]:
+    table = until(driver, EC.presence_of_element_located((By.ID, "limits-in-force")))
+    rows = {}
+    for row in table.find_elements(By.CSS_SELECTOR, "tbody tr"):
+        cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+        rows[cells[0]] = cells[1]
+    return rows
+
+
+def test_an_operator_changes_a_limit_from_the_desk_and_the_next_call_keeps_to_it(live_server, browser, shots,
+                                                                                 company):
+    olga = _staff_user("olga")
+    olga.is_superuser = True
+    olga.save()
+    log_in(browser, live_server.url, "olga", then="/admin/")
+    until(browser, EC.element_to_be_clickable((By.LINK_TEXT, "Limits"))).click()
+    rows = in_force(browser)
+    assert rows["meter"] == "30/min" and rows["gauge.ping.single"] == "1 at once"
+    assert rows["gauge.ping.keyed"] == "6/min, per account"
+    browser.save_screenshot(str(shots / "limits-before.png"))
+
+    until(browser, EC.element_to_be_clickable((By.CSS_SELECTOR, ".object-tools a.addlink"))).click()
+    until(browser, EC.presence_of_element_located((By.NAME, "target"))).send_keys("meter")
+    browser.find_element(By.NAME, "rate").send_keys("5/fortnight")  # a slip first: refused, nothing changes
+    browser.find_element(By.NAME, "_save").click()
+    error = until(browser, EC.presence_of_element_located((By.CSS_SELECTOR, ".errornote, .errorlist")))
+    assert "unit 'fortnight' must be one of s, min, h, day" in browser.find_element(By.ID, "content-main").text, \
+        error.text
+    assert not LimitOverride.objects.exists()
+    rate = browser.find_element(By.NAME, "rate")
+    rate.clear()
+    rate.send_keys("2/s")
+    browser.find_element(By.NAME, "concurrency").send_keys("3")
+    browser.find_element(By.NAME, "_save").click()
+    until(browser, EC.presence_of_element_located((By.CSS_SELECTOR, ".messagelist .success")))
+    rows = in_force(browser)
+    assert rows["meter"] == "2/s, 3 at once"
+    browser.save_screenshot(str(shots / "limits-after.png"))
+    made = LimitOverride.objects.get(target="meter")
+    assert (made.rate, made.concurrency, made.set_by) == ("2/s", 3, "olga")
+    # The next call sees it, without a restart.
+    [applied] = gate.applied_limits(SEND, {})
+    assert (str(applied.rate), applied.concurrency) == ("2/s", 3)
+
+
+def test_a_person_who_is_no_operator_sees_the_limits_and_cannot_change_them(live_server, browser, company):
+    _staff_user("vera")
+    log_in(browser, live_server.url, "vera", then="/admin/runs/limitoverride/")
+    assert in_force(browser)["meter"] == "30/min"
+    assert not browser.find_elements(By.CSS_SELECTOR, ".object-tools a.addlink")
+    browser.get(f"{live_server.url}/admin/runs/limitoverride/add/")
+    assert "403" in browser.title or "Forbidden" in browser.page_source
