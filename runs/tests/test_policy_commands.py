@@ -211,6 +211,7 @@ def test_explain_a_refund_shows_the_hold_for_finance_and_the_policies_that_appli
         "staff-may-act": "applies",
         "refunds-need-finance": "applies",
         "refund-daily-budget": "no",  # company/policies/budget.cedar: 5.00 EUR is within the day's budget
+        "newsletters-need-owners": "no",  # company/policies/newsletter.cedar: a refund is not a newsletter
         "access-needs-security": "no",
         "no-customer-erasure": "no",
         "refunds-keep-notes": "no",  # company/policies/data.cedar: the notes collection
