@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.errors import InvalidInput, SanomaError
+from connectors.errors import InvalidInput, IssueCode, SanomaError
 from features.library import model as m
 from features.library.errors import DriveError, StepFailed
 from features.library.loader import load_scenarios
@@ -41,7 +41,8 @@ def find_scenario(config: ResolvedConfig, *, name: str, workflow: str | None = N
     """The scenario called `name` (running `workflow`, when given); else `invalid_input` naming those there are."""
     if workflow is not None and workflow not in config.workflows:
         said = f"No workflow {workflow!r}; the workflows are {', '.join(sorted(config.workflows))}"
-        raise InvalidInput(said, data={"issues": [{"path": ["workflow"], "code": "not_found", "message": said}]})
+        raise InvalidInput(said, data={"issues": [{"path": ["workflow"], "code": IssueCode.NOT_FOUND,
+                                                   "message": said}]})
     mine = scenarios_of(config, workflow)
     scenario = next((s for s in mine if s.name == name), None)
     if scenario is not None:
@@ -53,7 +54,8 @@ def find_scenario(config: ResolvedConfig, *, name: str, workflow: str | None = N
         names = "; ".join(f'"{s.name}"' for s in mine) or "none"
         where = f"of workflow {workflow}" if workflow else "of the company"
         message = f'No scenario "{name}" {where}; the scenarios {where} are: {names}'
-    raise InvalidInput(message, data={"issues": [{"path": ["scenario"], "code": "not_found", "message": message}]})
+    raise InvalidInput(message, data={"issues": [{"path": ["scenario"], "code": IssueCode.NOT_FOUND,
+                                                  "message": message}]})
 
 
 def _world(config: ResolvedConfig, scenario: m.Scenario) -> ScenarioWorld:
@@ -88,7 +90,7 @@ def seed(config: ResolvedConfig, scenario: m.Scenario) -> None:
                 _run_step(world, step)
             except StepFailed as err:
                 raise InvalidInput(f"The scenario's step {step.describe()!r} (line {step.line}) could not seed the "
-                                   f"fakes: {err}", data={"issues": [{"path": ["scenario"], "code": "invalid",
+                                   f"fakes: {err}", data={"issues": [{"path": ["scenario"], "code": IssueCode.INVALID,
                                                                     "message": str(err)}]}) from None
     for fault in scenario.actions(m.Fault):
         vendor = config.ops[fault.op].vendor

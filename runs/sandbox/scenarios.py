@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from connectors.errors import SanomaError
+from connectors.errors import ErrorCode, SanomaError
 from runs.config.resolution import ResolvedConfig
 
 
@@ -56,5 +56,6 @@ def install(reader: ScenarioReader | None) -> None:
 def reader() -> ScenarioReader:
     if _reader is None:
         raise SanomaError("No scenario reader is installed, so sandbox runs cannot be seeded or checked: the site "
-                          "installs one when Django starts (sanoma_site in INSTALLED_APPS)", code="config_invalid")
+                          "installs one when Django starts (sanoma_site in INSTALLED_APPS)",
+                          code=ErrorCode.CONFIG_INVALID)
     return _reader

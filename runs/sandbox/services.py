@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
-from connectors.errors import InvalidInput, SanomaError
+from connectors.errors import InvalidInput, IssueCode, SanomaError
 from runs import services
 from runs.approvals.permissions import Principal, check_can_view, principal_of
 from runs.config.registry import get_config
@@ -34,7 +34,7 @@ def start_sandbox(*, scenario: str, started_by: str | Principal | Any, workflow:
     config = config or get_config()
     if not isinstance(scenario, str) or not scenario.strip():
         raise InvalidInput("Name the scenario to seed the sandbox run from",
-                           data={"issues": [{"path": ["scenario"], "code": "required", "message": "required"}]})
+                           data={"issues": [{"path": ["scenario"], "code": IssueCode.REQUIRED, "message": "required"}]})
     chosen = reader().find(config, name=scenario, workflow=workflow)
     fakes = SandboxFakes(config)
     try:

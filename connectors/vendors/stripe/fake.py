@@ -46,16 +46,16 @@ def _next(state: dict, prefix: str) -> str:
     return f"{prefix}_{n:06d}"
 
 
-def _refused(message: str, *, status: int = 400, code: str, param: str | None = None) -> DriverError:
+def _refused(message: str, *, status: int = 400, vendor_code: str, param: str | None = None) -> DriverError:
     where = f" ({param})" if param else ""
-    return DriverError(f"stripe answered {status} (invalid_request_error {code}){where}: {message}", status=status,
-                       vendor_code=code, retryable=False)
+    return DriverError(f"stripe answered {status} (invalid_request_error {vendor_code}){where}: {message}",
+                       status=status, vendor_code=vendor_code, retryable=False)
 
 
 def _intent(state: dict, id: str, param: str = "intent") -> dict[str, Any]:
     found = state["payment_intents"].get(id)
     if found is None:
-        raise _refused(f"No such payment_intent: '{id}'", status=404, code="resource_missing", param=param)
+        raise _refused(f"No such payment_intent: '{id}'", status=404, vendor_code="resource_missing", param=param)
     return found
 
 
@@ -76,16 +76,17 @@ def _create_refund(state: dict, i: RefundCreate, c: CallContext) -> dict[str, An
     intent = _intent(state, i.payment_intent, "payment_intent")
     if intent["status"] != "succeeded":
         raise _refused(f"This PaymentIntent ({intent['id']}) does not have a successful charge to refund.",
-                       code="charge_not_refundable", param="payment_intent")
+                       vendor_code="charge_not_refundable", param="payment_intent")
     if intent["currency"] != i.currency:
         raise DriverError(f"stripe: payment {intent['id']} is in {intent['currency']}, not {i.currency}: the refund "
                           f"was not sent", retryable=False, vendor_code="currency_mismatch")
     left = intent["amount_received"] - intent["amount_refunded"]
     if left <= 0:
-        raise _refused(f"Charge {intent['latest_charge']} has already been refunded.", code="charge_already_refunded")
+        raise _refused(f"Charge {intent['latest_charge']} has already been refunded.",
+                       vendor_code="charge_already_refunded")
     if i.amount > left:
         raise _refused(f"Refund amount ({i.amount}) is greater than unrefunded amount on charge ({left})",
-                       code="amount_too_large", param="amount")
+                       vendor_code="amount_too_large", param="amount")
     intent["amount_refunded"] += i.amount
     refund = {"id": _next(state, "re"), "amount": i.amount, "currency": intent["currency"],
               "payment_intent": intent["id"], "status": "succeeded", "reason": i.reason}
@@ -96,7 +97,7 @@ def _create_refund(state: dict, i: RefundCreate, c: CallContext) -> dict[str, An
 def _get_refund(state: dict, i: RefundRef, c: CallContext) -> dict[str, Any]:
     found = next((r for r in state["refunds"] if r["id"] == i.id), None)
     if found is None:
-        raise _refused(f"No such refund: '{i.id}'", status=404, code="resource_missing", param="id")
+        raise _refused(f"No such refund: '{i.id}'", status=404, vendor_code="resource_missing", param="id")
     return found
 
 
@@ -134,7 +135,7 @@ def _product_look(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
 def _product_create(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
     id = product.import_id(i.desired)
     if id in state["product"]:
-        raise _refused("Product already exists.", code="resource_already_exists", param="id")
+        raise _refused("Product already exists.", vendor_code="resource_already_exists", param="id")
     values = {"id": id, "object": "product", "name": i.desired["name"],
               "description": i.desired.get("description") or None, "active": i.desired.get("active", True),
               "metadata": dict(i.desired.get("metadata") or {}), "created": 1767225600}
@@ -145,7 +146,7 @@ def _product_create(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
 def _product_update(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
     found = state["product"].get(i.id)
     if found is None:
-        raise _refused(f"No such product: '{i.id}'", status=404, code="resource_missing", param="id")
+        raise _refused(f"No such product: '{i.id}'", status=404, vendor_code="resource_missing", param="id")
     for name, value in i.changes.items():
         if name in ("name", "description", "active", "metadata"):
             found["values"][name] = (value or None) if name == "description" else value
@@ -181,7 +182,7 @@ def _endpoint_create(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
 def _endpoint_update(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
     found = state["webhook_endpoint"].get(i.id)
     if found is None:
-        raise _refused(f"No such webhook endpoint: '{i.id}'", status=404, code="resource_missing", param="id")
+        raise _refused(f"No such webhook endpoint: '{i.id}'", status=404, vendor_code="resource_missing", param="id")
     if "enabled_events" in i.changes:
         found["values"]["enabled_events"] = list(i.changes["enabled_events"])
     if "description" in i.changes:
