@@ -15,13 +15,20 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
 
-from runs.models import DecisionMessage
+from company.resources import staff as company_staff
+from runs.config.registry import set_config
+from runs.config.resolution import load_config
+from runs.engine.drain import drain
+from runs.models import DecisionMessage, Run
+from runs.seed import seed_declared
 from runs.testing import make_user
 from runs.tests import chromium
 
@@ -225,3 +232,43 @@ __all__ = ["LOADS", "click_and_load", "until",
            "StaleElementReferenceException", "WebDriverWait", "approve", "approve_from_inbox", "browser", "full_page",
            "inbox_rows", "log_in", "open_approval", "open_inbox", "page_fits", "settled", "shots", "sign_in",
            "staff_user", "text_of", "wait_for", "worker_for"]
+
+
+COMPANY = Path(__file__).resolve().parents[2] / "company"
+
+
+@contextmanager
+def example_company(fake_dir: Path | None = None) -> Iterator[Any]:
+    """The example company, as the site's config for the block, with the demo's people (each one's
+    password is their name): on its fakes kept in `fake_dir`, or on its real drivers without one."""
+    config = load_config(COMPANY, fakes="instance", fake_dir=fake_dir) if fake_dir else load_config(COMPANY)
+    set_config(config)
+    seed_declared(vars(company_staff).values())
+    try:
+        yield config
+    finally:
+        set_config(None)
+
+
+@contextmanager
+def standin_worker(config: Any) -> Iterator[None]:
+    """A stand-in for `manage.py worker` for the block: runs what is queued and applies decisions as they come."""
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                if (Run.objects.filter(status="queued").exists()
+                        or DecisionMessage.objects.filter(applied=False).exists()):
+                    drain(config)
+                time.sleep(0.05)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)

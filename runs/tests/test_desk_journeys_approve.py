@@ -15,24 +15,17 @@ when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots.
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from company.resources import staff as company_staff
 from runs import services
-from runs.config.registry import set_config
-from runs.config.resolution import ResolvedConfig, load_config
-from runs.engine.drain import drain
-from runs.models import Approval, DecisionMessage, Run
-from runs.seed import seed_declared
+from runs.config.resolution import ResolvedConfig
+from runs.models import Approval, Run
 from runs.tests import browser_support as support
 from runs.tests.browser_support import (  # noqa: F401 (the demo's journeys import some from here)
     BROWSER_TESTS,
@@ -42,12 +35,14 @@ from runs.tests.browser_support import (  # noqa: F401 (the demo's journeys impo
     StaleElementReferenceException,
     WebDriverWait,
     approve,
+    example_company,
     full_page,
     inbox_rows,
     open_approval,
     open_inbox,
     settled,
     sign_in,
+    standin_worker,
     text_of,
     wait_for,
 )
@@ -64,37 +59,14 @@ MOMENT = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((just now|.+ ago)\)$
 @pytest.fixture
 def company(tmp_path: Path, transactional_db) -> Iterator[ResolvedConfig]:
     """The example company on its fakes, and the demo's people (each one's password is their name)."""
-    config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
-    set_config(config)
-    seed_declared(vars(company_staff).values())
-    try:
+    with example_company(tmp_path / "fakes") as config:
         yield config
-    finally:
-        set_config(None)
 
 
 @pytest.fixture
 def worker(company: ResolvedConfig) -> Iterator[None]:
-    """A stand-in for `manage.py worker`: runs what is queued and applies decisions as they come."""
-    stop = threading.Event()
-
-    def work() -> None:
-        try:
-            while not stop.is_set():
-                if (Run.objects.filter(status="queued").exists()
-                        or DecisionMessage.objects.filter(applied=False).exists()):
-                    drain(company)
-                time.sleep(0.05)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    try:
+    with standin_worker(company):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=30)
 
 
 def start_refund(driver, wait, order_id: str, cents: str) -> None:

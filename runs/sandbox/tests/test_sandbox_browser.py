@@ -10,21 +10,13 @@ when one is missing. `SANOMA_SCREENSHOT_DIR` keeps the screenshots.
 """
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
 
-from company.resources import staff as company_staff
-from runs.config.registry import set_config
-from runs.config.resolution import ResolvedConfig, load_config
-from runs.engine.drain import drain
-from runs.models import DecisionMessage, Run
+from runs.config.resolution import ResolvedConfig
+from runs.models import Run
 from runs.sandbox.models import SandboxRun
-from runs.sandbox.tests.conftest import COMPANY
-from runs.seed import seed_declared
 from runs.tests import browser_support as support
 from runs.tests.browser_support import (
     BROWSER_TESTS,
@@ -48,37 +40,15 @@ APPROVES = "finance approves a refund"
 
 @pytest.fixture
 def real_company(transactional_db) -> Iterator[ResolvedConfig]:
-    config = load_config(COMPANY)  # real drivers: the shop's needs SHOP_API_URL, which is not set
-    set_config(config)
-    seed_declared(vars(company_staff).values())
-    try:
+    """The example company on its real drivers: the shop's needs SHOP_API_URL, which is not set."""
+    with support.example_company() as config:
         yield config
-    finally:
-        set_config(None)
 
 
 @pytest.fixture
 def worker(real_company: ResolvedConfig) -> Iterator[None]:
-    """A stand-in for `manage.py worker`: runs what is queued and applies decisions as they come."""
-    stop = threading.Event()
-
-    def work() -> None:
-        try:
-            while not stop.is_set():
-                if (Run.objects.filter(status="queued").exists()
-                        or DecisionMessage.objects.filter(applied=False).exists()):
-                    drain(real_company)
-                time.sleep(0.05)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    try:
+    with support.standin_worker(real_company):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=30)
 
 
 def test_an_operator_starts_a_sandbox_run_from_the_desk_and_sees_its_checks(

@@ -12,14 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from company.resources import staff as company_staff
 from runs import services
 from runs.approvals import services as approvals
-from runs.config.registry import set_config
-from runs.config.resolution import ResolvedConfig, load_config
+from runs.config.resolution import ResolvedConfig
 from runs.engine.drain import drain
 from runs.models import Approval
-from runs.seed import seed_declared
 from runs.tests import browser_support as support
 from runs.tests.browser_support import (
     BROWSER_TESTS,
@@ -40,19 +37,13 @@ browser = support.browser
 shots = support.shots
 pytestmark = BROWSER_TESTS
 
-COMPANY = Path(__file__).resolve().parents[3] / "company"
 SPENT = "900.00 EUR spent today through shop.order.refund, of a 1,000.00 EUR budget"
 
 
 @pytest.fixture
 def company(tmp_path: Path, transactional_db) -> Iterator[ResolvedConfig]:
-    config = load_config(COMPANY, fakes="instance", fake_dir=tmp_path / "fakes")
-    set_config(config)
-    seed_declared(vars(company_staff).values())
-    try:
+    with support.example_company(tmp_path / "fakes") as config:
         yield config
-    finally:
-        set_config(None)
 
 
 def refund(config: ResolvedConfig, cents: int):
