@@ -119,6 +119,11 @@ def test_with_a_worker_the_commands_run_and_without_it_they_stop(site, tmp_path)
         done = manage(site, "start", "follow-up", "--as", "alice", "--set", "order_id=1001",
                       "--set", "after_seconds=0", "--wait", "30")
         assert done.returncode == 0 and '"message_id"' in done.stdout, done.stderr
+        # A run held for its approval past --wait is left waiting, said so with what it waits for.
+        done = manage(site, "start", "refund", "--as", "alice", "--set", "order_id=1001", "--set", "amount_cents=500",
+                      "--wait", "3")
+        assert done.returncode == 3, f"{done.stdout}\n{done.stderr}"
+        assert "is left waiting for approval approval-1 (finance-lead) after 3 s" in done.stderr, done.stderr
         assert worker.terminate() == 0
     finally:
         worker.cleanup()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -84,8 +84,11 @@ class Command(BaseCommand):
                 try:
                     return selectors.result(run_id=run.id, timeout=min(1.0, max(0.0, deadline - time.monotonic())))
                 except SanomaError as err:
-                    if err.code != "run_running" or time.monotonic() >= deadline:
+                    if err.code != "run_running":
                         raise
+                    if time.monotonic() >= deadline:
+                        run.refresh_from_db()
+                        self._left(run, waited=seconds)
                 run.refresh_from_db()
                 why = watch.stranded(run)
                 if why:
@@ -100,9 +103,14 @@ class Command(BaseCommand):
         if run.status in ENDED_STATUSES:
             selectors.result(run_id=run.id, timeout=0)  # raises the run's error, code kept
             raise CommandError(f"Run {run.id} was {run.status}")
-        waiting = selectors.waiting_on(run) or {}
+        self._left(run)
+
+    def _left(self, run: Any, *, waited: float | None = None) -> NoReturn:
+        """The run has not ended: say what it waits for and how to follow it; exit status 3."""
+        waiting = selectors.waiting_on(run) or {} if run.status == RunStatus.WAITING else {}
+        after = f" after {waited:g} s" if waited is not None else ""
         self.stderr.write(f"{run.id} is left {run.status}"
-                          + (f" for {_described(waiting)}" if waiting else "")
+                          + (f" for {_described(waiting)}" if waiting else "") + after
                           + f": a worker (`manage.py worker`) takes it on from there; follow it with "
                             f"`manage.py show {run.id}`")
         sys.exit(3)
