@@ -45,6 +45,18 @@ def database_url(settings_dict: Mapping[str, Any]) -> str:
     return url_of(settings_dict)
 
 
+# What a worker running the example company on its REAL drivers (SANOMA_FAKES="") needs to start:
+# each of its vendors' required credentials, pointing nowhere that answers. A test that calls one of
+# them sets its own URL and key over these.
+EXAMPLE_COMPANY_CREDENTIALS = {
+    "SHOP_API_URL": "https://127.0.0.1:9", "SHOP_API_KEY": "nothing-answers-there",
+    "STRIPE_API_KEY": "sk_test_nothing_answers_there", "GHOST_ADMIN_URL": "https://127.0.0.1:9",
+    "GHOST_ADMIN_API_KEY": "0123456789abcdef01234567:" + "ab" * 32, "BLUESKY_IDENTIFIER": "acme.invalid",
+    "BLUESKY_APP_PASSWORD": "nothing-answers-there", "RESEND_API_KEY": "re_nothing_answers_there",
+    "SLACK_BOT_TOKEN": "xoxb-nothing-answers-there",
+}
+
+
 def worker_env(*, db_url: str, var_dir: Path, version: str, root: Path, **extra: Any) -> dict[str, str]:
     """The environment of a process on the test database, with `root` as its config root; an empty
     `version` leaves the app version to the code (its hash)."""

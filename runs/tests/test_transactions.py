@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from runs.config.workflows import define_workflow
 from runs.engine import clock, history, pauses, transitions
 from runs.engine.advance import Advanced, advance
+from runs.limits import overrides as limit_overrides
 from runs.models import LedgerRecord, Run, RunStatus, Step
 from runs.tests.fixtures import GET
 from runs.tests.transaction_count import Count, counted
@@ -44,6 +45,9 @@ def engine(engine_for, monkeypatch):
     monkeypatch.setattr(pauses, "REFRESH_SECONDS", 3600.0)  # the pauses, read once: not counted below
     pauses.forget()
     pauses.holding_start("calls")
+    monkeypatch.setattr(limit_overrides, "REFRESH_SECONDS", 3600.0)  # the limits' overrides, likewise
+    limit_overrides.forget()
+    limit_overrides.current()
     made = engine_for(CALLS)
     yield made
     OrmQ.objects.all().delete()

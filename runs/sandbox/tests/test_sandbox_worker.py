@@ -19,7 +19,7 @@ from runs.sandbox.models import SandboxRun
 from runs.sandbox.services import checks_of, start_sandbox
 from runs.sandbox.tests.conftest import COMPANY
 from runs.seed import seed_declared
-from runs.tests.processes import Worker, database_url, worker_env
+from runs.tests.processes import EXAMPLE_COMPANY_CREDENTIALS, Worker, database_url, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,8 +30,7 @@ def test_a_sandbox_run_suspends_on_one_worker_and_resumes_on_another(tmp_path: P
     try:
         seed_declared(vars(company_staff).values())
         env = worker_env(db_url=database_url(connection.settings_dict), var_dir=tmp_path / "var", version="",
-                         root=COMPANY, SANOMA_FAKES="", SHOP_API_URL="https://127.0.0.1:9",
-                         SHOP_API_KEY="nothing-answers-there")
+                         root=COMPANY, SANOMA_FAKES="", **EXAMPLE_COMPANY_CREDENTIALS)
         run = start_sandbox(scenario="finance approves a refund", started_by="alice", config=config)
         first = Worker(env, tmp_path / "worker-1.log").start()
         try:

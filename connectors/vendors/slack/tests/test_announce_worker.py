@@ -24,16 +24,11 @@ from runs.approvals.announce_models import AnnouncementStatus, ApprovalAnnouncem
 from runs.config.resolution import load_config
 from runs.models import Run, RunStatus
 from runs.testing import make_user
-from runs.tests.processes import Worker, database_url, worker_env
+from runs.tests.processes import EXAMPLE_COMPANY_CREDENTIALS, Worker, database_url, worker_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 VERSION = "announce-test"
-# The example company's other vendors, which this test never calls: a worker on real drivers
-# starts only with every connector's required credentials set.
-UNUSED_VENDORS = {"STRIPE_API_KEY": "sk_test_unused0123456789", "GHOST_ADMIN_URL": "https://ghost.invalid",
-                  "GHOST_ADMIN_API_KEY": "0123456789abcdef01234567:" + "ab" * 32,
-                  "BLUESKY_IDENTIFIER": "acme.invalid", "BLUESKY_APP_PASSWORD": "unused-app-password"}
 STALL = 60.0
 
 
@@ -41,9 +36,10 @@ def test_a_held_call_is_announced_once_though_the_worker_dies_mid_post(tmp_path:
     root = Path(settings.BASE_DIR) / "company"
     resend_server, slack_server = ResendServer(), SlackServer()
     with resend_server, slack_server:
-        env = {"RESEND_API_KEY": KEY, "RESEND_API_URL": resend_server.url, "SLACK_BOT_TOKEN": TOKEN,
+        env = {**EXAMPLE_COMPANY_CREDENTIALS, "RESEND_API_KEY": KEY, "RESEND_API_URL": resend_server.url,
+               "SLACK_BOT_TOKEN": TOKEN,
                "SLACK_API_URL": slack_server.url, "SHOP_API_URL": "https://shop.invalid",
-               "SHOP_API_KEY": "shop-key-0123456789", **UNUSED_VENDORS}
+               "SHOP_API_KEY": "shop-key-0123456789"}
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         config = load_config(root, app_version=VERSION)
