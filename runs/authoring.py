@@ -14,7 +14,8 @@ The names, by what they are for:
 
 - workflows: `define_workflow`, `Ctx` (annotate `run(ctx: Ctx, input: MyInput)`), and the triggers
   `Schedule(cron=..., timezone=...)` and `Every("15m")`;
-- connectors: `define_connector`, `op`, `Retry`, `VendorInfo`, `define_resource`, and the halves
+- connectors: `define_connector`, `op`, `Retry`, `Limit` (a rate and concurrency across workers),
+  `VendorInfo`, `define_resource`, and the halves
   attached with `with_setup`: `define_driver` (its functions get a `CallContext`) and
   `define_fake`;
 - the config: `SanomaConfig`, `define_collection` (the company's own records), `SPEND_STEPS` (the
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 from connectors.drivers import CallContext, define_driver
 from connectors.errors import DriverError, SanomaError, error_code
 from connectors.fakes import define_fake
+from connectors.limits import Limit
 from connectors.operations import Retry, VendorInfo, define_connector, op, with_setup
 from connectors.resources import define_resource
 from runs.collections.definition import define_collection
@@ -50,6 +52,7 @@ __all__ = [
     "define_workflow",
     # connectors, their drivers and fakes
     "CallContext",
+    "Limit",
     "Retry",
     "VendorInfo",
     "define_connector",

@@ -18,9 +18,9 @@ SANOMA_PACKAGES = ("connectors", "runs", "changes", "wakeups", "features", "sano
 # changes.datafiles.sanoma, wakeups.declare).
 FRONT_DOOR = {
     "workflows": ["Ctx", "Every", "Schedule", "define_workflow"],
-    "connectors": ["CallContext", "Retry", "VendorInfo", "define_connector", "define_driver", "define_fake",
+    "connectors": ["CallContext", "Limit", "Retry", "VendorInfo", "define_connector", "define_driver", "define_fake",
                    "define_resource", "op", "with_setup"],
-    "the config": ["SanomaConfig", "define_collection"],
+    "the config": ["SanomaConfig", "define_collection", "SPEND_STEPS"],
     "Python policies": ["allow", "approve", "define_policy", "deny"],
     "data files and sanoma's own declarations": ["group", "local", "person", "secret", "wakeup"],
     "errors": ["DriverError", "SanomaError", "error_code"],
@@ -30,7 +30,7 @@ FRONT_DOOR = {
 def test_the_front_door_offers_exactly_these_names():
     listed = [name for names in FRONT_DOOR.values() for name in names]
     assert sorted(runs.authoring.__all__) == sorted(listed)
-    assert len(listed) == len(set(listed)) == 27
+    assert len(listed) == len(set(listed)) == 29
     for name in listed:
         assert getattr(runs.authoring, name) is not None, name
     # The engine's types stay where they are, importable, not advertised.
