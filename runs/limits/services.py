@@ -21,6 +21,7 @@ from django.db.models import Count, Q
 from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, input_issue
 from connectors.limits import check_concurrency, parse_rate
 from runs.approvals.permissions import Principal, permission_denied, principal_of
+from runs.collections.definition import DATA_VENDOR
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, transitions
@@ -138,9 +139,17 @@ def _check_can_change(principal: Principal) -> None:
                                 user=principal.id)
 
 
+# The runtime's own connectors (child runs, the wakeup, the change workflow's remotes; the company's
+# collections): limiting them would hold up sanoma's own work (a drift check, a deploy), not a vendor.
+RUNTIME_VENDORS = frozenset({"sanoma", DATA_VENDOR})
+
+
 def check_target(target: Any, config: ResolvedConfig) -> str:
     """A connector's vendor or an operation's id of the config; `invalid_input` naming them."""
-    vendors = sorted({c.vendor for c in config.connectors if hasattr(c, "vendor")})
+    if isinstance(target, str) and target.split(".", 1)[0] in RUNTIME_VENDORS:
+        raise _bad("target", f"{target} is sanoma's own ({target.split('.', 1)[0]}), not a vendor's: its calls "
+                             "take no limit (limit the vendor's connector or operation instead)")
+    vendors = sorted({c.vendor for c in config.connectors if hasattr(c, "vendor")} - RUNTIME_VENDORS)
     if not isinstance(target, str) or (target not in vendors and target not in config.ops):
         raise _bad("target", f"No connector or operation {target!r}; the connectors are "
                              f"{', '.join(vendors) or 'none'} (or name an operation, such as "

@@ -80,7 +80,8 @@ def _expected(ops: Mapping[str, Operation], month: date) -> dict[tuple[str, int]
     calls = []
     for run_id, seq, at, workflow, body in records.iterator():
         op_id = body.get("op") if isinstance(body, dict) else None
-        if op_id in money_ops:
+        # A sandbox run's money went to its fakes: never the company's spend (its records say so).
+        if op_id in money_ops and body.get("sandbox") is not True:
             calls.append((run_id, seq, at, workflow, body))
     starters = dict(Run.objects.filter(pk__in={c[0] for c in calls}).values_list("id", "started_by"))
     for run_id, seq, at, workflow, body in calls:

@@ -284,7 +284,8 @@ def test_every_column_of_the_runs_list_shows_at_1400_px_and_lists_and_the_run_pa
 
     shown = browser.execute_script(COLUMNS)
     browser.save_screenshot(str(shots / "runs-1400.png"))
-    assert shown["heads"][1:] == ["id", "workflow", "status", "started by", "started", "pending approvals", "error"]
+    assert shown["heads"][1:] == ["id", "workflow", "status", "started by", "started", "pending approvals", "error",
+                                  "sandbox"]
     assert shown["hidden"] == [], shown
     assert shown["box"][0] <= shown["box"][1], f"the list scrolls sideways at 1400 px: {shown['box']}"
     assert shown["page"][0] <= shown["page"][1]

@@ -29,6 +29,10 @@ def company(db):
     ({"target": "meter", "concurrency": "two"}, "concurrency must be a whole number of calls at once, or off"),
     ({"target": "meter", "concurrency": 0.5}, "must be a whole number of calls at once from 1"),
     ({"target": "meter"}, "say what changes: a rate (5/s, or off), a concurrency (2, or off), or both"),
+    # sanoma's own work (child runs, drift, deploys) is never held up by a limit an operator sets.
+    ({"target": "sanoma", "rate": "1/day"}, "sanoma is sanoma's own (sanoma), not a vendor's: its calls take no limit"),
+    ({"target": "sanoma.run.start", "rate": "1/day"}, "sanoma.run.start is sanoma's own (sanoma), not a vendor's"),
+    ({"target": "data", "concurrency": "1"}, "data is sanoma's own (data), not a vendor's"),
 ])
 def test_a_bad_change_is_refused_naming_what_is_wrong_and_changes_nothing(company, kwargs, says):
     with pytest.raises(SanomaError) as caught:

@@ -20,6 +20,7 @@ from runs.models import LedgerRecord, Run
 from runs.sandbox import services as sandbox
 from runs.sandbox.fakes import NO_FAKE
 from runs.sandbox.models import SandboxRun
+from runs.spend import ledger_check
 from runs.spend.models import SpendEntry
 
 pytestmark = pytest.mark.django_db
@@ -239,6 +240,9 @@ def test_a_sandbox_run_counts_no_real_spend_and_cannot_seed_it(company):
     run.refresh_from_db()
     assert run.status == "finished", run.error
     assert not SpendEntry.objects.exists()
+    # Its refund's ledger record says sandbox: checking (or rebuilding) the spend from the ledger counts none.
+    report = ledger_check.check(ops=company.ops, fix=True)
+    assert (report.calls, report.differences) == (0, []) and not SpendEntry.objects.exists()
     # A scenario whose Given seeds the day's spend is refused: the spend table is the company's.
     with pytest.raises(InvalidInput) as refused:
         sandbox.start_sandbox(scenario="the refund that would pass the budget is held for finance",
