@@ -114,6 +114,7 @@ def meter_server(*, gated: bool) -> VendorServer:
     return server
 
 
+@pytest.mark.timing
 def test_calls_from_four_workers_keep_to_5_a_second_and_2_at_once(site: Site) -> None:
     runs_n, calls_n = (20, 10) if connection.vendor == "postgresql" else (8, 5)
     with meter_server(gated=True) as server:
@@ -134,6 +135,7 @@ def test_calls_from_four_workers_keep_to_5_a_second_and_2_at_once(site: Site) ->
     assert "rate limit of meter" in seen  # the calls over the rate waited durably, their runs suspended
 
 
+@pytest.mark.timing
 def test_one_accounts_burst_does_not_delay_another_accounts_calls(site: Site) -> None:
     """Each account has its own 5/s: three calls of account `b` take as long with account `a`'s
     burst of 15 going on as they take alone, within one interval."""

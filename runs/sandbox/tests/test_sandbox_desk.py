@@ -10,11 +10,11 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from features.library.sandbox import scenarios_of
 from runs import services
 from runs.engine.drain import drain
 from runs.models import Run
 from runs.sandbox.models import SandboxRun
+from runs.sandbox.scenarios import reader
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def test_the_sandbox_page_lists_the_workflows_scenarios_and_starts_the_one_chose
     names = re.findall(r'name="_scenario" value="([^"]+)"', page)
     # Every scenario of the company that starts refund, once each (refund.feature's and budget.feature's).
     assert APPROVES in names and "finance rejects a refund" in names
-    assert len(names) == len(set(names)) == len(scenarios_of(company, "refund"))
+    assert len(names) == len(set(names)) == len(reader().of_workflow(company, "refund"))
     none = alice.post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund"})
     assert none.status_code == 400 and "Choose a scenario" in none.content.decode()
     started = alice.post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund", "_scenario": APPROVES})
