@@ -19,7 +19,8 @@ ledger like any workflow's call:
 A `key` makes the call idempotent: it names the run (`call-<key>`), so asking again with the same
 key and call answers that run as it stands and never calls the vendor twice (the driver's own
 idempotency key is the run's, the same on every try). The same key with another operation, input
-or caller is `invalid_input` naming what differs.
+is `invalid_input` naming what differs; a key another caller used is `run_exists` (HTTP 409), whether
+or not this caller may see that call.
 """
 from __future__ import annotations
 
@@ -186,6 +187,10 @@ def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wa
         if "differs" in err.data and run_id is not None:
             named = {"workflow": "op", "startedBy": "caller"}
             differs = [named.get(d, d) for d in err.data["differs"]]
+            if "caller" in differs:
+                # Another caller's key: taken (409), as for a caller who may not see that call.
+                raise SanomaError(f"The key {key} is taken by another caller's call (run {run_id}); use another key",
+                                  code=RunCode.RUN_EXISTS, data={"run_id": run_id, "key": key}) from None
             first = Run.objects.filter(pk=run_id).values_list("input", flat=True).first() or {}
             if "input" in differs and isinstance(first, dict) and first.get("op") != operation.id:
                 differs[differs.index("input")] = "op"
