@@ -41,6 +41,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"  the scenario's checks: {sandbox.passed} passed, {sandbox.failed} failed")
                 for check in sandbox.checks:
                     self.stdout.write(f"  {'pass' if check['ok'] else 'FAIL'}  {check['step']}")
+                    if not check["ok"] and check.get("detail"):  # why it failed: what was expected, what was found
+                        for line in str(check["detail"]).splitlines():
+                            self.stdout.write(f"        {line}")
         if run.waiting_for:
             until = f" until {run.wake_at:%Y-%m-%d %H:%M:%S}" if run.wake_at else ""
             self.stdout.write(f"waiting for {run.waiting_for}{until}")

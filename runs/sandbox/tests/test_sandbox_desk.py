@@ -108,4 +108,15 @@ def test_the_run_page_shows_the_checks_once_the_run_ended(company):
             '&quot;finance-lead&quot;, &quot;note&quot;: &quot;fine&quot;}; found 0.')
     assert said in page
     assert page.count('data-ok="true"') == 8 and page.count('data-ok="false"') == 1
+    # `manage.py show` says the same, the failing check's reason under it.
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("show", run.id, stdout=out)
+    lines = out.getvalue().splitlines()
+    failing = next(i for i, line in enumerate(lines) if line.startswith("  FAIL  "))
+    assert lines[failing + 1] == ('        expected at least one "approval.decided" record(s) with {"by": '
+                                  '"finance-lead", "note": "fine"}; found 0.')
     assert SandboxRun.objects.get(pk=run.id).checks is not None  # evaluated once, kept
