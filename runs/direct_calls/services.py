@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,11 +174,13 @@ def check_call(*, op: Any, input: Any, by: Any, key: Any = None,
 
 
 def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wait: float = 0.0,
-         config: ResolvedConfig | None = None) -> CallAnswer:
+         config: ResolvedConfig | None = None, on_wait: Callable[[str], None] | None = None) -> CallAnswer:
     """Call `op` with `input` as `by`, outside any workflow (see the module's text for the answers).
 
     With `wait`, a held call is waited for (up to that many seconds, advancing its run here when its
-    approval comes) before answering; a refusal or failure raises `CallRefused`/`CallFailed`."""
+    approval comes) before answering; `on_wait` is told, in a line, what it waits for as the wait
+    begins. A refusal or failure raises `CallRefused`/`CallFailed`. No transaction is held while it
+    waits: other processes read and write the database as usual."""
     config = config or get_config()
     operation, payload, principal, run_id = check_call(op=op, input=input, by=by, key=key, config=config)
     try:
@@ -205,9 +208,22 @@ def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wa
                               code=RunCode.RUN_EXISTS, data={"run_id": run_id}) from None
         raise
     if run.status in (RunStatus.QUEUED, RunStatus.WAITING):
-        run = run_here(run, config, seconds=wait)
+        run = run_here(run, config)
+        if wait > 0 and run.status == RunStatus.WAITING:
+            if on_wait is not None:
+                on_wait(f"waiting up to {wait:g} s for {waited_for(run)} (run {run.id}) ...")
+            run = run_here(run, config, seconds=wait)
     run = _settled(run)
     return answer_of(run, op=operation.id, repeated=not created)
+
+
+def waited_for(run: Run) -> str:
+    """What a waiting call's run waits for, in words: its approvals by title and approver, else its wait."""
+    waiting = waiting_on(run) or {}
+    if waiting.get("kind") == "approval" and waiting.get("approvals"):
+        return " and ".join(f"approval '{a.get('title') or a['approval_id']}' by {a['approver']}"
+                            for a in waiting["approvals"])
+    return re.sub(r"_", " ", str(waiting.get("kind") or run.waiting_for or run.status))
 
 
 def _settled(run: Run) -> Run:
@@ -242,4 +258,4 @@ def answer_of(run: Run, *, op: str, repeated: bool = False) -> CallAnswer:
     return CallAnswer(Outcome.UNDER_WAY, op, run.id, waiting_for=described, repeated=repeated)
 
 
-__all__ = ["CallAnswer", "CallFailed", "CallRefused", "Outcome", "answer_of", "call", "check_call"]
+__all__ = ["CallAnswer", "CallFailed", "CallRefused", "Outcome", "answer_of", "call", "check_call", "waited_for"]

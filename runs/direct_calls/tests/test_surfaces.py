@@ -175,6 +175,25 @@ def test_the_command_says_a_held_call_is_held_and_exits_3(engine):
     assert json.loads(out) == {"refund_id": "re_1", "amount": 900}
 
 
+def test_the_command_says_on_stderr_what_it_waits_for_and_when_it_stops(engine):
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(SystemExit) as held:
+        call_command("call", "acme.order.refund", "--set", "order_id=2", "--set", "amount=900", "--as", "alice",
+                     "--key", "w", "--wait", "0.3", stdout=out, stderr=err)
+    assert held.value.code == 3
+    said = err.getvalue().splitlines()
+    assert said[0] == "waiting up to 0.3 s for approval 'Refund needs finance' by finance-lead (run call-w) ..."
+    assert said[1] == "stopped waiting after 0 s: it is still held"
+    assert out.getvalue().startswith("acme.order.refund is held for approval by finance-lead")
+    # Without --wait, or once made, nothing is said about waiting.
+    approvals.decide(run_id="call-w", decision="approve", by="finance-lead", timeout=0)
+    out, err = io.StringIO(), io.StringIO()
+    call_command("call", "acme.order.refund", "--set", "order_id=2", "--set", "amount=900", "--as", "alice",
+                 "--key", "w", "--wait", "5", stdout=out, stderr=err)
+    assert json.loads(out.getvalue())["refund_id"] == "re_1"
+    assert err.getvalue().strip() == "acme.order.refund was called (run call-w)"
+
+
 @pytest.mark.parametrize("args, words", [
     (["acme.mail.send", "--json", '{"to": "bob"}'], "mail goes out from workflows only (run call-"),
     (["acme.order.refund", "--json", '{"order_id": "1", "amount": 0}'], "input.amount: Input should be greater"),
