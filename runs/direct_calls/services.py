@@ -37,6 +37,7 @@ from runs.approvals.permissions import Principal, check_can_start, permission_de
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.direct_calls.workflow import CALL_WORKFLOW, directly_callable
+from runs.engine.calls import policy_words
 from runs.engine.requests import parse_op_input
 from runs.errors import RunCode
 from runs.models import Run, RunStatus
@@ -242,6 +243,8 @@ def answer_of(run: Run, *, op: str, repeated: bool = False) -> CallAnswer:
     if run.status == RunStatus.FAILED:
         recorded = error_from_dict(run.error or {"message": f"run {run.id} failed"})
         data = {**(recorded.data if isinstance(recorded.data, dict) else {}), "run_id": run.id, "op": op}
+        if recorded.code == ErrorCode.POLICY_DENIED and isinstance(data.get("reason"), str):
+            data["reason"] = policy_words(op, data["reason"])  # the message says the rest
         kind = CallRefused if recorded.code in REFUSED_CODES else CallFailed
         err = kind(f"{recorded.message} (run {run.id})", code=recorded.code, data=data, name=recorded.name)
         for attribute in ("retryable", "status", "vendor_code"):
