@@ -56,7 +56,11 @@ def test_a_refused_start_says_why_on_the_page_and_starts_nothing(company):
     seed_person(username="olga", staff=True, perms=("runs.view_any_run",))
     page = desk("olga").post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund",
                                                                          "_scenario": APPROVES})
-    assert page.status_code == 400 and "permission_denied" in page.content.decode()
+    said = page.content.decode()
+    assert page.status_code == 403
+    assert ("olga may not start refund, so may not start it in the sandbox either: a sandbox run is started as "
+            "you, with the same right as a real run (runs.start_workflow) (permission_denied)") in said
+    assert 'id="sandbox-start"' not in said and 'id="sandbox-may-not-start"' in said
     assert not Run.objects.exists()
 
 
