@@ -240,3 +240,19 @@ def test_a_held_direct_call_is_on_the_desk_like_any_run(engine):
     assert "acme.order.refund" in text and "call-desk" in text
     inbox = desk.get("/admin/runs/approval/").content.decode()
     assert "call-desk" in inbox
+
+
+def test_a_direct_call_takes_no_message_on_any_surface(engine):
+    from runs.models import RunMessage
+
+    answer = post(client_of("alice"), {"op": "acme.order.refund", "input": {"order_id": "2", "amount": 900},
+                                       "key": "msg"}).json()
+    sent = client_of("alice").post(f"/api/runs/{answer['run_id']}/messages", data=json.dumps(
+        {"topic": "shipped", "payload": {}}), content_type="application/json")
+    assert sent.status_code == 400, sent.json()
+    assert sent.json()["code"] == "invalid_input"
+    assert sent.json()["error"] == ("Run call-msg is a direct call (one operation called outside any workflow); it "
+                                    "reads no messages")
+    with pytest.raises(CommandError, match="is a direct call .* it reads no messages"):
+        call_command("send", "call-msg", "shipped", "--as", "alice", stdout=io.StringIO())
+    assert not RunMessage.objects.exists()
