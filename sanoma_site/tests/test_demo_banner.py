@@ -49,3 +49,12 @@ def test_the_demo_banner_says_when_the_worker_reloads_and_where_the_versions_are
     assert "versions: http://127.0.0.1:8000/admin/runs/appversion/" in reloading
     Command()._banner(config, 8000, [], [], [])
     assert "reload:" not in capsys.readouterr().out
+
+
+def test_the_demo_banner_says_what_another_terminal_exports_to_read_this_demo(capsys, settings, tmp_path):
+    settings.VAR_DIR = tmp_path / "var"
+    settings.SANOMA_ROOT = tmp_path / "var" / "demo" / "company"
+    Command()._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], [], [])
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "another terminal" in line]
+    assert line.strip() == (f"another terminal: export SANOMA_VAR_DIR={tmp_path / 'var'} SANOMA_FAKES=instance "
+                            f"SANOMA_ROOT={tmp_path / 'var' / 'demo' / 'company'}")
