@@ -33,8 +33,8 @@ def test_a_denied_direct_calls_reason_is_said_once_by_the_command_the_api_and_th
     assert said.startswith(f"{OP} was denied by policy: {REASON} (run call-") and said.count(REASON) == 1
     assert said.endswith("[policy_denied]")
 
-    answer = signed_in("alice").post("/api/calls", data=json.dumps({"op": OP, "input": {"customer": "ada@example.com"}}),
-                                     content_type="application/json")
+    request = {"op": OP, "input": {"customer": "ada@example.com"}}
+    answer = signed_in("alice").post("/api/calls", data=json.dumps(request), content_type="application/json")
     body = answer.json()
     assert (answer.status_code, body["code"], body["reason"]) == (403, "policy_denied", REASON)
     assert body["error"].count(REASON) == 1 and body["error"].count(OP) == 1

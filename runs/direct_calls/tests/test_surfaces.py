@@ -140,7 +140,8 @@ def test_a_key_another_caller_used_is_409_run_exists_even_for_who_may_see_that_c
     taken = post(client_of("olga"), {"op": "acme.order.get", "input": {"order_id": "1"}, "key": "shared"})
     assert taken.status_code == 409, taken.json()
     assert taken.json()["code"] == "run_exists"
-    assert taken.json()["error"] == "The key shared is taken by another caller's call (run call-shared); use another key"
+    assert taken.json()["error"] == ("The key shared is taken by another caller's call (run call-shared); "
+                                     "use another key")
     assert written() == before and len(engine.fake.calls) == 1
     with pytest.raises(CommandError, match=r"The key shared is taken by another caller's call .*\[run_exists\]"):
         run_command("acme.order.get", "--set", "order_id=1", "--key", "shared", "--as", "olga")
