@@ -40,7 +40,7 @@ from runs.direct_calls.workflow import CALL_WORKFLOW, directly_callable
 from runs.engine.calls import policy_words
 from runs.engine.requests import parse_op_input
 from runs.errors import RunCode
-from runs.models import Run, RunStatus
+from runs.models import ENDED_STATUSES, Run, RunStatus
 from runs.selectors import waiting_on
 from runs.validation import RUN_ID_RULE, is_valid_run_id
 from runs.waiting import run_here
@@ -210,10 +210,12 @@ def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wa
         raise
     if run.status in (RunStatus.QUEUED, RunStatus.WAITING):
         run = run_here(run, config)
-        if wait > 0 and run.status == RunStatus.WAITING:
+        if wait > 0 and run.status not in ENDED_STATUSES:
+            run = _settled(run)  # a worker that took the run first holds it a moment
+        if wait > 0 and run.status not in ENDED_STATUSES:
             if on_wait is not None:
                 on_wait(f"waiting up to {wait:g} s for {waited_for(run)} (run {run.id}) ...")
-            run = run_here(run, config, seconds=wait)
+            run = run_here(run, config, seconds=wait)  # a worker, or this process, makes the call once approved
     run = _settled(run)
     return answer_of(run, op=operation.id, repeated=not created)
 
