@@ -23,6 +23,7 @@ from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.versioning import version_of
 from runs.config.workflows import WorkflowDefinition
+from runs.direct_calls.workflow import CALL_WORKFLOW
 from runs.engine import clock, transitions
 from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, LedgerKind, LedgerRecord, Run, RunMessage, RunStatus
@@ -209,7 +210,8 @@ def send_message(*, run_id: str, topic: str, payload: Any, message_id: str | Non
 
     Refused, with nothing kept: a run `by` may not see (`run_not_found`, first), a sender who may
     not send to it (`permission_denied`), a bad topic, payload or id (`invalid_input`), a run that
-    ended (`run_ended`). The message id (generated when absent) makes a retried send count once:
+    ended (`run_ended`), a direct call's run (`invalid_input`: it reads none). The message id
+    (generated when absent) makes a retried send count once:
     sending an id again returns the message first sent with it. A run waiting for messages is
     woken in the same transaction; one that waits for something else reads it when it waits.
     """
@@ -227,6 +229,10 @@ def send_message(*, run_id: str, topic: str, payload: Any, message_id: str | Non
         if run.status in ENDED_STATUSES:
             raise SanomaError(f"Run {run_id} has {run.status}; it takes no more messages", code=RunCode.RUN_ENDED,
                               data={"status": run.status, "run_id": run_id})
+        if run.workflow == CALL_WORKFLOW:  # one operation called, nothing more: a message would never be read
+            raise InvalidInput(f"Run {run_id} is a direct call (one operation called outside any workflow); it reads "
+                               "no messages", data={"run_id": run_id, "issues": [
+                                   input_issue(["run_id"], "a direct call reads no messages")]})
         message = RunMessage(run=run, topic=topic, payload=payload, message_id=message_id or uuid.uuid4().hex,
                              sent_by=principal.id, sent_at=clock.now())
         try:

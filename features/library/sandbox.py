@@ -12,6 +12,7 @@ desk, as for any run) and its clock (sleeps take their time).
 """
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from connectors.errors import InvalidInput, IssueCode, SanomaError
@@ -51,11 +52,36 @@ def find_scenario(config: ResolvedConfig, *, name: str, workflow: str | None = N
     if other is not None:
         message = f'Scenario "{name}" runs workflow {other.workflow}, not {workflow}'
     else:
-        names = "; ".join(f'"{s.name}"' for s in mine) or "none"
-        where = f"of workflow {workflow}" if workflow else "of the company"
-        message = f'No scenario "{name}" {where}; the scenarios {where} are: {names}'
+        message = _not_found(name, workflow, [s.name for s in mine])
     raise InvalidInput(message, data={"issues": [{"path": ["scenario"], "code": IssueCode.NOT_FOUND,
                                                   "message": message}]})
+
+
+SUGGESTED = 3  # at most this many names are suggested for one that matches no scenario
+
+
+def close_names(name: str, names: list[str]) -> list[str]:
+    """The scenario names closest to `name` (case and spacing aside), best first, at most SUGGESTED:
+    those spelled alike, then those holding every word typed."""
+    folded = {" ".join(known.lower().split()): known for known in names}
+    typed = " ".join(name.lower().split())
+    alike = [folded[f] for f in difflib.get_close_matches(typed, list(folded), n=SUGGESTED, cutoff=0.6)]
+    words = typed.split()
+    holding = [known for f, known in folded.items() if words and all(w in f for w in words) and known not in alike]
+    return (alike + holding)[:SUGGESTED]
+
+
+def _not_found(name: str, workflow: str | None, names: list[str]) -> str:
+    """No scenario `name`: the closest names, if any, and how to list them all (never all of them)."""
+    where = f"of workflow {workflow}" if workflow else "of the company"
+    if not names:
+        return f'No scenario "{name}" {where}: there is none'
+    close = close_names(name, names)
+    meant = (" Did you mean " + ", ".join(f'"{c}"' for c in close[:-1]) + (" or " if len(close) > 1 else "")
+             + f'"{close[-1]}"?') if close else ""
+    listing = (f"`manage.py sandbox --workflow {workflow}` (or `GET /api/scenarios?workflow={workflow}`)" if workflow
+               else "`manage.py sandbox` (or `GET /api/scenarios`)")
+    return f'No scenario "{name}" {where}.{meant} {listing} lists all {len(names)}.'
 
 
 def _world(config: ResolvedConfig, scenario: m.Scenario) -> ScenarioWorld:

@@ -28,6 +28,7 @@ from runs.admin.timeline import timeline_rows
 from runs.admin.waterfall import open_message_wait, waterfall
 from runs.approvals.permissions import Principal, can_operate, can_rerun, can_send_message
 from runs.approvals.selectors import states_of
+from runs.direct_calls.workflow import CALL_WORKFLOW
 from runs.engine import clock
 from runs.expected_messages import expected_messages, payload_skeleton
 from runs.models import Run, RunStatus
@@ -106,6 +107,8 @@ def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str,
     who has checked that `viewer` may see it) and reads made in the same snapshot."""
     records = ledger.records_of(run.id)
     approvals = states_of(run)
+    direct = run.workflow == CALL_WORKFLOW
+    may_message = not run.ended and not direct and can_send_message(viewer, run)
     return {
         **run_urls(run),
         "live": None if run.ended else live_seconds,
@@ -116,9 +119,11 @@ def page_context(*, run: Run, viewer: Principal, live_seconds: int) -> dict[str,
         "run_ended": run.ended,
         "may_cancel": not run.ended and can_operate(viewer, run),
         "may_rerun": run.status == RunStatus.FAILED and can_rerun(viewer),
-        "may_fork": run.ended and can_rerun(viewer),
-        "may_message": not run.ended and can_send_message(viewer, run),
-        **(message_form(run) if not run.ended and can_send_message(viewer, run) else {}),
+        # A direct call is one operation: it reads no messages, and forking it from its one step is a rerun.
+        "may_fork": run.ended and can_rerun(viewer) and not direct,
+        "may_message": may_message,
+        **(message_form(run) if may_message else {}),
+        "direct_call": direct,
         "in_doubt": run.status == RunStatus.WAITING and run.waiting_for == "in_doubt",
         "trace_url": tracing.trace_url(tracing.run_trace_id(run.pk)),
         # A sandbox run: its scenario, and its checks once it has ended (see `RunAdmin.change_view`).

@@ -47,6 +47,7 @@ from runs.approvals.selectors import (
     states_of,
     with_pending_count,
 )
+from runs.direct_calls.workflow import CALL_WORKFLOW
 from runs.display import moment
 from runs.models import Run, RunStatus
 from runs.sandbox.admin import SandboxFilter, SandboxStartMixin, badge
@@ -452,7 +453,8 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, SandboxStartMixin, CompareRunsMixin
                 return redirect("admin:runs_run_change", quote(run.pk))
         return self._page(request, run, "message.html", f"Send {run.id} a message", status=400 if problem else 200,
                           typed=typed, problem=problem, issues=issues, expected=form["expected"],
-                          may_message=not run.ended and can_send_message(me(request), run))
+                          may_message=not run.ended and run.workflow != CALL_WORKFLOW
+                          and can_send_message(me(request), run))
 
     def rerun_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """What a rerun makes live again (every step, with its effect), then, confirmed, the rerun."""

@@ -7,8 +7,10 @@ from typing import Any
 
 from django.utils.html import format_html
 
+from connectors.errors import ErrorCode
 from runs.admin.base import run_link
 from runs.display import duration, moment
+from runs.engine.calls import policy_words
 
 
 def timeline_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -64,13 +66,15 @@ def timeline_row(record: dict[str, Any]) -> dict[str, Any]:
         if decision.get("approver"):
             decision_text += f" ({decision['approver']})"
         if decision.get("reason"):
-            decision_text += f": {decision['reason']}"
+            decision_text += f": {policy_words(str(record.get('op', '')), str(decision['reason']))}"
     else:
         decision_text = str(decision or "")
     error = record.get("error")
     error_text = ""
     if isinstance(error, dict):
         error_text = f"{error.get('code') or error.get('name', 'error')}: {error.get('message', '')}"
+        if error.get("code") == ErrorCode.POLICY_DENIED and isinstance(decision, dict) and decision.get("reason"):
+            error_text = str(error["code"])  # the reason is in the decision's column: said once
     group = record.get("group")
     return {
         "seq": record.get("seq"), "type": kind, "at": moment(record.get("at"), ago=False), "what": what,

@@ -19,12 +19,14 @@ ledger like any workflow's call:
 A `key` makes the call idempotent: it names the run (`call-<key>`), so asking again with the same
 key and call answers that run as it stands and never calls the vendor twice (the driver's own
 idempotency key is the run's, the same on every try). The same key with another operation, input
-or caller is `invalid_input` naming what differs.
+is `invalid_input` naming what differs; a key another caller used is `run_exists` (HTTP 409), whether
+or not this caller may see that call.
 """
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,9 +37,10 @@ from runs.approvals.permissions import Principal, check_can_start, permission_de
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.direct_calls.workflow import CALL_WORKFLOW, directly_callable
+from runs.engine.calls import policy_words
 from runs.engine.requests import parse_op_input
 from runs.errors import RunCode
-from runs.models import Run, RunStatus
+from runs.models import ENDED_STATUSES, Run, RunStatus
 from runs.selectors import waiting_on
 from runs.validation import RUN_ID_RULE, is_valid_run_id
 from runs.waiting import run_here
@@ -172,11 +175,13 @@ def check_call(*, op: Any, input: Any, by: Any, key: Any = None,
 
 
 def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wait: float = 0.0,
-         config: ResolvedConfig | None = None) -> CallAnswer:
+         config: ResolvedConfig | None = None, on_wait: Callable[[str], None] | None = None) -> CallAnswer:
     """Call `op` with `input` as `by`, outside any workflow (see the module's text for the answers).
 
     With `wait`, a held call is waited for (up to that many seconds, advancing its run here when its
-    approval comes) before answering; a refusal or failure raises `CallRefused`/`CallFailed`."""
+    approval comes) before answering; `on_wait` is told, in a line, what it waits for as the wait
+    begins. A refusal or failure raises `CallRefused`/`CallFailed`. No transaction is held while it
+    waits: other processes read and write the database as usual."""
     config = config or get_config()
     operation, payload, principal, run_id = check_call(op=op, input=input, by=by, key=key, config=config)
     try:
@@ -186,6 +191,10 @@ def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wa
         if "differs" in err.data and run_id is not None:
             named = {"workflow": "op", "startedBy": "caller"}
             differs = [named.get(d, d) for d in err.data["differs"]]
+            if "caller" in differs:
+                # Another caller's key: taken (409), as for a caller who may not see that call.
+                raise SanomaError(f"The key {key} is taken by another caller's call (run {run_id}); use another key",
+                                  code=RunCode.RUN_EXISTS, data={"run_id": run_id, "key": key}) from None
             first = Run.objects.filter(pk=run_id).values_list("input", flat=True).first() or {}
             if "input" in differs and isinstance(first, dict) and first.get("op") != operation.id:
                 differs[differs.index("input")] = "op"
@@ -200,9 +209,24 @@ def call(*, op: str, input: Any, by: str | Principal, key: str | None = None, wa
                               code=RunCode.RUN_EXISTS, data={"run_id": run_id}) from None
         raise
     if run.status in (RunStatus.QUEUED, RunStatus.WAITING):
-        run = run_here(run, config, seconds=wait)
+        run = run_here(run, config)
+        if wait > 0 and run.status not in ENDED_STATUSES:
+            run = _settled(run)  # a worker that took the run first holds it a moment
+        if wait > 0 and run.status not in ENDED_STATUSES:
+            if on_wait is not None:
+                on_wait(f"waiting up to {wait:g} s for {waited_for(run)} (run {run.id}) ...")
+            run = run_here(run, config, seconds=wait)  # a worker, or this process, makes the call once approved
     run = _settled(run)
     return answer_of(run, op=operation.id, repeated=not created)
+
+
+def waited_for(run: Run) -> str:
+    """What a waiting call's run waits for, in words: its approvals by title and approver, else its wait."""
+    waiting = waiting_on(run) or {}
+    if waiting.get("kind") == "approval" and waiting.get("approvals"):
+        return " and ".join(f"approval '{a.get('title') or a['approval_id']}' by {a['approver']}"
+                            for a in waiting["approvals"])
+    return re.sub(r"_", " ", str(waiting.get("kind") or run.waiting_for or run.status))
 
 
 def _settled(run: Run) -> Run:
@@ -221,6 +245,8 @@ def answer_of(run: Run, *, op: str, repeated: bool = False) -> CallAnswer:
     if run.status == RunStatus.FAILED:
         recorded = error_from_dict(run.error or {"message": f"run {run.id} failed"})
         data = {**(recorded.data if isinstance(recorded.data, dict) else {}), "run_id": run.id, "op": op}
+        if recorded.code == ErrorCode.POLICY_DENIED and isinstance(data.get("reason"), str):
+            data["reason"] = policy_words(op, data["reason"])  # the message says the rest
         kind = CallRefused if recorded.code in REFUSED_CODES else CallFailed
         err = kind(f"{recorded.message} (run {run.id})", code=recorded.code, data=data, name=recorded.name)
         for attribute in ("retryable", "status", "vendor_code"):
@@ -237,4 +263,4 @@ def answer_of(run: Run, *, op: str, repeated: bool = False) -> CallAnswer:
     return CallAnswer(Outcome.UNDER_WAY, op, run.id, waiting_for=described, repeated=repeated)
 
 
-__all__ = ["CallAnswer", "CallFailed", "CallRefused", "Outcome", "answer_of", "call", "check_call"]
+__all__ = ["CallAnswer", "CallFailed", "CallRefused", "Outcome", "answer_of", "call", "check_call", "waited_for"]

@@ -64,6 +64,12 @@ class Effect(Protocol):
         """Do what the call does, record it, and return what the workflow gets."""
 
 
+def policy_words(op_id: str, reason: str) -> str:
+    """A denial's reason in the policy's own words: without the `<op> was denied by policy: ` a
+    policy (Cedar's) may have put before them, which the error's message says already."""
+    return reason.removeprefix(f"{op_id} was denied by policy: ")
+
+
 def policy_denied(op: Operation, reason: str, **about: Any) -> SanomaError:
     return SanomaError(
         reason if reason.startswith(op.id) else f"{op.id} was denied by policy: {reason}",

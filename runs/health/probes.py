@@ -6,6 +6,9 @@ it said so within its lease).
 A check answers a `Check`: its name, whether it passed, and a line saying what failed. The
 migrations are read until they are all applied, then not again in this process (its code, and so
 its migrations, cannot change while it runs).
+
+An SQLite database whose file does not exist is reported missing, never opened: opening it would
+make an empty file, and a probe must not make the database it checks.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import logging
 import socket
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connections
@@ -39,7 +43,20 @@ class Check:
 _migrated: set[str] = set()  # the databases seen with every migration applied
 
 
+def missing_file(using: str = "default") -> str | None:
+    """The SQLite file `using` names when it does not exist (None: it exists, or not SQLite, or in memory)."""
+    entry = settings.DATABASES[using]
+    name = str(entry.get("NAME") or "")
+    if "sqlite" not in entry.get("ENGINE", "") or not name or name == ":memory:" or name.startswith("file:"):
+        return None
+    return None if Path(name).exists() else name
+
+
 def database(using: str = "default") -> Check:
+    missing = missing_file(using)
+    if missing is not None:
+        return Check("database", False, f"the database file {missing} does not exist (check SANOMA_VAR_DIR or "
+                                        "DATABASE_URL; `manage.py migrate` makes it)")
     try:
         with connections[using].cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -97,6 +114,8 @@ def process(role: str, *, host: str | None = None) -> Check:
     (`SANOMA_LEASE_SECONDS`: past it, its runs are taken over), a supervisor within the time it is
     counted gone (`presence.SUPERVISOR_GONE_AFTER`). With several on the host, the freshest counts."""
     host = host or socket.gethostname()
+    if missing_file() is not None:
+        return Check(role, False, "the database does not exist, so no worker or supervisor can have said it is up")
     limit = (timedelta(seconds=settings.SANOMA_LEASE_SECONDS) if role == PresenceRole.WORKER
              else presence.SUPERVISOR_GONE_AFTER)
     try:

@@ -14,6 +14,7 @@ from django.utils.html import format_html
 
 from connectors.errors import SanomaError
 from runs.admin.base import me, refusal
+from runs.approvals.permissions import check_can_start, principal_of
 from runs.config.registry import get_config
 from runs.sandbox.scenarios import reader
 from runs.sandbox.services import start_sandbox
@@ -79,7 +80,10 @@ class SandboxStartMixin(_RunAdminBase):
             return TemplateResponse(request, "admin/runs/run/sandbox.html", context)
         error = ""
         chosen = request.POST.get("_scenario", "")
-        if request.method == "POST":
+        may_start, why_not = self._may_start(request, name)
+        if request.method == "POST" and not may_start:
+            error = why_not  # the button was not there: a hand-made post is refused before anything is read
+        elif request.method == "POST":
             if not chosen:
                 error = "Choose a scenario to seed the sandbox run from"
             else:
@@ -92,6 +96,20 @@ class SandboxStartMixin(_RunAdminBase):
                                                f"“{chosen}”", messages.SUCCESS)
                     return redirect("admin:runs_run_change", quote(run.pk))
         context.update(title=f"Try {name} in sandbox", workflow=config.workflows[name], scenarios=scenarios,
-                       chosen=chosen, error=error,
+                       chosen=chosen, error=error, may_start=may_start, why_not=why_not,
                        start_url=reverse("admin:runs_run_start") + f"?workflow={name}")
-        return TemplateResponse(request, "admin/runs/run/sandbox.html", context, status=400 if error else 200)
+        status = 403 if request.method == "POST" and not may_start else 400 if error else 200
+        return TemplateResponse(request, "admin/runs/run/sandbox.html", context, status=status)
+
+    @staticmethod
+    def _may_start(request: HttpRequest, workflow: str) -> tuple[bool, str]:
+        """Whether the signed-in user may start `workflow` (a sandbox run is started as they are), and
+        if not, why, in a line."""
+        principal = principal_of(me(request))
+        try:
+            check_can_start(principal, workflow)
+        except SanomaError as err:
+            return False, (f"{principal.id} may not start {workflow}, so may not start it in the sandbox either: a "
+                           f"sandbox run is started as you, with the same right as a real run "
+                           f"(runs.start_workflow) ({err.code})")
+        return True, ""

@@ -40,7 +40,19 @@ def test_healthz_answers_without_the_database(client):
     answer = client.get("/healthz")  # no django_db mark: a query would raise here
     assert answer.status_code == 200 and answer.json() == {"ok": True}
     assert answer["Cache-Control"].startswith("max-age=0")
-    assert client.post("/healthz").status_code == 405
+
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+def test_a_post_to_a_probe_is_405_naming_get_and_head_not_the_csrf_page(path):
+    from django.test import Client
+
+    answer = Client(enforce_csrf_checks=True).post(path, data="{}", content_type="application/json")
+    assert answer.status_code == 405
+    assert answer["Content-Type"] == "application/json"
+    assert answer["Allow"] == "GET, HEAD"
+    assert answer.json() == {"ok": False, "error": "POST is not allowed here: use GET or HEAD",
+                             "allowed": ["GET", "HEAD"]}
 
 
 @pytest.mark.django_db
@@ -148,6 +160,18 @@ def test_the_command_checks_this_hosts_worker_within_its_lease(capsys, settings)
 def _health(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(REPO / "manage.py"), "health", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.process
+def test_the_command_says_a_missing_sqlite_file_is_missing_and_does_not_make_it(tmp_path):
+    var = tmp_path / "var"
+    env = worker_env(db_url="", var_dir=var, version="", root=COMPANY)
+    done = _health(env, "--worker")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == "database: FAILED"
+    assert f"database: the database file {var / 'sanoma.sqlite3'} does not exist" in done.stderr
+    assert "worker: the database does not exist" in done.stderr
+    assert not (var / "sanoma.sqlite3").exists()
 
 
 @pytest.mark.process

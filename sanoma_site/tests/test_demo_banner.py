@@ -49,3 +49,21 @@ def test_the_demo_banner_says_when_the_worker_reloads_and_where_the_versions_are
     assert "versions: http://127.0.0.1:8000/admin/runs/appversion/" in reloading
     Command()._banner(config, 8000, [], [], [])
     assert "reload:" not in capsys.readouterr().out
+
+
+def test_the_demo_banner_says_what_another_terminal_exports_to_read_this_demo(capsys, settings, tmp_path,
+                                                                              monkeypatch):
+    settings.VAR_DIR = tmp_path / "var"
+    settings.SANOMA_ROOT = tmp_path / "var" / "demo" / "company"
+    said = (f"another terminal: export SANOMA_VAR_DIR={tmp_path / 'var'} SANOMA_FAKES=instance "
+            f"SANOMA_ROOT={tmp_path / 'var' / 'demo' / 'company'}")
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    Command()._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], [], [])
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "another terminal" in line]
+    assert line.strip() == said
+    # On a database of its own, the banner names the variable, never its value (it holds a password).
+    monkeypatch.setenv("DATABASE_URL", "postgresql://sanoma:secret@db.example/sanoma")
+    Command()._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], [], [])
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if "another terminal" in line]
+    assert line.strip() == said + "   (and this demo's DATABASE_URL)" and "secret" not in out

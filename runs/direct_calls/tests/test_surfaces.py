@@ -133,6 +133,20 @@ def test_the_api_refuses_who_may_not_call_and_who_is_not_signed_in(engine):
     assert written()[0] == before[0] + 1 and len(engine.fake.calls) == 1
 
 
+def test_a_key_another_caller_used_is_409_run_exists_even_for_who_may_see_that_call(engine):
+    post(client_of("alice"), {"op": "acme.order.get", "input": {"order_id": "1"}, "key": "shared"})
+    make_user("olga", perms=["runs.start_workflow", "runs.view_any_run"])
+    before = written()
+    taken = post(client_of("olga"), {"op": "acme.order.get", "input": {"order_id": "1"}, "key": "shared"})
+    assert taken.status_code == 409, taken.json()
+    assert taken.json()["code"] == "run_exists"
+    assert taken.json()["error"] == ("The key shared is taken by another caller's call (run call-shared); "
+                                     "use another key")
+    assert written() == before and len(engine.fake.calls) == 1
+    with pytest.raises(CommandError, match=r"The key shared is taken by another caller's call .*\[run_exists\]"):
+        run_command("acme.order.get", "--set", "order_id=1", "--key", "shared", "--as", "olga")
+
+
 # ---- the command --------------------------------------------------------------------------------
 
 
@@ -160,6 +174,25 @@ def test_the_command_says_a_held_call_is_held_and_exits_3(engine):
     out, _ = run_command("acme.order.refund", "--set", "order_id=2", "--set", "amount=900", "--as", "alice",
                          "--key", "r")
     assert json.loads(out) == {"refund_id": "re_1", "amount": 900}
+
+
+def test_the_command_says_on_stderr_what_it_waits_for_and_when_it_stops(engine):
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(SystemExit) as held:
+        call_command("call", "acme.order.refund", "--set", "order_id=2", "--set", "amount=900", "--as", "alice",
+                     "--key", "w", "--wait", "0.3", stdout=out, stderr=err)
+    assert held.value.code == 3
+    said = err.getvalue().splitlines()
+    assert said[0] == "waiting up to 0.3 s for approval 'Refund needs finance' by finance-lead (run call-w) ..."
+    assert said[1] == "stopped waiting after 0 s: it is still held"
+    assert out.getvalue().startswith("acme.order.refund is held for approval by finance-lead")
+    # Without --wait, or once made, nothing is said about waiting.
+    approvals.decide(run_id="call-w", decision="approve", by="finance-lead", timeout=0)
+    out, err = io.StringIO(), io.StringIO()
+    call_command("call", "acme.order.refund", "--set", "order_id=2", "--set", "amount=900", "--as", "alice",
+                 "--key", "w", "--wait", "5", stdout=out, stderr=err)
+    assert json.loads(out.getvalue())["refund_id"] == "re_1"
+    assert err.getvalue().strip() == "acme.order.refund was called (run call-w)"
 
 
 @pytest.mark.parametrize("args, words", [
@@ -208,3 +241,19 @@ def test_a_held_direct_call_is_on_the_desk_like_any_run(engine):
     assert "acme.order.refund" in text and "call-desk" in text
     inbox = desk.get("/admin/runs/approval/").content.decode()
     assert "call-desk" in inbox
+
+
+def test_a_direct_call_takes_no_message_on_any_surface(engine):
+    from runs.models import RunMessage
+
+    answer = post(client_of("alice"), {"op": "acme.order.refund", "input": {"order_id": "2", "amount": 900},
+                                       "key": "msg"}).json()
+    sent = client_of("alice").post(f"/api/runs/{answer['run_id']}/messages", data=json.dumps(
+        {"topic": "shipped", "payload": {}}), content_type="application/json")
+    assert sent.status_code == 400, sent.json()
+    assert sent.json()["code"] == "invalid_input"
+    assert sent.json()["error"] == ("Run call-msg is a direct call (one operation called outside any workflow); it "
+                                    "reads no messages")
+    with pytest.raises(CommandError, match="is a direct call .* it reads no messages"):
+        call_command("send", "call-msg", "shipped", "--as", "alice", stdout=io.StringIO())
+    assert not RunMessage.objects.exists()

@@ -17,6 +17,8 @@ from runs.validation import check_run_id, json_issues, parse_json, schema_branch
 def command_error(err: SanomaError) -> CommandError:
     code = f" [{err.code}]" if getattr(err, "code", None) else ""
     issues = err.data.get("issues") if isinstance(err.data, dict) else None
+    # An issue that only repeats the message (the whole error is about one field) is said once.
+    issues = [i for i in issues or [] if i.get("message") != err.message]
     detail = ""
     if issues:
         detail = "\n" + "\n".join(f"  {'.'.join(map(str, i['path'])) or '(input)'}: {i['message']}" for i in issues)

@@ -6,14 +6,19 @@ and the call is made (the reply printed as JSON, exit 0), held for an approver (
 approver said, exit 3: a worker makes the call once it is approved; with `--wait S` this command
 waits up to S seconds for the decision and makes it itself), or refused (denied, rejected, or the
 vendor's error: a one-line error naming the run, exit 1). `--key` makes it safe to run again: the
-same key answers the first call's run and never calls the vendor twice."""
+same key answers the first call's run and never calls the vendor twice.
+
+While `--wait` waits it says so on stderr, in one line naming what it waits for (the approval, by
+title and approver), and in one more when the wait ends; stdout keeps the reply alone, for scripts."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from connectors.errors import SanomaError
 from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
 from runs.direct_calls import Outcome, call
@@ -56,8 +61,23 @@ class Command(BaseCommand):
         op = directly_callable(config.ops).get(options["op"])
         schema = op.input.model_json_schema() if op is not None else None
         data = read_call_input(text=options["json"], file=options["json_file"], sets=options["set"], schema=schema)
-        answer = call(op=options["op"], input=data, by=options["user"], key=options["key"], wait=options["wait"],
-                      config=config)
+        began: list[float] = []
+
+        def waiting(line: str) -> None:
+            began.append(time.monotonic())
+            self.stderr.write(line)
+
+        try:
+            answer = call(op=options["op"], input=data, by=options["user"], key=options["key"],
+                          wait=options["wait"], config=config, on_wait=waiting)
+        except SanomaError:
+            if began:
+                self.stderr.write(f"stopped waiting after {time.monotonic() - began[0]:.0f} s: the call was refused")
+            raise
+        if began:
+            ended = ("it is still held" if answer.outcome == Outcome.HELD else
+                     "the call was made" if answer.outcome == Outcome.MADE else "it is under way")
+            self.stderr.write(f"stopped waiting after {time.monotonic() - began[0]:.0f} s: {ended}")
         if answer.outcome == Outcome.MADE:
             self.stderr.write(answer.message)
             self.stdout.write(dumps(answer.output))

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand
 from runs import selectors
 from runs.approvals import selectors as approval_selectors
 from runs.config.checks import COMMAND_CHECKS
+from runs.engine.calls import policy_words
 from runs.management.commands._common import dumps, guarded, run_id_argument
 from runs.models import LedgerKind
 from runs.policies.versions import shown
@@ -41,6 +42,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"  the scenario's checks: {sandbox.passed} passed, {sandbox.failed} failed")
                 for check in sandbox.checks:
                     self.stdout.write(f"  {'pass' if check['ok'] else 'FAIL'}  {check['step']}")
+                    if not check["ok"] and check.get("detail"):  # why it failed: what was expected, what was found
+                        for line in str(check["detail"]).splitlines():
+                            self.stdout.write(f"        {line}")
         if run.waiting_for:
             until = f" until {run.wake_at:%Y-%m-%d %H:%M:%S}" if run.wake_at else ""
             self.stdout.write(f"waiting for {run.waiting_for}{until}")
@@ -67,6 +71,8 @@ def said(record: dict[str, Any]) -> str:
     kind = record["type"]
     if kind == "op.called":
         outcome = record.get("error", {}).get("message") if record.get("error") else "ok"
+        if record["decision"].get("kind") == "deny" and record["decision"].get("reason"):
+            outcome = policy_words(record["op"], str(record["decision"]["reason"]))  # the op is named once
         return f"{record['op']} ({record['effect']}) {record['decision']['kind']}: {outcome}"
     if kind == LedgerKind.RUN_MIGRATED:
         steps = record.get("steps")

@@ -83,7 +83,11 @@ def test_a_failing_check_is_shown_with_why(company):
 @pytest.mark.parametrize(("body", "field", "said"), [
     ({}, "scenario", "required"),
     ({"scenario": "nope"}, "scenario", 'No scenario "nope" of the company'),
-    ({"scenario": "nope", "workflow": "refund"}, "scenario", '"finance approves a refund"'),
+    ({"scenario": "nope", "workflow": "refund"}, "scenario",
+     'No scenario "nope" of workflow refund. `manage.py sandbox --workflow refund` (or '
+     '`GET /api/scenarios?workflow=refund`) lists all'),
+    ({"scenario": "finance aproves a refund"}, "scenario",
+     'Did you mean "finance approves a refund", '),
     ({"scenario": APPROVES, "workflow": "ship"}, "scenario", "runs workflow refund, not ship"),
     ({"scenario": APPROVES, "workflow": "nope"}, "workflow", "No workflow 'nope'"),
     ({"scenario": APPROVES, "extra": 1}, "extra", ""),

@@ -99,3 +99,16 @@ def test_an_operator_starts_a_sandbox_run_from_the_desk_and_sees_its_checks(
     badge = wait.until(EC.presence_of_element_located(
         (By.CSS_SELECTOR, "td.field-sandbox_badge .sanoma-sandbox-badge")))
     assert badge.text.lower() == "sandbox"
+
+
+def test_a_viewer_reads_the_scenarios_but_has_no_start_button(live_server, real_company, browser):
+    # vera (viewers) sees every run and changes nothing: the sandbox page shows her the scenarios,
+    # and says why there is nothing to press.
+    wait = WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,))
+    sign_in(browser, live_server.url, "vera", then="/admin/runs/run/")
+    wait.until(EC.element_to_be_clickable((By.ID, "sandbox-link"))).click()
+    wait.until(EC.element_to_be_clickable((By.LINK_TEXT, "refund"))).click()
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f'input[name="_scenario"][value="{APPROVES}"]')))
+    assert browser.find_elements(By.ID, "sandbox-start") == []
+    assert "may read these scenarios, but not start refund" in text_of(browser, "sandbox-may-not-start")
+    assert not Run.objects.exists()

@@ -56,7 +56,11 @@ def test_a_refused_start_says_why_on_the_page_and_starts_nothing(company):
     seed_person(username="olga", staff=True, perms=("runs.view_any_run",))
     page = desk("olga").post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund",
                                                                          "_scenario": APPROVES})
-    assert page.status_code == 400 and "permission_denied" in page.content.decode()
+    said = page.content.decode()
+    assert page.status_code == 403
+    assert ("olga may not start refund, so may not start it in the sandbox either: a sandbox run is started as "
+            "you, with the same right as a real run (runs.start_workflow) (permission_denied)") in said
+    assert 'id="sandbox-start"' not in said and 'id="sandbox-may-not-start"' in said
     assert not Run.objects.exists()
 
 
@@ -108,4 +112,15 @@ def test_the_run_page_shows_the_checks_once_the_run_ended(company):
             '&quot;finance-lead&quot;, &quot;note&quot;: &quot;fine&quot;}; found 0.')
     assert said in page
     assert page.count('data-ok="true"') == 8 and page.count('data-ok="false"') == 1
+    # `manage.py show` says the same, the failing check's reason under it.
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("show", run.id, stdout=out)
+    lines = out.getvalue().splitlines()
+    failing = next(i for i, line in enumerate(lines) if line.startswith("  FAIL  "))
+    assert lines[failing + 1] == ('        expected at least one "approval.decided" record(s) with {"by": '
+                                  '"finance-lead", "note": "fine"}; found 0.')
     assert SandboxRun.objects.get(pk=run.id).checks is not None  # evaluated once, kept

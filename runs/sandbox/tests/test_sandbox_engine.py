@@ -96,11 +96,15 @@ def test_the_fakes_survive_a_suspend_and_the_checks_count_calls_from_the_seed(co
     assert all(c["ok"] for c in row.checks), row.checks
 
 
-def test_an_unknown_scenario_or_one_of_another_workflow_is_refused_naming_those_there_are(company):
+def test_an_unknown_scenario_or_one_of_another_workflow_is_refused_naming_the_closest(company):
     with pytest.raises(Exception) as err:
         sandbox.start_sandbox(scenario="no such scenario", workflow="refund", started_by="alice")
-    assert 'No scenario "no such scenario" of workflow refund' in str(err.value)
-    assert '"finance approves a refund"' in str(err.value)
+    assert 'No scenario "no such scenario" of workflow refund.' in str(err.value)
+    assert "Did you mean" not in str(err.value) and "manage.py sandbox --workflow refund" in str(err.value)
+    with pytest.raises(Exception) as err:
+        sandbox.start_sandbox(scenario="Finance  rejects refund", workflow="refund", started_by="alice")
+    assert 'Did you mean "finance rejects a refund"' in str(err.value)
+    assert str(err.value).count('"') <= 2 + 2 * 3  # the name typed, and at most three suggested
     with pytest.raises(Exception) as err:
         sandbox.start_sandbox(scenario=APPROVES, workflow="ship", started_by="alice")
     assert "runs workflow refund, not ship" in str(err.value)

@@ -181,6 +181,11 @@ class Command(BaseCommand):
             f"  API:     {url}/api/     (schema at {url}/api/schema/)",
             "  runs started: " + (", ".join(started) or "none"),
             *([f"  secrets: {', '.join(secrets)} (a made-up value each, for this demo)"] if secrets else []),
+            # A command in another terminal reads the database and the company its environment names:
+            # without these it reads another (the default var/ database, company/), and shows other runs.
+            f"  another terminal: export SANOMA_VAR_DIR={settings.VAR_DIR} SANOMA_FAKES=instance "
+            f"SANOMA_ROOT={settings.SANOMA_ROOT}"
+            + ("   (and this demo's DATABASE_URL)" if os.environ.get("DATABASE_URL") else ""),
             "  try:    .venv/bin/python manage.py runs",
             "          .venv/bin/python manage.py decide <refund run id> approve --as finance-lead --note 'ok'",
             "          .venv/bin/python manage.py resolve     (the run in doubt: settle it on its page, "
