@@ -46,7 +46,7 @@ from connectors.errors import SanomaError, describe_issues, issues_of
 from connectors.operations import Operation
 from runs import ledger
 from runs.approvals.permissions import grant_approver, revoke_approver
-from runs.approvals.rules import POLICY_ACTOR
+from runs.approvals.rules import POLICY_ACTOR, lets_through
 from runs.config.resolution import ResolvedConfig, root_below
 from runs.config.trees import process_env
 from runs.engine import clock
@@ -141,8 +141,7 @@ def judge_held(*, approval: Approval, config: ResolvedConfig, run: Run | None = 
         return Verdict(approval, "refused", reason=decision.reason or "denied")
     approver = decision.approver or ""
     # As the advance decides: an approver who already let this very call through is not asked twice.
-    if any(a.op_seq == approval.op_seq and a.seq < approval.seq and a.status == ApprovalStatus.APPROVED
-           and a.approver == approver for a in approvals):
+    if any(a.op_seq == approval.op_seq and a.seq < approval.seq and lets_through(a, decision) for a in approvals):
         return Verdict(approval, "released", reason=f"{approver} already approved this call")
     if approver == approval.approver:
         return Verdict(approval, "kept")

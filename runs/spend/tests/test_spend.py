@@ -65,9 +65,9 @@ def test_the_policy_sees_the_amount_and_what_was_spent_today_and_this_month(engi
     }
     assert seen[3][0] == {"cents": 7, "currency": "USD"} and seen[3][1]["month"]["total"] == 0
     assert states() == [("pay.order.refund", 200, "spent"), ("pay.order.refund", 1000, "spent"),
-                        ("pay.payout.send", 30, "spent"), ("pay.payout.send", 7, "reserved"),
-                        ("pay.order.refund", 5, "reserved")]
-    # A reservation is settled from its op.called record by the next decision in its currency.
+                        ("pay.payout.send", 30, "spent"), ("pay.payout.send", 7, "spent"),
+                        ("pay.order.refund", 5, "spent")]
+    # Each row was settled in the transaction that recorded its call.
 
 
 def test_the_cedar_context_has_the_amount_currency_and_spent_sums(engine_for, people, tmp_path):
@@ -127,7 +127,7 @@ def test_a_rejected_refund_spends_nothing_and_a_refused_one_is_released(engine_f
     refused = engine.run("refund", {"order_id": "refused", "amount_cents": 90_000})  # the vendor says 402
     assert refused.status == "failed"
     assert engine.run("refund", {"amount_cents": 90_000}).status == "finished"  # the refused one was released
-    assert states() == [("pay.order.refund", 90_000, "released"), ("pay.order.refund", 90_000, "reserved")]
+    assert states() == [("pay.order.refund", 90_000, "released"), ("pay.order.refund", 90_000, "spent")]
 
 
 def test_a_lost_reply_stays_counted_the_money_may_have_moved(engine_for, people, tmp_path):
@@ -171,7 +171,7 @@ def test_a_budget_annotation_must_be_a_whole_number_on_a_forbid(tmp_path):
 def test_the_table_is_checked_against_the_ledger_and_rebuilt_from_it(engine_for, people, tmp_path, capsys):
     engine = engine_for(REFUND, connectors=[pay], policy=budget_policy(tmp_path / "p"))
     done = [engine.run("refund", {"amount_cents": cents}) for cents in (100, 200, 300)]
-    engine.run("refund", {"amount_cents": 400})  # reserved: its op.called lands, the next decision settles it
+    engine.run("refund", {"amount_cents": 400})
     report = ledger_check.check(ops=engine.config.ops)
     assert report.calls == 4 and report.differences == []
 
