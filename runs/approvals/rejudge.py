@@ -132,7 +132,7 @@ def judge_held(*, approval: Approval, config: ResolvedConfig, run: Run | None = 
     approvals = list(Approval.objects.filter(run_id=run.pk).order_by("seq"))
     try:
         decision = judge_call(policy=config.policy, op=op, input_json=input_json, target=target, run=run,
-                              approvals=approvals)
+                              approvals=approvals, ops=config.ops)
     except SanomaError as err:
         return Verdict(approval, "failed", reason=err.message)
     if decision.kind == DecisionKind.ALLOW:

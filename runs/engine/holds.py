@@ -56,17 +56,17 @@ from runs.telemetry import metrics
 
 def judge_call(*, policy: Any, op: Operation, input_json: dict, target: str | None, run: Run,
                approvals: Iterable[Approval], spent: Mapping[str, Any] | None = None,
-               seq: int | None = None) -> PolicyDecision:
+               seq: int | None = None, ops: Mapping[str, Operation] | None = None) -> PolicyDecision:
     """What `policy` decides about this call of `run`, given the run's approvals so far: the one
     way a call is put to a policy (a run's advance, and `rejudge` of a held call at a deploy).
 
     A money call is judged with what was spent before it (`spent`, `runs.spend.sums`): the advance
     passes the sums it read under the currency's lock; without them they are read here, unlocked
-    (a rejudge, which carries out nothing)."""
+    (a rejudge, which carries out nothing), listing the money operations of `ops` (the config's)."""
     if spent is None:
         counted = spend.money_call(op=op, input_json=input_json, run_id=run.id, seq=-1 if seq is None else seq,
                                    workflow=run.workflow, starter=run.started_by)
-        spent = spend.sums_for(counted, now=clock.now()) if counted is not None else None
+        spent = spend.sums_for(counted, now=clock.now(), ops=ops) if counted is not None else None
     call = build_policy_call(
         op=op, input_json=input_json, target=target, actor=run.started_by, groups=run.groups or (),
         run_id=run.id, workflow=run.workflow, approvals=approvals, spent=spent,

@@ -65,10 +65,29 @@ def money_call(*, op: Operation, input_json: Any, run_id: str, seq: int, workflo
                      currency=money.currency or "", cents=money.cents)
 
 
-def sums_for(call: MoneyCall, *, now: datetime) -> dict[str, Any]:
-    """What was spent, as the policy sees it for `call` (the call itself left out)."""
+_LISTED: dict[int, tuple[Mapping[str, Operation], tuple[str, ...]]] = {}
+
+
+def money_ops(ops: Mapping[str, Operation] | None) -> tuple[str, ...]:
+    """The ids of the money operations naming their amount in `ops` (a config's), as the sums list
+    them in `operations`; worked out once per config."""
+    if not ops:
+        return ()
+    kept = _LISTED.get(id(ops))
+    if kept is not None and kept[0] is ops:
+        return kept[1]
+    found = tuple(sorted(op_id for op_id, op in ops.items() if op.effect == "money" and op.money is not None))
+    if len(_LISTED) > 64:  # configs come and go in tests; a process has one or two
+        _LISTED.clear()
+    _LISTED[id(ops)] = (ops, found)
+    return found
+
+
+def sums_for(call: MoneyCall, *, now: datetime, ops: Mapping[str, Operation] | None = None) -> dict[str, Any]:
+    """What was spent, as the policy sees it for `call` (the call itself left out); `operations`
+    lists every money operation of `ops` (the config's)."""
     return spent(op=call.op, vendor=call.vendor, workflow=call.workflow, starter=call.starter,
-                 currency=call.currency, now=now, exclude=(call.run_id, call.seq))
+                 currency=call.currency, now=now, exclude=(call.run_id, call.seq), listed=money_ops(ops))
 
 
 def lock(currency: str) -> None:
@@ -194,7 +213,7 @@ def decide(call: MoneyCall, *, now: datetime, judge: Callable[[dict[str, Any]], 
     with transaction.atomic():
         lock(call.currency)
         settle(call.currency, now=now, ops=ops)
-        sums = sums_for(call, now=now)
+        sums = sums_for(call, now=now, ops=ops)
         decision = judge(sums)
         if proceeds(decision):
             reserve(call, now=now)
