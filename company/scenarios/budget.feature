@@ -101,3 +101,16 @@ Feature: The daily refund budget
       | approver | finance-lead                 |
     And shop.order.refund was not called
     And shop.order.refund has spent 80000 today
+
+  Scenario: a refund through Stripe that would take the day past the budget waits for finance
+    Given Stripe holds a card payment pi_1002 of 50000 EUR
+    And shop.order.refund has spent 90000 today
+    When refund-payment runs with
+      | payment_intent | pi_1002 |
+      | amount         | 20000   |
+    Then the run is waiting
+    And the ledger shows "approval.requested" with
+      | title    | Refund over the daily budget |
+      | approver | finance-lead                 |
+    And stripe.refund.create was not called
+    And Stripe holds 0 refunds of payment pi_1002

@@ -59,16 +59,3 @@ Feature: Refund a card payment through Stripe
     Then the run succeeds
     And stripe.payment_intent.get reached the vendor 2 times
     And payment pi_1001 was refunded 500
-
-  Scenario: a refund that would take the day's refunds past the budget waits for finance
-    Given Stripe holds a card payment pi_1002 of 50000 EUR
-    And shop.order.refund has spent 90000 today
-    When refund-payment runs with
-      | payment_intent | pi_1002 |
-      | amount         | 20000   |
-    Then the run is waiting
-    And the ledger shows "approval.requested" with
-      | title    | Refund over the daily budget |
-      | approver | finance-lead                 |
-    And stripe.refund.create was not called
-    And Stripe holds 0 refunds of payment pi_1002
