@@ -97,7 +97,7 @@ def lock(currency: str) -> None:
         SpendLock.objects.filter(currency=currency).update(decisions=F("decisions") + 1)
 
 
-def outcome_of(body: dict[str, Any]) -> str:
+def outcome_of(body: Mapping[str, Any]) -> str:
     """What an `op.called` record's body says of the money: `spent`, or `released` when the call
     was refused before or by the vendor."""
     error = body.get("error")

@@ -270,7 +270,7 @@ def test_one_budget_adds_up_what_several_operations_moved(engine_for, people, tm
     held = engine.run("payout", {"cents": 1})
     assert held.status == "waiting"
     [approval] = Approval.objects.filter(run=held)
-    assert approval.title == "Over the day's money out"
+    assert approval.title == "Over the day's money out" and approval.details is not None
     assert sentence(approval.details["money"]) == (
         "0.01 EUR at risk; 1,000.00 EUR spent today through pay.order.refund and pay.payout.send, "
         "of a 1,000.00 EUR budget")
