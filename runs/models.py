@@ -176,6 +176,10 @@ class Approval(models.Model):
     note = models.TextField(blank=True, default="")
     decided_with = models.CharField(max_length=200, blank=True, default="")
     refused = models.JSONField(default=list)
+    # The policy's hold rules this approval was asked for (a Cedar `@approve` forbid's `@id`): it
+    # lifts those only. Empty (`ctx.approval`, an approval asked before rules were kept): every hold
+    # naming its approver.
+    rules = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-requested_at", "-id"]

@@ -46,7 +46,7 @@ from connectors.errors import SanomaError, describe_issues, issues_of
 from connectors.operations import Operation
 from runs import ledger
 from runs.approvals.permissions import grant_approver, revoke_approver
-from runs.approvals.rules import POLICY_ACTOR
+from runs.approvals.rules import POLICY_ACTOR, lets_through
 from runs.config.resolution import ResolvedConfig, root_below
 from runs.config.trees import process_env
 from runs.engine import clock
@@ -132,7 +132,7 @@ def judge_held(*, approval: Approval, config: ResolvedConfig, run: Run | None = 
     approvals = list(Approval.objects.filter(run_id=run.pk).order_by("seq"))
     try:
         decision = judge_call(policy=config.policy, op=op, input_json=input_json, target=target, run=run,
-                              approvals=approvals)
+                              approvals=approvals, ops=config.ops)
     except SanomaError as err:
         return Verdict(approval, "failed", reason=err.message)
     if decision.kind == DecisionKind.ALLOW:
@@ -141,8 +141,7 @@ def judge_held(*, approval: Approval, config: ResolvedConfig, run: Run | None = 
         return Verdict(approval, "refused", reason=decision.reason or "denied")
     approver = decision.approver or ""
     # As the advance decides: an approver who already let this very call through is not asked twice.
-    if any(a.op_seq == approval.op_seq and a.seq < approval.seq and a.status == ApprovalStatus.APPROVED
-           and a.approver == approver for a in approvals):
+    if any(a.op_seq == approval.op_seq and a.seq < approval.seq and lets_through(a, decision) for a in approvals):
         return Verdict(approval, "released", reason=f"{approver} already approved this call")
     if approver == approval.approver:
         return Verdict(approval, "kept")

@@ -74,3 +74,15 @@ def may_decide(
     if group is not None:
         return None if group in groups else f"{by} is not in group {group}"
     return None if by == approver else f"{by} is not the approver; {approver} is"
+
+
+def lets_through(approval: Approval, decision: Any) -> bool:
+    """Whether `approval`, approved, already lets through the call a policy holds again with
+    `decision` (an approve): asked of the same approver, and for every hold rule the decision
+    names (`decision.policies`), or for no rule in particular (`ctx.approval`, an approval asked
+    before rules were kept). An approval asked for another rule of the same approver does not:
+    that approver has not seen this hold, so it is asked anew."""
+    if approval.status != ApprovalStatus.APPROVED or approval.approver != (decision.approver or ""):
+        return False
+    asked_for = set(approval.rules or ())
+    return not asked_for or set(getattr(decision, "policies", ()) or ()) <= asked_for

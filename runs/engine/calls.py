@@ -38,6 +38,7 @@ from runs.engine.stops import Cancelled, LeaseLost, Suspend
 from runs.limits import gate
 from runs.models import Approval, LedgerKind, LedgerRecord, StepKind
 from runs.policies.decisions import Decision, DecisionKind
+from runs.spend import services as spend
 from runs.telemetry import metrics, tracing
 
 log = logging.getLogger("sanoma.engine")
@@ -265,7 +266,8 @@ class Calls:
         approval: Approval | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        """Write the call's checkpoint and its `op.called` record together."""
+        """Write the call's checkpoint and its `op.called` record together (and, for a money call
+        whose decision reserved its amount, the reservation settled by that record)."""
         decided = decision.to_dict()
         body: dict[str, Any] = {
             "op": op.id,
@@ -288,6 +290,9 @@ class Calls:
         step = self.segment.step(seq, StepKind.CALL, op.id, output=output_json, error=error_json, decision=decided,
                                  attempt=attempt or 1)
         checkpoint = Checkpoint(step, [self.segment.record(LedgerKind.OP_CALLED, seq, body)])
+        reserved = self.holds.reserved.pop(seq, None) if self.holds.reserved else None
+        if reserved is not None:
+            checkpoint.money = spend.settlement_of(reserved, op, body)
         if output is None:
             self.segment.commit(checkpoint)
             metrics.call_settled(op, call_outcome(error, approval))

@@ -3,7 +3,9 @@
 A policy answers each call with a `Decision`: allow, deny, or hold it for an approver. A hold asks
 an approval at the next step and suspends the run until the approval is decided; on the advance
 after the decision, the call is asked about again (an approver who already let this very call
-through is not asked twice). `ctx.approval` asks one directly. Decision messages sent to a pending
+through is not asked twice for the same rules). An approval lifts only the hold rules it was asked
+for (`Approval.rules`): a rule that applies now and that no approval covered asks a new one, even
+of the same approver. `ctx.approval` asks one directly. Decision messages sent to a pending
 approval are applied here, in arrival order, each under the lease.
 
 A deploy with new policies judges each held call again (`runs.approvals.rejudge`): a hold the new
@@ -21,6 +23,7 @@ from runs import ledger
 from runs.approvals.approver import Approver
 from runs.approvals.rules import (
     POLICY_ACTOR,
+    lets_through,
     may_decide,
     rejection_error,
     self_approval_allowed,
@@ -53,17 +56,17 @@ from runs.telemetry import metrics
 
 def judge_call(*, policy: Any, op: Operation, input_json: dict, target: str | None, run: Run,
                approvals: Iterable[Approval], spent: Mapping[str, Any] | None = None,
-               seq: int | None = None) -> PolicyDecision:
+               seq: int | None = None, ops: Mapping[str, Operation] | None = None) -> PolicyDecision:
     """What `policy` decides about this call of `run`, given the run's approvals so far: the one
     way a call is put to a policy (a run's advance, and `rejudge` of a held call at a deploy).
 
     A money call is judged with what was spent before it (`spent`, `runs.spend.sums`): the advance
     passes the sums it read under the currency's lock; without them they are read here, unlocked
-    (a rejudge, which carries out nothing)."""
+    (a rejudge, which carries out nothing), listing the money operations of `ops` (the config's)."""
     if spent is None:
         counted = spend.money_call(op=op, input_json=input_json, run_id=run.id, seq=-1 if seq is None else seq,
                                    workflow=run.workflow, starter=run.started_by)
-        spent = spend.sums_for(counted, now=clock.now()) if counted is not None else None
+        spent = spend.sums_for(counted, now=clock.now(), ops=ops) if counted is not None else None
     call = build_policy_call(
         op=op, input_json=input_json, target=target, actor=run.started_by, groups=run.groups or (),
         run_id=run.id, workflow=run.workflow, approvals=approvals, spent=spent,
@@ -89,6 +92,7 @@ def hold_fields(op: Operation, target: str | None, decision: PolicyDecision,
         "approver": approver,
         "covers": list(dict.fromkeys([op.cover(target), *decision.covers])),
         "details": details,
+        "rules": list(decision.policies),  # the holds it is asked for: it lifts those only
     }
 
 
@@ -106,6 +110,9 @@ class Holds:
     def __init__(self, segment: Segment, approvals: Iterable[Approval], messages: Iterable[DecisionMessage]) -> None:
         self.segment = segment
         self.approvals = {a.seq: a for a in approvals}
+        # The money calls of this advance whose reservation the decision wrote, by seq: the call's
+        # checkpoint settles the row in the same transaction (`runs.engine.calls.Calls.settle`).
+        self.reserved: dict[int, spend.MoneyCall] = {}
         self._messages: dict[int, list[DecisionMessage]] = {}
         for message in messages:
             self._messages.setdefault(message.approval_id, []).append(message)
@@ -118,13 +125,13 @@ class Holds:
         for it in turn. The decision, and the approval that refused the call (None otherwise)."""
         held = sorted((a for a in self.approvals.values() if a.op_seq == seq), key=lambda a: a.seq)
         for index in range(len(held) + 1):
-            approved = {a.approver for a in held[:index] if a.status == ApprovalStatus.APPROVED}
+            approved = [a for a in held[:index] if a.status == ApprovalStatus.APPROVED]
             decision, money = self.policy_decision(op, input_json, target, seq=seq, approved=approved)
             if decision.kind != DecisionKind.APPROVE:
                 metrics.policy_decided(decision.kind)  # counted as it takes effect: allowed or denied
                 return decision, None
-            if any(a.status == ApprovalStatus.APPROVED and a.approver == decision.approver for a in held[:index]):
-                return decision, None  # that approver already let this very call through
+            if any(lets_through(a, decision) for a in approved):
+                return decision, None  # that approver already let this very call through, for these rules
             if index == len(held):
                 self.request(seq=self.segment.take_seq(), requested_by=ApprovalRequester.POLICY, op=op.id,
                              op_input=input_json, op_seq=seq, **hold_fields(op, target, decision, money))
@@ -148,14 +155,14 @@ class Holds:
                           code=ErrorCode.POLICY_FAILED, data={"op": op.id})
 
     def policy_decision(self, op: Operation, input_json: dict, target: str | None, *, seq: int,
-                        approved: set[str] | frozenset[str] = frozenset(),
+                        approved: Sequence[Approval] = (),
                         ) -> tuple[PolicyDecision, dict[str, Any] | None]:
         """The policy's decision, and for a money call the money at risk beside what was spent.
 
         A money call naming its amount is decided in one transaction under the run's lease and
         its currency's lock (`runs.spend.services.decide`): the sums read, the policy asked with
-        them, and, when the call goes ahead (allowed, or held for an approver in `approved`, who
-        already let it through), its reservation written; two calls decided at once are decided one
+        them, and, when the call goes ahead (allowed, or held by rules an approval in `approved`
+        already let through), its reservation written; two calls decided at once are decided one
         after the other, each counting the other's reservation."""
         run = self.segment.run
         counted = spend.money_call(op=op, input_json=input_json, run_id=run.id, seq=seq, workflow=run.workflow,
@@ -172,10 +179,15 @@ class Holds:
             if self.segment.sandbox is not None:
                 return False  # a sandbox run's money is its fakes': judged by the real sums, counted in none
             return decision.kind == DecisionKind.ALLOW or (
-                decision.kind == DecisionKind.APPROVE and decision.approver in approved)
+                decision.kind == DecisionKind.APPROVE and any(lets_through(a, decision) for a in approved))
 
         with self.segment.guarded():
-            decision, sums = spend.decide(counted, now=clock.now(), judge=judge, proceeds=proceeds)
+            decision, sums = spend.decide(counted, now=clock.now(), judge=judge, proceeds=proceeds,
+                                          ops=self.segment.config.ops)
+        if proceeds(decision):
+            self.reserved[seq] = counted
+        else:
+            self.reserved.pop(seq, None)
         return decision, at_risk(counted, sums, policy=self.segment.config.policy, decision=decision)
 
     # ---- approvals ----------------------------------------------------------------------------
@@ -183,18 +195,21 @@ class Holds:
     def request(
         self, *, seq: int, title: str, approver: str, requested_by: str, covers: list[str],
         links: Sequence[str] = (), details: Any = None, op: str = "", op_input: Any = None, op_seq: int | None = None,
+        rules: Sequence[str] = (),
     ) -> Approval:
         """Ask an approval at `seq` (its row and its `approval.requested` record together)."""
         number = len(self.approvals) + 1
         approval = Approval(
             run=self.segment.run, approval_id=f"approval-{number}", seq=seq, title=title, approver=approver,
             requested_by=requested_by, covers=list(covers), links=list(links), details=details, op=op,
-            op_input=op_input, op_seq=op_seq, requested_at=clock.now(),
+            op_input=op_input, op_seq=op_seq, requested_at=clock.now(), rules=list(rules),
         )
         body = {"approval": approval.approval_id, "title": title, "approver": approver, "requested_by": requested_by,
                 "covers": list(covers)}
         if op:
             body["op"] = op
+        if rules:
+            body["rules"] = list(rules)
         if requested_by == ApprovalRequester.POLICY:  # which policy held it: a deploy's `rejudge` names it
             body["policy_version"] = policy_version_of(self.segment.config.policy)
         record = self.segment.record(LedgerKind.APPROVAL_REQUESTED, seq, body, key=approval.approval_id)

@@ -31,6 +31,7 @@ from runs.engine.transitions import LeaseCheck
 from runs.errors import RunCode
 from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunTag, Step, StepKind
 from runs.sandbox.engine import SandboxAdvance, sandbox_advance
+from runs.spend.services import Settlement, settle_call
 from runs.telemetry import metrics, tracing
 
 log = logging.getLogger("sanoma.engine")
@@ -60,8 +61,9 @@ class Checkpoint:
     `step` is the checkpoint row (None for a record that belongs to no step of its own: an intent,
     a failed attempt, an approval asked); `records` its ledger records. With it may go the
     approval asked (`approval`), the message read (`read`, marked read at the step), the child run
-    started (`child`, its row and its first record), the run's tags (`tags`), and the run's flag
-    that it has retry records (`retries`)."""
+    started (`child`, its row and its first record), the run's tags (`tags`), the run's flag
+    that it has retry records (`retries`), and the settlement of a money call's reservation
+    (`money`: spent or released with the call's record, `runs.spend.services.settle_call`)."""
 
     step: Step | None = None
     records: Sequence[LedgerRecord] = ()
@@ -70,11 +72,13 @@ class Checkpoint:
     child: Run | None = None
     tags: dict[str, str] | None = None
     retries: bool = False
+    money: Settlement | None = None
 
     def one_record(self) -> bool:
         """A step and one record of a kind its step guards, nothing else: the one-statement write."""
         return (self.step is not None and self.approval is None and self.read is None and self.child is None
-                and self.tags is None and len(self.records) == 1 and self.records[0].kind in FAST_KINDS)
+                and self.tags is None and self.money is None and len(self.records) == 1
+                and self.records[0].kind in FAST_KINDS)
 
 
 class Segment:
@@ -323,6 +327,8 @@ class Segment:
                         record.save(force_insert=True)  # its step's unique (run, seq) already guards it
                     else:
                         ledger.append(record)
+                if checkpoint.money is not None:
+                    settle_call(checkpoint.money, now=clock.now())
         except IntegrityError as err:
             # Another worker recorded this step first: the run is theirs now.
             raise LeaseLost(f"{self.run.id}: {err}") from err

@@ -15,7 +15,8 @@ def build_policy_call(
     """The call as a policy sees it. A money operation naming its amount adds `money` (the amount
     and currency of this call) and `spent` (what was spent before it, `runs.spend.sums`)."""
     views = tuple(
-        ApprovalView(id=a.approval_id, status=a.status, approver=a.approver, covers=tuple(a.covers))
+        ApprovalView(id=a.approval_id, status=a.status, approver=a.approver, covers=tuple(a.covers),
+                     rules=tuple(getattr(a, "rules", None) or ()))
         for a in sorted(approvals, key=lambda a: a.seq)
     )
     found = op.money_of(input_json) if op.effect == "money" else None

@@ -35,6 +35,8 @@ class ApprovalView:
     status: str  # "pending" | "approved" | "rejected" | "withdrawn"
     approver: str  # a person id "alice", or "group:<name>"
     covers: tuple[str, ...] = ()  # operation ids
+    # The hold rules it was asked for: it lifts those only (empty: every rule naming its approver).
+    rules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,13 @@ def _field(approval: Any, name: str) -> Any:
     return getattr(approval, name, None)
 
 
-def approval_for(approvals: Iterable[Any], op_id: str, approver: Any) -> Any | None:
-    """The first approval that lets `op_id` through for `approver` (see `approved_for`), else None."""
+def approval_for(approvals: Iterable[Any], op_id: str, approver: Any, rule: str | None = None) -> Any | None:
+    """The first approval that lets `op_id` through for `approver` (see `approved_for`), else None.
+
+    With `rule` (a hold rule's id), only an approval asked for that rule lifts it: one that
+    records the rules it was asked for (`rules`) and does not name `rule` was asked about something
+    else, and its approver has not seen this hold. One that records none lifts any rule naming its
+    approver."""
     wanted = normalise_approver(approver)
     if wanted is None:
         return None
@@ -155,16 +162,19 @@ def approval_for(approvals: Iterable[Any], op_id: str, approver: Any) -> Any | N
         covers = _field(approval, "covers") or ()
         if op_id not in covers:
             continue
+        asked_for = _field(approval, "rules") or ()
+        if rule is not None and asked_for and rule not in asked_for:
+            continue
         # Exact comparison: person "marketing" and "group:marketing" are different approvers.
         if normalise_approver(_field(approval, "approver")) == wanted:
             return approval
     return None
 
 
-def approved_for(approvals: Iterable[Any], op_id: str, approver: Any) -> bool:
+def approved_for(approvals: Iterable[Any], op_id: str, approver: Any, rule: str | None = None) -> bool:
     """True only if some approval is approved, covers `op_id` and was addressed to the same
     approver (same person id or same group; a person and a group of the same name differ).
 
     This stops a workflow laundering a sign-off through its own approval addressed to someone else.
     """
-    return approval_for(approvals, op_id, approver) is not None
+    return approval_for(approvals, op_id, approver, rule) is not None

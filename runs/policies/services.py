@@ -40,7 +40,7 @@ def explain_call(*, config: Any, op_id: str, actor: str, input: Any, workflow: s
     # A money call is explained with what was spent before it, as its run would be decided now.
     counted = spend.money_call(op=op, input_json=input_json, run_id=run_id, seq=seq, workflow=workflow,
                                starter=principal.id)
-    spent = spend.sums_for(counted, now=clock.now()) if counted is not None else None
+    spent = spend.sums_for(counted, now=clock.now(), ops=config.ops) if counted is not None else None
     call = build_policy_call(op=op, input_json=input_json, target=target, actor=principal.id,
                              groups=principal.groups, run_id=run_id, workflow=workflow, approvals=approvals,
                              spent=spent)

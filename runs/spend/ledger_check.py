@@ -5,14 +5,15 @@ What the ledger says of a month: every `op.called` record of a money operation n
 (in the config), recorded from the day before the month began (a call decided on the month's eve
 may be recorded after midnight), is a call that was carried out or refused. A refused one
 (`policy_denied`, `approval_rejected`, `approval_withdrawn`) never held a row; a carried-out one is
-one row of its amount and currency, `spent`, or `released` when the vendor refused it
-(`runs.spend.services.outcome_of`). The rows keep the day their call was decided on; a row the
-ledger lacks is dated by its record.
+one row of its amount (the vendor's answer's, when it names another: `answered_cents`) and
+currency, `spent`, or `released` when the vendor refused it (`runs.spend.services.outcome_of`). The
+rows keep the day their call was decided on; a row the ledger lacks is dated by its record.
 
-Before comparing, reserved rows whose call is recorded are settled (`runs.spend.services.settle`),
-as the next decision in their currency would. Not compared: reserved rows of calls with no
-`op.called` yet (under way, or in doubt), rows of runs retention removed (`PrunedRun`: their sums
-stay), rows the scenario steps seed (no run).
+A call's checkpoint settles its row with its record; before comparing, reserved rows that are left
+(a run that ended without its call, a row reserved before calls settled their rows) are settled as
+the next decision in their currency would (`runs.spend.services.settle`). Not compared: reserved
+rows of calls with no `op.called` yet (under way, or in doubt), rows of runs retention removed
+(`PrunedRun`: their sums stay), rows the scenario steps seed (no run).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from runs.engine import clock
 from runs.models import LedgerKind, LedgerRecord, Run
 from runs.retention.models import PrunedRun
 from runs.spend.models import SpendEntry, SpendState
-from runs.spend.services import lock, outcome_of, settle
+from runs.spend.services import answered_cents, lock, outcome_of, settle
 from runs.spend.sums import day_of, month_of
 
 REFUSED = ("policy_denied", "approval_rejected", "approval_withdrawn")
@@ -94,9 +95,11 @@ def _expected(ops: Mapping[str, Operation], month: date) -> dict[tuple[str, int]
             found[(run_id, seq)] = {"refused": True}
             continue
         moment = clock.from_ms(at)
+        state = outcome_of(body)
+        answered = answered_cents(op, body) if state == SpendState.SPENT else None
         found[(run_id, seq)] = {
             "op": op.id, "vendor": op.vendor, "workflow": workflow, "starter": starters.get(run_id, ""),
-            "currency": money.currency or "", "cents": money.cents, "state": outcome_of(body),
+            "currency": money.currency or "", "cents": money.cents if answered is None else answered, "state": state,
             "day": day_of(moment), "month": month_of(moment), "decided_at": moment,
         }
     return found
@@ -111,7 +114,7 @@ def check(*, ops: Mapping[str, Operation], month: date | None = None, fix: bool 
         # Reserved rows whose call is recorded move along first, as the next decision would move them.
         for currency in set(SpendEntry.objects.filter(state=SpendState.RESERVED).values_list("currency", flat=True)):
             lock(currency)
-            settle(currency, now=clock.now())
+            settle(currency, now=clock.now(), ops=ops)
         expected = _expected(ops, month)
         rows = {(r.run_id, r.seq): r for r in SpendEntry.objects.filter(month__gte=month - timedelta(days=1))}
         rows.update({(r.run_id, r.seq): r for r in SpendEntry.objects.filter(

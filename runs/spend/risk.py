@@ -7,7 +7,9 @@ by the inbox, the approval's page and the run's page:
      "budget": {"cents": 100000, "shown": "1,000.00 EUR"}}
 
 `spent` is the figure of `context.spent` the rule that held the call reads (its first
-`context.spent.<period>.<scope>`; `today.operation` when it has a budget but reads none), left out
+`context.spent.<period>.<scope>`; `today.operation` when it has a budget but reads none; the sum of
+the operations it reads when that first figure is `context.spent.<period>.operations["<op>"]`,
+`figure` then `today.operations` and `operations` their ids), left out
 when the rule reads none and names no budget (a hold about something else, such as "every refund
 needs finance"); `budget` is the rule's `@budget("<minor units>")` annotation, when it has one.
 """
@@ -51,7 +53,10 @@ def _path(node: Mapping[str, Any]) -> tuple[str, ...] | None:
 
 
 def figure_of(path: tuple[str, ...]) -> tuple[str, ...] | None:
-    """A complete figure (`today.operation`, `month.by_starter.total`) from a read path, else None."""
+    """A complete figure (`today.operation`, `month.by_starter.total`, `today.operations.<op id>`)
+    from a read path, else None."""
+    if len(path) >= 3 and path[0] in PERIODS and path[1] == "operations":
+        return path[:3]
     if len(path) >= 2 and path[0] in PERIODS and path[1] in SCOPES:
         return path[:2]
     if len(path) >= 3 and path[0] in PERIODS and path[1] == "by_starter" and path[2] in SCOPES:
@@ -85,20 +90,36 @@ def at_risk(call: Any, sums: Mapping[str, Any], *, policy: Any, decision: Any) -
             rule = found
             break
     out: dict[str, Any] = {"cents": call.cents, "currency": call.currency, "shown": format_money(call.cents, currency)}
-    read = next((f for f in map(figure_of, spent_reads(rule.est.get("conditions") or [])) if f), None) \
-        if rule is not None and hasattr(rule, "est") else None
+    reads = [f for f in map(figure_of, spent_reads(rule.est.get("conditions") or [])) if f] \
+        if rule is not None and hasattr(rule, "est") else []
+    read = reads[0] if reads else None
     budget = _budget(rule) if rule is not None else None
     if read is None and budget is None:
         return out  # held by a rule about something else than what was spent: the amount alone
-    figure: tuple[str, ...] = read or DEFAULT_FIGURE
-    value: Any = sums
-    for part in figure:
-        value = value[part]
-    out["spent"] = {"cents": int(value), "shown": format_money(int(value), currency), "figure": ".".join(figure),
-                    "said": said(figure, op=call.op, vendor=call.vendor, workflow=call.workflow, starter=call.starter)}
+    if read is not None and read[1] == "operations":
+        # A budget over several operations: what they moved together, as the rule adds them up.
+        names = list(dict.fromkeys(f[2] for f in reads if f[:2] == read[:2]))
+        moved = sums[read[0]].get("operations") or {}
+        cents = sum(int(moved.get(name, 0)) for name in names)
+        out["spent"] = {"cents": cents, "shown": format_money(cents, currency), "figure": ".".join(read[:2]),
+                        "operations": names, "said": f"spent {_PERIOD_SAID[read[0]]} through {_listed(names)}"}
+    else:
+        figure: tuple[str, ...] = read or DEFAULT_FIGURE
+        value: Any = sums
+        for part in figure:
+            value = value[part]
+        out["spent"] = {"cents": int(value), "shown": format_money(int(value), currency),
+                        "figure": ".".join(figure),
+                        "said": said(figure, op=call.op, vendor=call.vendor, workflow=call.workflow,
+                                     starter=call.starter)}
     if budget is not None:
         out["budget"] = {"cents": budget, "shown": format_money(budget, currency)}
     return out
+
+
+def _listed(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def sentence(money: Mapping[str, Any] | None) -> str:

@@ -7,15 +7,20 @@ The order inside one transaction (`decide`):
 1. `lock(currency)`: update the currency's `SpendLock` row. A second decider of the same currency
    waits there until the first commits (PostgreSQL's row lock; SQLite's write lock), so two
    refunds decided at once are decided one after the other.
-2. `settle(currency)`: reserved rows whose call has its `op.called` record now say `spent` or
-   `released`.
+2. `settle(currency)`: reserved rows the engine could not settle with their call (a run that
+   ended without making it; a row reserved before calls settled their rows) follow the ledger.
 3. The sums (`runs.spend.sums.spent`), the policy asked with them.
 4. Allowed: the call's row is written `reserved` (one row per run and step: a call decided again
    after a crash keeps its row). Not allowed: its row, if any, is `released`.
+
+The reserved row is settled in the transaction that records its call's outcome (`settlement_of`,
+`settle_call`, called by the engine's checkpoint of the call): `spent` (of the amount the vendor
+answered, when its answer names another one) or `released`. A call left in doubt keeps its row
+reserved, and counted, until the reconcile read records what happened.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -60,10 +65,29 @@ def money_call(*, op: Operation, input_json: Any, run_id: str, seq: int, workflo
                      currency=money.currency or "", cents=money.cents)
 
 
-def sums_for(call: MoneyCall, *, now: datetime) -> dict[str, Any]:
-    """What was spent, as the policy sees it for `call` (the call itself left out)."""
+_LISTED: dict[int, tuple[Mapping[str, Operation], tuple[str, ...]]] = {}
+
+
+def money_ops(ops: Mapping[str, Operation] | None) -> tuple[str, ...]:
+    """The ids of the money operations naming their amount in `ops` (a config's), as the sums list
+    them in `operations`; worked out once per config."""
+    if not ops:
+        return ()
+    kept = _LISTED.get(id(ops))
+    if kept is not None and kept[0] is ops:
+        return kept[1]
+    found = tuple(sorted(op_id for op_id, op in ops.items() if op.effect == "money" and op.money is not None))
+    if len(_LISTED) > 64:  # configs come and go in tests; a process has one or two
+        _LISTED.clear()
+    _LISTED[id(ops)] = (ops, found)
+    return found
+
+
+def sums_for(call: MoneyCall, *, now: datetime, ops: Mapping[str, Operation] | None = None) -> dict[str, Any]:
+    """What was spent, as the policy sees it for `call` (the call itself left out); `operations`
+    lists every money operation of `ops` (the config's)."""
     return spent(op=call.op, vendor=call.vendor, workflow=call.workflow, starter=call.starter,
-                 currency=call.currency, now=now, exclude=(call.run_id, call.seq))
+                 currency=call.currency, now=now, exclude=(call.run_id, call.seq), listed=money_ops(ops))
 
 
 def lock(currency: str) -> None:
@@ -73,7 +97,7 @@ def lock(currency: str) -> None:
         SpendLock.objects.filter(currency=currency).update(decisions=F("decisions") + 1)
 
 
-def outcome_of(body: dict[str, Any]) -> str:
+def outcome_of(body: Mapping[str, Any]) -> str:
     """What an `op.called` record's body says of the money: `spent`, or `released` when the call
     was refused before or by the vendor."""
     error = body.get("error")
@@ -89,9 +113,50 @@ def outcome_of(body: dict[str, Any]) -> str:
     return SpendState.SPENT
 
 
-def settle(currency: str, *, now: datetime) -> int:
+@dataclass(frozen=True)
+class Settlement:
+    """What a reserved row becomes as its call's outcome is recorded (`cents` None: as reserved)."""
+
+    run_id: str
+    seq: int
+    state: str
+    cents: int | None = None
+
+
+def answered_cents(op: Operation | None, body: Mapping[str, Any]) -> int | None:
+    """The amount the vendor's answer names (its output's field of the operation's amount's name),
+    when the call succeeded and the answer has a whole amount there; else None."""
+    rule = op.money if op is not None else None
+    output = body.get("output")
+    if rule is None or body.get("error") is not None or not isinstance(output, Mapping):
+        return None
+    value = output.get(rule.amount)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def settlement_of(call: MoneyCall, op: Operation, body: Mapping[str, Any]) -> Settlement:
+    """What the reserved row of `call` becomes with its `op.called` record's `body`."""
+    state = outcome_of(body)
+    cents = answered_cents(op, body) if state == SpendState.SPENT else None
+    return Settlement(call.run_id, call.seq, state, None if cents == call.cents else cents)
+
+
+def settle_call(settlement: Settlement, *, now: datetime) -> int:
+    """Settle one reserved row, in the caller's transaction (the one that records the call)."""
+    fields: dict[str, Any] = {"state": settlement.state, "settled_at": now}
+    if settlement.cents is not None:
+        fields["cents"] = settlement.cents
+    return SpendEntry.objects.filter(run_id=settlement.run_id, seq=settlement.seq,
+                                     state=SpendState.RESERVED).update(**fields)
+
+
+def settle(currency: str, *, now: datetime, ops: Mapping[str, Operation] | None = None) -> int:
     """Reserved rows of `currency` whose call is recorded now follow their `op.called` record (and
-    those of runs that ended without making the call are released); how many changed."""
+    those of runs that ended without making the call are released); how many changed.
+
+    A call's own checkpoint settles its row (`settle_call`): what is left here is the row of a run
+    that ended without recording its call, and a row reserved before calls settled their rows.
+    With `ops`, a spent row takes the amount the vendor answered (`answered_cents`)."""
     reserved = list(SpendEntry.objects.filter(currency=currency, state=SpendState.RESERVED))
     if not reserved:
         return 0
@@ -107,13 +172,16 @@ def settle(currency: str, *, now: datetime) -> int:
     changed = 0
     for row in reserved:
         body = bodies.get((row.run_id, row.seq))
+        cents = row.cents
         if body is not None:
             state = outcome_of(body)
+            answered = answered_cents(ops.get(row.op), body) if ops is not None and state == SpendState.SPENT else None
+            cents = row.cents if answered is None else answered
         elif row.run_id in ended and (row.run_id, row.seq) not in sent:
             state = SpendState.RELEASED
         else:
             continue
-        SpendEntry.objects.filter(pk=row.pk).update(state=state, settled_at=now)
+        SpendEntry.objects.filter(pk=row.pk).update(state=state, cents=cents, settled_at=now)
         changed += 1
     return changed
 
@@ -138,14 +206,14 @@ def release(call: MoneyCall, *, now: datetime) -> int:
 
 
 def decide(call: MoneyCall, *, now: datetime, judge: Callable[[dict[str, Any]], D],
-              proceeds: Callable[[D], bool]) -> tuple[D, dict[str, Any]]:
+           proceeds: Callable[[D], bool], ops: Mapping[str, Operation] | None = None) -> tuple[D, dict[str, Any]]:
     """Lock, settle, sum, ask `judge` with the sums, and reserve the call when `proceeds(decision)`,
     all in one transaction (the caller's, when it has one open: the run's lease is checked in it).
     The decision and the sums it was asked with."""
     with transaction.atomic():
         lock(call.currency)
-        settle(call.currency, now=now)
-        sums = sums_for(call, now=now)
+        settle(call.currency, now=now, ops=ops)
+        sums = sums_for(call, now=now, ops=ops)
         decision = judge(sums)
         if proceeds(decision):
             reserve(call, now=now)

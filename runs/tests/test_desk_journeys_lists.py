@@ -358,8 +358,8 @@ def test_pages_are_named_for_what_they_show_and_the_catalog_lists_every_vendor_a
     until(browser, EC.presence_of_element_located((By.ID, "scenarios")))
     scenarios = browser.find_element(By.ID, "scenarios").text.splitlines()
     # Every scenario that starts refund, once: refund.feature's (the collection's ones too) and budget.feature's.
-    assert len(scenarios) == len(set(scenarios)) == 12, scenarios
-    assert sum("refund.feature" in s for s in scenarios) == 6 and sum("budget.feature" in s for s in scenarios) == 6
+    assert len(scenarios) == len(set(scenarios)) == 14, scenarios
+    assert sum("refund.feature" in s for s in scenarios) == 6 and sum("budget.feature" in s for s in scenarios) == 8
     assert any("a second refund of an order replaces its note" in s for s in scenarios)
     assert any("finance approves a refund" in s for s in scenarios)
     browser.find_element(By.ID, "grant-start").click()

@@ -237,7 +237,7 @@ class CedarPolicy:
                 return denied
             newly: list[CedarRule] = []
             for rule in rules:  # every determining forbid holds the call: lifted, or wait
-                approval = approval_for(call.run.approvals, call.covered_by, rule.approver)
+                approval = approval_for(call.run.approvals, call.covered_by, rule.approver, rule.id)
                 if approval is None:
                     # Ask nobody to approve what would be denied anyway once every hold is lifted.
                     if self._hold_ids - removed:
@@ -257,7 +257,11 @@ class CedarPolicy:
                         title=rule.title,
                         covers=tuple(c for c in rule.covers if c != op_id),
                         reasons=((rule.reason,) if rule.reason else ()) + tuple(notes),
-                        policies=(rule.id,),
+                        # Every hold of this approver that applies and is not lifted: the approval
+                        # asked lifts these (and only these), the titled one first.
+                        policies=(rule.id, *(r.id for r in rules if r is not rule and r.approver == rule.approver
+                                             and approval_for(call.run.approvals, call.covered_by, r.approver,
+                                                              r.id) is None)),
                         self_approval=rule.self_approval,
                     )
                 lifted.append((rule, approval))
@@ -310,7 +314,7 @@ class CedarPolicy:
                 "source": rule.source,
             }
             if rule.holds:
-                approval = approval_for(call.run.approvals, call.covered_by, rule.approver)
+                approval = approval_for(call.run.approvals, call.covered_by, rule.approver, rule.id)
                 entry["approver"] = rule.approver
                 entry["lifted_by"] = _approval_id(approval) if approval is not None else None
             out.append(entry)

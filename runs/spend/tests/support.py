@@ -45,8 +45,10 @@ vendor = define_connector("pay", {
 def _refund(state: dict, i: RefundIn, c: Any) -> dict:
     if i.order_id == "refused":
         raise DriverError("the order cannot be refunded", status=402, vendor_code="card_declined")
-    state["refunds"].append({"order_id": i.order_id, "amount_cents": i.amount_cents, "key": c.idempotency_key})
-    return {"refund_id": f"re_{len(state['refunds'])}", "amount_cents": i.amount_cents}
+    # An order with only half its amount left to refund: the vendor refunds what is left, and says so.
+    cents = i.amount_cents // 2 if i.order_id == "half-left" else i.amount_cents
+    state["refunds"].append({"order_id": i.order_id, "amount_cents": cents, "key": c.idempotency_key})
+    return {"refund_id": f"re_{len(state['refunds'])}", "amount_cents": cents}
 
 
 def _payout(state: dict, i: PayoutIn, c: Any) -> dict:

@@ -37,7 +37,8 @@ browser = support.browser
 shots = support.shots
 pytestmark = BROWSER_TESTS
 
-SPENT = "900.00 EUR spent today through shop.order.refund, of a 1,000.00 EUR budget"
+SPENT = ("900.00 EUR spent today through shop.order.refund and stripe.refund.create, "
+         "of a 1,000.00 EUR budget")
 
 
 @pytest.fixture

@@ -59,15 +59,17 @@ def test_the_policy_sees_the_amount_and_what_was_spent_today_and_this_month(engi
     assert spent == {
         "currency": "EUR",
         "today": {"operation": 1000, "vendor": 1030, "workflow": 1000, "total": 1030,
-                  "by_starter": {"operation": 1000, "vendor": 1030, "workflow": 1000, "total": 1030}},
+                  "by_starter": {"operation": 1000, "vendor": 1030, "workflow": 1000, "total": 1030},
+                  "operations": {"pay.order.refund": 1000, "pay.payout.send": 30}},
         "month": {"operation": 1200, "vendor": 1230, "workflow": 1200, "total": 1230,
-                  "by_starter": {"operation": 1000, "vendor": 1030, "workflow": 1000, "total": 1030}},
+                  "by_starter": {"operation": 1000, "vendor": 1030, "workflow": 1000, "total": 1030},
+                  "operations": {"pay.order.refund": 1200, "pay.payout.send": 30}},
     }
     assert seen[3][0] == {"cents": 7, "currency": "USD"} and seen[3][1]["month"]["total"] == 0
     assert states() == [("pay.order.refund", 200, "spent"), ("pay.order.refund", 1000, "spent"),
-                        ("pay.payout.send", 30, "spent"), ("pay.payout.send", 7, "reserved"),
-                        ("pay.order.refund", 5, "reserved")]
-    # A reservation is settled from its op.called record by the next decision in its currency.
+                        ("pay.payout.send", 30, "spent"), ("pay.payout.send", 7, "spent"),
+                        ("pay.order.refund", 5, "spent")]
+    # Each row was settled in the transaction that recorded its call.
 
 
 def test_the_cedar_context_has_the_amount_currency_and_spent_sums(engine_for, people, tmp_path):
@@ -127,7 +129,7 @@ def test_a_rejected_refund_spends_nothing_and_a_refused_one_is_released(engine_f
     refused = engine.run("refund", {"order_id": "refused", "amount_cents": 90_000})  # the vendor says 402
     assert refused.status == "failed"
     assert engine.run("refund", {"amount_cents": 90_000}).status == "finished"  # the refused one was released
-    assert states() == [("pay.order.refund", 90_000, "released"), ("pay.order.refund", 90_000, "reserved")]
+    assert states() == [("pay.order.refund", 90_000, "released"), ("pay.order.refund", 90_000, "spent")]
 
 
 def test_a_lost_reply_stays_counted_the_money_may_have_moved(engine_for, people, tmp_path):
@@ -171,7 +173,7 @@ def test_a_budget_annotation_must_be_a_whole_number_on_a_forbid(tmp_path):
 def test_the_table_is_checked_against_the_ledger_and_rebuilt_from_it(engine_for, people, tmp_path, capsys):
     engine = engine_for(REFUND, connectors=[pay], policy=budget_policy(tmp_path / "p"))
     done = [engine.run("refund", {"amount_cents": cents}) for cents in (100, 200, 300)]
-    engine.run("refund", {"amount_cents": 400})  # reserved: its op.called lands, the next decision settles it
+    engine.run("refund", {"amount_cents": 400})
     report = ledger_check.check(ops=engine.config.ops)
     assert report.calls == 4 and report.differences == []
 
@@ -241,3 +243,35 @@ def test_a_currency_field_in_small_letters_counts_with_its_capitals(engine_for, 
     engine.run("payout", {"cents": 40, "currency": "eur"})
     engine.run("refund", {"amount_cents": 2})
     assert seen == [({"cents": 40, "currency": "EUR"}, 0), ({"cents": 2, "currency": "EUR"}, 40)]
+
+
+TWO_OPERATIONS = f"""
+@id("all-allowed")
+permit(principal, action, resource);
+
+@id("money-out-budget")
+@approve("group:finance")
+@title("Over the day's money out")
+@budget("{BUDGET}")
+forbid(principal, action in [Action::"pay.order.refund", Action::"pay.payout.send"], resource)
+when {{ context.currency == "EUR" &&
+        context.spent.today.operations["pay.order.refund"] + context.spent.today.operations["pay.payout.send"]
+        + context.amount > {BUDGET} }};
+"""
+
+
+def test_one_budget_adds_up_what_several_operations_moved(engine_for, people, tmp_path):
+    """`context.spent.today.operations` names every money operation of the config, zero when
+    nothing moved through it: a rule adds up the ones its budget covers."""
+    engine = engine_for(REFUND, PAYOUT, connectors=[pay], policy=budget_policy(tmp_path / "p", TWO_OPERATIONS))
+    assert engine.run("payout", {"cents": 70_000}).status == "finished"  # nothing refunded yet: zero, not missing
+    assert engine.run("payout", {"cents": 900, "currency": "USD"}).status == "finished"  # not euros
+    assert engine.run("refund", {"amount_cents": 30_000}).status == "finished"  # exactly the budget
+    held = engine.run("payout", {"cents": 1})
+    assert held.status == "waiting"
+    [approval] = Approval.objects.filter(run=held)
+    assert approval.title == "Over the day's money out" and approval.details is not None
+    assert sentence(approval.details["money"]) == (
+        "0.01 EUR at risk; 1,000.00 EUR spent today through pay.order.refund and pay.payout.send, "
+        "of a 1,000.00 EUR budget")
+    assert approval.details["money"]["spent"]["operations"] == ["pay.order.refund", "pay.payout.send"]
