@@ -3,9 +3,11 @@ two side by side, so the tests that mostly wait (on the processes they start, a 
 overlap the tests that keep a core busy in-process.
 
 - `waits`: a test marked `process` or `browser`, one that uses the session's Chromium, or one in a
-  file of `WAIT_FILES` (they start `manage.py`, git, a server or a whole company in processes of
-  their own without carrying the mark);
-- `work`: every other test.
+  file of `WAIT_FILES` (they start `manage.py`, a server or a whole company in processes of their own
+  and wait on them without carrying the mark);
+- `work`: every other test, among them the files of short commands (`manage.py replay`, `rejudge`,
+  `behave`, git) run one after another: their processes keep a core busy while the test waits, so
+  they are work, and in the `waits` lane they made it the long pole of `./test`.
 
 Every collected test is in exactly one lane (`lane_of` decides it from the test alone), so the two
 lanes together run what one pytest would. Each lane has a test database and a var folder of its own
@@ -24,16 +26,14 @@ WORK = "work"
 LANES = (WAITS, WORK)
 WAIT_MARKS = frozenset({"process", "browser"})
 WAIT_FIXTURES = frozenset({"shared_chromium", "live_server"})
-# Test files whose tests wait on processes, servers or many git commands, unmarked (their tests
-# are not all `process`-marked: they start `manage.py` or a company's checks as a subprocess).
+# Test files whose tests wait on processes or servers, unmarked (their tests are not all
+# `process`-marked: they start `manage.py`, a demo or a company's checks as a subprocess). A file whose
+# processes are short commands run one after another (each as much CPU as wall time) is `work`:
+# `manage.py replay`'s and `rejudge`'s tests, the scenario traps' behave runs, the changes' git and
+# desk state took 60 to 80 s of CPU per database out of the `waits` lane (docs/architecture/testing.md).
 WAIT_FILES = frozenset({
     "changes/lifecycle/tests/test_change_in_flight.py",
-    "changes/lifecycle/tests/test_change_surfaces.py",
-    "changes/tests/test_desk_state.py",
     "changes/tests/test_no_worker.py",
-    "features/tests/test_scenario_traps.py",
-    "runs/tests/test_replay_command.py",
-    "runs/tests/test_rejudge_command.py",
     "runs/tests/test_startcompany.py",
     "sanoma_site/tests/test_demo.py",
     "sanoma_site/tests/test_docs.py",

@@ -490,19 +490,44 @@ def call_expected(action: str, actor: str, which: str) -> str:
     return DIFFERS if sees_call(actor, which) else EXISTS
 
 
+@pytest.fixture(scope="module")
+def shared_call_world(django_db_setup, django_db_blocker):
+    """The call matrix's actors and alice's two calls (one made, one held), made once for the module
+    inside a transaction of its own rolled back when the module ends; each case runs in a savepoint
+    within it (the `call_world` fixture), as `shared_world` does for the runs' matrix."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        with django_db_blocker.unblock(), override_settings(SANOMA_RETRY_DELAYS=(0.01, 0.02)):
+            engine = Engine(resolve_on_fakes(SanomaConfig(connectors=[acme], workflows=[],
+                                                          policy=define_policy(hold_money, version="v1"))))
+            set_config(engine.config)
+            make_user(STARTER, perms=["runs.start_workflow"])  # as the engine_for fixture makes her
+            make_user(APPROVER, perms=["runs.start_workflow"])
+            make_user(OPERATOR, perms=["runs.start_workflow", "runs.view_any_run", "runs.operate_runs"])
+            make_user(STAFF, groups=["staff"], perms=["runs.start_workflow"])
+            make_user(VIEWER, perms=["runs.view_any_run"])
+            make_user(CALL_NOBODY)
+            for which, (op, payload) in CALLS.items():
+                call(op=op, input=payload, by=STARTER, key=which)
+            assert Run.objects.get(pk="call-held").status == "waiting"
+            assert Run.objects.get(pk="call-made").status == "finished"
+        yield engine
+    finally:
+        set_config(None)
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
 @pytest.fixture
-def call_world(engine_for):
-    engine = engine_for(policy=define_policy(hold_money, version="v1"))
-    make_user(APPROVER, perms=["runs.start_workflow"])
-    make_user(OPERATOR, perms=["runs.start_workflow", "runs.view_any_run", "runs.operate_runs"])
-    make_user(STAFF, groups=["staff"], perms=["runs.start_workflow"])
-    make_user(VIEWER, perms=["runs.view_any_run"])
-    make_user(CALL_NOBODY)
-    for which, (op, payload) in CALLS.items():
-        call(op=op, input=payload, by=STARTER, key=which)
-    assert Run.objects.get(pk="call-held").status == "waiting"
-    assert Run.objects.get(pk="call-made").status == "finished"
-    return engine
+def call_world(shared_call_world, db):
+    set_config(shared_call_world.config)
+    engine_pauses.forget()
+    with override_settings(SANOMA_RETRY_DELAYS=(0.01, 0.02)):
+        yield shared_call_world
+    set_config(None)
 
 
 def call_snapshot(engine: Any) -> dict[str, Any]:

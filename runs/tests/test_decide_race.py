@@ -1,9 +1,9 @@
 """Two decisions sent at once to one approval from two processes: exactly one wins, the other is
 answered `already_decided` naming the winner.
 
-Real OS processes (spawn) call `approvals.decide` against the test database while a worker thread
-of this process applies decisions, as `manage.py worker` would. Runs on SQLite (a file) and on
-PostgreSQL.
+Two real OS processes (spawn; started once for the module, each test hands them a decision) call
+`approvals.decide` against the test database while a worker thread of this process applies
+decisions, as `manage.py worker` would. Runs on SQLite (a file) and on PostgreSQL.
 
 The module imports nothing from Django at the top: a spawned process imports it to find its
 target before it has set Django up.
@@ -11,6 +11,7 @@ target before it has set Django up.
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import threading
 import time
 
@@ -19,8 +20,9 @@ import pytest
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 
-def _decide_in_child(database, run_id, by, note, message_id, barrier, results):
-    """A separate process: set Django up on the test database, wait for the other, then decide."""
+def _decider(database, barrier, jobs, results):
+    """A separate process, started once for the module: set Django up on the test database, then for
+    each job wait for the other process at the barrier and decide; `None` ends it."""
     import os
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sanoma_site.settings")
@@ -30,26 +32,83 @@ def _decide_in_child(database, run_id, by, note, message_id, barrier, results):
     import django
 
     django.setup()
+    from django.contrib.contenttypes.models import ContentType
     from django.db import connections
 
     from connectors.errors import error_code
     from runs.approvals import services as approvals
 
-    try:
-        barrier.wait(timeout=60)
+    while (job := jobs.get()) is not None:
+        run_id, by, note, message_id = job
+        # Each test empties the tables and makes the content types again (new ids): none kept from the last.
+        ContentType.objects.clear_cache()
         try:
-            # Naming the approval, as the inbox's buttons do: a decision that arrives once the other
-            # has been applied (a loaded machine) is told who decided it, not that nothing is pending.
-            state = approvals.decide(run_id=run_id, decision="approve", by=by, note=note, approval_id="approval-1",
-                                     message_id=message_id, timeout=30)
-            results.put({"who": message_id, "outcome": "decided", "state": state})
-        except Exception as err:  # reported to the test, which judges it
-            results.put({"who": message_id, "outcome": "refused", "code": error_code(err), "message": str(err),
-                         "data": dict(getattr(err, "data", {}) or {})})
-    except BaseException as err:
-        results.put({"who": message_id, "outcome": "crashed", "message": repr(err)})
+            barrier.wait(timeout=60)
+            try:
+                # Naming the approval, as the inbox's buttons do: a decision that arrives once the other
+                # has been applied (a loaded machine) is told who decided it, not that nothing is pending.
+                state = approvals.decide(run_id=run_id, decision="approve", by=by, note=note,
+                                         approval_id="approval-1", message_id=message_id, timeout=30)
+                results.put({"who": message_id, "outcome": "decided", "state": state})
+            except Exception as err:  # reported to the test, which judges it
+                results.put({"who": message_id, "outcome": "refused", "code": error_code(err), "message": str(err),
+                             "data": dict(getattr(err, "data", {}) or {})})
+        except BaseException as err:
+            results.put({"who": message_id, "outcome": "crashed", "message": repr(err)})
+        finally:
+            connections.close_all()  # no connection held between tests (the next one empties the tables)
+
+
+class Deciders:
+    """Two real OS processes (spawn) that decide at once when given a job each: started once for the
+    module (each sets Django up, about a second of CPU), used by every test in turn."""
+
+    def __init__(self, database: str) -> None:
+        spawn = multiprocessing.get_context("spawn")
+        self.barrier = spawn.Barrier(2)  # kept: its semaphore must outlive the children's start
+        self.results = spawn.Queue()
+        self.jobs = [spawn.Queue(), spawn.Queue()]
+        self.processes = [spawn.Process(target=_decider, args=(database, self.barrier, jobs, self.results),
+                                        daemon=True) for jobs in self.jobs]
+        for process in self.processes:
+            process.start()
+
+    def decide(self, run_id: str, deciders: tuple[str, str]) -> list[dict]:
+        """Each process decides the run's approval as one of `deciders`, at once; their answers."""
+        assert all(process.is_alive() for process in self.processes), "a deciding process ended"
+        for i, (jobs, by) in enumerate(zip(self.jobs, deciders, strict=True)):
+            jobs.put((run_id, by, f"note {i}", f"msg-{i}"))
+        answers: list[dict] = []
+        ends = time.monotonic() + 120  # only turns a hang into a failure
+        while len(answers) < len(self.processes):
+            try:
+                answers.append(self.results.get(timeout=0.5))
+            except queue.Empty:
+                ended = [p.exitcode for p in self.processes if not p.is_alive()]
+                assert not ended and time.monotonic() < ends, f"no answer (deciding processes ended: {ended})"
+        return answers
+
+    def close(self) -> None:
+        for jobs in self.jobs:
+            jobs.put(None)
+        for process in self.processes:
+            process.join(timeout=60)
+            if process.is_alive():
+                process.kill()
+
+
+@pytest.fixture(scope="module")
+def processes(django_db_setup):
+    from django.db import connection
+
+    database = connection.settings_dict["NAME"]
+    if connection.vendor == "sqlite":
+        assert ":memory:" not in database and "mode=memory" not in database, database
+    both = Deciders(database)
+    try:
+        yield both
     finally:
-        connections.close_all()
+        both.close()
 
 
 class Worker(threading.Thread):
@@ -107,15 +166,9 @@ def _workflow():
     ],
     ids=["two-people", "one-person-two-notes", "person-approver-twice"],
 )
-def test_two_decisions_at_once_from_two_processes_one_wins(engine_for, deciders, approver):
-    from django.db import connection
-
+def test_two_decisions_at_once_from_two_processes_one_wins(engine_for, deciders, approver, processes):
     from runs.models import Approval, DecisionMessage, LedgerRecord
     from runs.testing import make_user
-
-    database = connection.settings_dict["NAME"]
-    if connection.vendor == "sqlite":
-        assert ":memory:" not in database and "mode=memory" not in database, database
 
     make_user("carol", groups=["marketing"])
     make_user("dave", groups=["marketing"])
@@ -124,27 +177,12 @@ def test_two_decisions_at_once_from_two_processes_one_wins(engine_for, deciders,
     run = engine.run("race", {"approver": approver})
     assert run.status == "waiting"
 
-    spawn = multiprocessing.get_context("spawn")
-    barrier = spawn.Barrier(2)
-    results = spawn.Queue()
-    processes = [
-        spawn.Process(target=_decide_in_child,
-                      args=(database, run.id, by, f"note {i}", f"msg-{i}", barrier, results))
-        for i, by in enumerate(deciders)
-    ]
     worker = Worker(engine.config)
     worker.start()
     try:
-        for process in processes:
-            process.start()
-        answers = [results.get(timeout=120) for _ in processes]
-        for process in processes:
-            process.join(timeout=60)
+        answers = processes.decide(run.id, deciders)
     finally:
         worker.stop()
-        for process in processes:
-            if process.is_alive():
-                process.kill()
     assert worker.error is None, worker.error
     assert all(a["outcome"] in ("decided", "refused") for a in answers), answers
 

@@ -314,11 +314,13 @@ def test_no_admin_page_answers_500_for_any_id(engine, alice):
                  f"/admin/runs/run/?started_by={query}", f"/admin/runs/run/start/?workflow={query}",
                  f"/admin/runs/run/?version={query}", f"/admin/runs/appversion/?q={query}"]
     failures = []
-    for url in urls:
+    # Django's quote and the URL's own often spell an id alike, and the legacy ids are nasty ones too:
+    # each distinct URL once (about 560 of the 850 written).
+    for url in dict.fromkeys(urls):
         response = client.get(url)
         if response.status_code >= 500:
             failures.append((url, response.status_code))
-    posts = [f"/admin/runs/run/{quote(v)}/cancel/" for v in ADMIN_NASTY + legacy]
+    posts = list(dict.fromkeys(f"/admin/runs/run/{quote(v)}/cancel/" for v in ADMIN_NASTY + legacy))
     for url in posts:
         response = client.post(url)
         if response.status_code >= 500:

@@ -48,14 +48,15 @@ ITEMS = [
     Item("runs/tests/test_desk_browser.py::test_page[1200]", ("browser", "skipif")),
     Item("runs/tests/test_other.py::test_uses_chromium", (), ("browser", "shared_chromium")),
     Item("sanoma_site/tests/test_docs.py::test_page[index.md]"),
-    Item("runs/tests/test_replay_command.py::TestReplay::test_it", ("django_db",)),
+    Item("runs/tests/test_startcompany.py::TestIt::test_it", ("django_db",)),
     Item("runs/tests/test_models.py::test_a_model", ("parametrize",)),
+    Item("runs/tests/test_replay_command.py::test_a_short_command", ("django_db",)),
 ]
 
 
 def test_a_test_waits_when_marked_process_or_browser_uses_chromium_or_is_in_a_waiting_file():
     assert [lane_of(i.nodeid, i.marks, i.fixturenames) for i in ITEMS] == [
-        WORK, WAITS, WAITS, WAITS, WAITS, WAITS, WORK]
+        WORK, WAITS, WAITS, WAITS, WAITS, WAITS, WORK, WORK]
 
 
 def test_the_two_lanes_split_the_tests_without_dropping_or_repeating_one():
