@@ -38,6 +38,27 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     suffix = os.environ.get("SANOMA_TEST_DB_SUFFIX", "")
     if suffix:
         _set_suffix_to_test_databases(suffix=suffix)
+    _patient_test_transactions()
+
+
+# The site's and workers' sessions end a transaction left idle for a minute. A test's own transaction
+# wraps the whole test, including its waits on the processes it starts (a change's checks, a
+# worker): on a loaded 2-core machine those took over a minute and PostgreSQL ended the test's
+# session under it. The test process's own connection waits ten; the processes it starts keep the
+# site's setting (runs/tests/test_health_db_timeouts.py checks it there).
+TEST_PROCESS_IDLE_IN_TRANSACTION_MS = 600_000
+
+
+def _patient_test_transactions() -> None:
+    import re
+
+    from django.db import connections
+
+    options = connections["default"].settings_dict.get("OPTIONS", {})
+    if "idle_in_transaction_session_timeout" in str(options.get("options", "")):
+        options["options"] = re.sub(r"idle_in_transaction_session_timeout=\d+",
+                                    f"idle_in_transaction_session_timeout={TEST_PROCESS_IDLE_IN_TRANSACTION_MS}",
+                                    options["options"])
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,9 @@ def _shell(tmp_path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.django_db
 def test_every_connection_opens_with_both_timeouts_and_lifts_the_statements_for_long_work():
     assert _show("statement_timeout") == "30s"
-    assert _show("idle_in_transaction_session_timeout") == "1min"
+    # This process's own connection waits longer inside a transaction (conftest.py: a test's
+    # transaction spans its waits); a site's or a worker's: test_a_site_process_opens_with_both_defaults.
+    assert _show("idle_in_transaction_session_timeout") == "10min"
     with lifted():
         assert _show("statement_timeout") == "0"
     assert _show("statement_timeout") == "30s"
@@ -46,6 +48,19 @@ def test_every_connection_opens_with_both_timeouts_and_lifts_the_statements_for_
     post_migrate.send(sender=runs, app_config=runs, verbosity=0, interactive=False, using="default", plan=[],
                       apps=apps)
     assert _show("statement_timeout") == "30s"
+
+
+@postgresql_only
+@pytest.mark.process
+@pytest.mark.django_db(transaction=True)
+def test_a_site_process_opens_with_both_defaults(tmp_path):
+    code = ("from django.db import connection\ncursor = connection.cursor()\n"
+            "for name in ('statement_timeout', 'idle_in_transaction_session_timeout'):\n"
+            "    cursor.execute(f'SHOW {name}')\n    print(name, cursor.fetchone()[0])")
+    done = _shell(tmp_path, code)
+    assert done.returncode == 0, done.stderr
+    assert "statement_timeout 30s" in done.stdout
+    assert "idle_in_transaction_session_timeout 1min" in done.stdout
 
 
 @postgresql_only
