@@ -183,6 +183,13 @@ class Approval(models.Model):
             models.UniqueConstraint(fields=["run", "approval_id"], name="approval_run_id"),
             models.UniqueConstraint(fields=["run", "seq"], name="approval_run_seq"),
         ]
+        # Who may decide an approval is the approver it names (runs.approvals.permissions): an
+        # approver's inbox and badge read their names' entries, newest first, and stop at a page.
+        indexes = [
+            models.Index(fields=["approver", "-requested_at", "-id"], name="approval_approver_pending",
+                         condition=models.Q(status="pending")),
+            models.Index(fields=["approver", "-requested_at", "-id"], name="approval_approver"),
+        ]
         permissions = [("decide_approval", "Can decide this approval")]
 
     def __str__(self) -> str:
