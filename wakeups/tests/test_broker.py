@@ -202,3 +202,33 @@ def _notes(listener: Listener, seconds: float = 5.0) -> list[tuple[str, str]]:
     while not notes and (left := ends - time.monotonic()) > 0:
         notes = listener.wait(left)
     return notes
+
+
+@postgres_only
+def test_a_take_after_another_does_not_ask_the_server_whether_the_connection_lives(broker, monkeypatch):
+    """django-q2's broker closes old connections before every dequeue, so with CONN_HEALTH_CHECKS
+    each take cost a `SELECT 1` too (a transaction of its own); this one looks at its connection
+    every CHECK_SECONDS only."""
+    monkeypatch.setattr(broker, "wait", lambda seconds: None)
+    broker.dequeue()  # the first take looks at the connection
+    asked: list[bool] = []
+    usable = connection.is_usable
+    monkeypatch.setattr(connection, "is_usable", lambda: asked.append(True) or usable())
+    for _ in range(5):
+        assert broker.dequeue() is None
+    assert asked == []
+    broker._check_at = 0.0  # CHECK_SECONDS later
+    broker.dequeue()
+    assert asked == [True]
+
+
+@postgres_only
+def test_a_take_on_a_connection_the_server_closed_is_made_again_on_a_new_one(broker, monkeypatch):
+    monkeypatch.setattr(broker, "wait", lambda seconds: None)
+    broker.dequeue()
+    with transaction.atomic():
+        enqueue("refund-after-restart")
+    with psycopg.connect(**_psycopg_params(), autocommit=True) as admin:  # as a restart would
+        admin.execute("SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid])
+    taken = broker.dequeue()
+    assert taken and len(taken) == 1
