@@ -33,7 +33,7 @@ def _task_starts(**_kwargs: Any) -> None:
         return
     for connection in connections.all(initialized_only=True):
         if connection.connection is not None and not connection.errors_occurred:
-            connection.health_check_done = True
+            connection.health_check_done = True  # type: ignore[attr-defined]  # Django sets it on connect
 
 
 def install() -> None:

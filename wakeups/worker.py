@@ -53,9 +53,7 @@ LONGEST_WAIT = 2.0
 # its NOTIFY, so an idle worker's pass (one read transaction) is made only this often; it also
 # bounds how late an approval announcement's retry is queued.
 IDLE_LONGEST_WAIT = 10.0
-# How often the worker says it is up (runs.presence): a third of the time after which it counts as
-# gone, so two beats may be late before it does.
-BEAT_EVERY = presence.WORKER_GONE_AFTER.total_seconds() / 3
+BEAT_EVERY = presence.WORKER_BEAT  # how often the worker says it is up (runs.presence)
 IDLE_STOP_EXIT = 0
 
 

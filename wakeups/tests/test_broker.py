@@ -213,7 +213,11 @@ def test_a_take_after_another_does_not_ask_the_server_whether_the_connection_liv
     broker.dequeue()  # the first take looks at the connection
     asked: list[bool] = []
     usable = connection.is_usable
-    monkeypatch.setattr(connection, "is_usable", lambda: asked.append(True) or usable())
+    def counted() -> bool:
+        asked.append(True)
+        return usable()
+
+    monkeypatch.setattr(connection, "is_usable", counted)
     for _ in range(5):
         assert broker.dequeue() is None
     assert asked == []

@@ -20,7 +20,11 @@ def asked(monkeypatch):
     checks.install()
     made: list[bool] = []
     usable = connection.is_usable
-    monkeypatch.setattr(connection, "is_usable", lambda: made.append(True) or usable())
+    def counted() -> bool:
+        made.append(True)
+        return usable()
+
+    monkeypatch.setattr(connection, "is_usable", counted)
     yield made
     post_execute_in_worker.disconnect(dispatch_uid="sanoma-task-ended")
     pre_execute.disconnect(dispatch_uid="sanoma-task-starts")
