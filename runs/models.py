@@ -188,7 +188,9 @@ class Approval(models.Model):
         indexes = [
             models.Index(fields=["approver", "-requested_at", "-id"], name="approval_approver_pending",
                          condition=models.Q(status="pending")),
-            models.Index(fields=["approver", "-requested_at", "-id"], name="approval_approver"),
+            # ... and every approval naming them, with its run (the runs an approver may see: read
+            # from the index alone on PostgreSQL).
+            models.Index(fields=["approver", "-requested_at", "-id"], name="approval_approver", include=["run"]),
         ]
         permissions = [("decide_approval", "Can decide this approval")]
 
