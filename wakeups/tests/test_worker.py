@@ -305,7 +305,7 @@ def test_an_idle_worker_makes_less_than_a_transaction_a_second(site: Site) -> No
     take after a `SELECT 1`, and the loop swept every 2 s). A window of 10 s, read after the
     backends' own counts have been flushed (about a second after each goes idle)."""
     site.worker("v1", SANOMA_WORKERS="2").start(ready_within=PATIENCE)
-    time.sleep(3.0)  # the start's own work (its deploy, the first pass) done
+    time.sleep(5.0)  # the start's own work (the cluster's processes, the first pass) done
     first = _commits()
     time.sleep(10.0)
     time.sleep(1.5)  # the last transactions' counts flushed
