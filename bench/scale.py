@@ -6,6 +6,7 @@ Usage (PostgreSQL only; the database named is DROPPED and created afresh, so giv
     ... bench/scale.py --quick              # 200-run batches, a 20 s hold: about two minutes
     ... bench/scale.py --workers 1,2        # only these worker counts
     ... bench/scale.py --skip-workers       # only the claim under a long read (or --skip-claims)
+    ... bench/scale.py --transactions       # (t) first; --only-transactions for (t) alone
     ... bench/scale.py --history --parked   # then bench/scale_history.py and bench/parked.py, each on
                                             # its own database <name>_history / <name>_parked
     ... --parked-args "--sizes 0,10000"     # their own arguments (with --quick: history --quick,
@@ -25,6 +26,9 @@ It measures, in one run:
       (an admin report's query, then idle in its transaction) for `--hold` seconds (60); beside
       each claim, the read of the worker's broker dequeue; dead rows left in the run, step and task
       tables. Aim: a claim's p95 under 10 ms while the long transaction is open.
+  (t) with --transactions: the transactions of a worker's own machinery (2 processes), idle for
+      --idle seconds (30), then busy with 200 10-step runs started while it is up (100 --quick): by
+      `xact_commit`, and from the server's statement log, by kind (engine_bench/machinery.py).
 The config root is bench/bench_company/, as for bench/engine.py. On a loaded machine (the workers and
 PostgreSQL share 2 cores here) more workers than cores measure contention, not the engine.
 The helpers both scripts use are tested in bench/engine_bench/tests/ (not under pytest.ini's
@@ -74,6 +78,10 @@ def main() -> None:
     parser.add_argument("--claim-workers", type=int, default=2, help="worker processes alongside (l)")
     parser.add_argument("--skip-workers", action="store_true", help="without (s)")
     parser.add_argument("--skip-claims", action="store_true", help="without (l)")
+    parser.add_argument("--transactions", action="store_true",
+                        help="(t) first: an idle and a busy worker's transactions, by kind")
+    parser.add_argument("--only-transactions", action="store_true", help="(t) alone")
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds of the idle window of (t)")
     for other, script in OTHERS.items():
         parser.add_argument(f"--{other}", action="store_true", help=f"then run bench/{script} (if present)")
         parser.add_argument(f"--{other}-args", default=None, metavar="ARGS",
@@ -92,6 +100,15 @@ def main() -> None:
     config, env, var = prepare(url)
     print(f"bench database {urlparse(url).path.lstrip('/')}; python {sys.version.split()[0]}; "
           f"{os.cpu_count()} cores", flush=True)
+    if args.transactions or args.only_transactions:
+        from engine_bench.machinery import report, worker_transactions
+
+        t_runs = 100 if args.quick else 200
+        print(f"(t) a worker's own transactions: {args.idle:.0f} s idle, then {t_runs} runs x 10 steps:", flush=True)
+        quiet, busy, steps = worker_transactions(config, env, var, url, idle=args.idle, runs=t_runs)
+        print("\n".join(report(quiet, busy, steps, t_runs)), flush=True)
+        if args.only_transactions:
+            return
     series = []
     if not args.skip_workers:
         from engine_bench.scaling import worker_series

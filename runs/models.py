@@ -187,6 +187,15 @@ class Approval(models.Model):
             models.UniqueConstraint(fields=["run", "approval_id"], name="approval_run_id"),
             models.UniqueConstraint(fields=["run", "seq"], name="approval_run_seq"),
         ]
+        # Who may decide an approval is the approver it names (runs.approvals.permissions): an
+        # approver's inbox and badge read their names' entries, newest first, and stop at a page.
+        indexes = [
+            models.Index(fields=["approver", "-requested_at", "-id"], name="approval_approver_pending",
+                         condition=models.Q(status="pending")),
+            # ... and every approval naming them, with its run (the runs an approver may see: read
+            # from the index alone on PostgreSQL).
+            models.Index(fields=["approver", "-requested_at", "-id"], name="approval_approver", include=["run"]),
+        ]
         permissions = [("decide_approval", "Can decide this approval")]
 
     def __str__(self) -> str:

@@ -22,7 +22,7 @@ from django.db.models.functions import Now
 
 from runs.models import AppVersion, PresenceRole, WorkerPresence
 
-WORKER_BEAT = 2.0
+WORKER_BEAT = 5.0  # a third of WORKER_GONE_AFTER: two beats may be late before a worker counts as gone
 WORKER_GONE_AFTER = timedelta(seconds=15)
 # A supervisor with no worker waits on a NOTIFY (or polls): a beat is its only query in between.
 SUPERVISOR_BEAT = 20.0

@@ -6,7 +6,7 @@ up to that long before a worker process took it. An enqueue (`runs.engine.dispat
 task is the only one ready also sends `pg_notify('sanoma_runnable', run_id)` in its transaction,
 delivered when it commits: on PostgreSQL this broker waits on that NOTIFY instead of sleeping, so
 the task is taken as soon as it is committed; the waits on an empty queue grow from `poll` seconds
-to IDLE_WAIT_MAX, so an idle pusher makes about one query a second. On SQLite (or when listening
+to IDLE_WAIT_MAX, so an idle pusher makes a query every few seconds. On SQLite (or when listening
 fails) it sleeps `poll` seconds as the ORM broker does.
 
 On PostgreSQL a task is taken in one statement that deletes it (`FOR UPDATE SKIP LOCKED`, so two
@@ -24,7 +24,7 @@ import os
 from time import monotonic, sleep
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
@@ -39,7 +39,8 @@ RETRY_LISTEN = 30  # seconds of polling after LISTEN failed, before listening ag
 # other task is ready (runs.engine.dispatch); a task enqueued just as the broker took the one before
 # it and found the queue empty is still taken within a few polls, since the waits start short again
 # after every task taken.
-IDLE_WAIT_MAX = 1.0
+IDLE_WAIT_MAX = 5.0
+CHECK_SECONDS = 60.0  # how often the broker's connection is looked at (its age), beside a failed take
 
 # Take up to `bulk` ready tasks of a cluster's queue, oldest first, by deleting them: one statement.
 _TAKE_SQL = """
@@ -58,9 +59,9 @@ class ListeningORM(ORM):
         self._listener_pid = 0  # the broker is made in the sentinel and used in the forked pusher
         self._retry_at = 0.0  # after a failed LISTEN, poll until then
         self._idle_wait = 0.0  # the next wait on an empty queue while listening (see IDLE_WAIT_MAX)
+        self._check_at = 0.0  # when the connection's age is looked at next (see `_take`)
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:
-        connection = self.get_connection()
         if connections[str(Conf.ORM)].vendor == "postgresql":
             taken = self._take()
             poll = float(Conf.POLL)
@@ -71,6 +72,7 @@ class ListeningORM(ORM):
             self._idle_wait = min(wait * 2, max(IDLE_WAIT_MAX, poll)) if self._listening() is not None else poll
             self.wait(wait)
             return None
+        connection = self.get_connection()
         tasks = connection.filter(key=self.list_key, lock__lt=timezone.now())[0:Conf.BULK]
         if tasks:
             taken = []
@@ -83,8 +85,28 @@ class ListeningORM(ORM):
         return None
 
     def _take(self) -> list[tuple[Any, Any]]:
-        """Take (delete) up to `bulk` ready tasks in one statement; their (id, payload)s, oldest first."""
-        with connections[str(Conf.ORM)].cursor() as cursor:
+        """Take (delete) up to `bulk` ready tasks in one statement; their (id, payload)s, oldest first.
+
+        django-q2's `get_connection()` closes old connections before every dequeue, and with
+        CONN_HEALTH_CHECKS the next query is preceded by a `SELECT 1`: a transaction of its own on
+        every take and every idle wait. Here the connection is looked at only every
+        CHECK_SECONDS (its age, CONN_MAX_AGE), and a statement that fails on a broken connection
+        is sent once more on a new one (a PostgreSQL restart), so a take costs one transaction."""
+        alias = str(Conf.ORM)
+        if monotonic() >= self._check_at:
+            self._check_at = monotonic() + CHECK_SECONDS
+            self.get_connection()
+        try:
+            return self._take_once(alias)
+        except (OperationalError, InterfaceError):
+            if connections[alias].in_atomic_block:
+                raise
+            log.warning("the broker's connection failed; taking again on a new one", exc_info=True)
+            connections[alias].close()
+            return self._take_once(alias)
+
+    def _take_once(self, alias: str) -> list[tuple[Any, Any]]:
+        with connections[alias].cursor() as cursor:
             cursor.execute(_TAKE_SQL, [self.list_key, timezone.now(), int(Conf.BULK)])
             return sorted(cursor.fetchall())
 

@@ -35,6 +35,9 @@ class SweepResult:
     taken_over: int = 0
     resent: int = 0
     next_wake: datetime | None = None
+    # Whether a run of the versions was queued or running at the look: the next look is then due
+    # soon (a lease may expire, a task may be lost); with none, only a deadline or a NOTIFY is.
+    busy: bool = True
 
     def __bool__(self) -> bool:
         return bool(self.woken or self.taken_over or self.resent)
@@ -93,6 +96,12 @@ def _next_wake(versions: Sequence[str], now: datetime) -> datetime | None:
             .order_by("wake_at").values_list("wake_at", flat=True).first())
 
 
+def _busy(versions: Sequence[str]) -> bool:
+    """Whether a run of `versions` is queued or running (one index read: the first such row)."""
+    return Run.objects.filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING),
+                              app_version__in=list(versions)).exists()
+
+
 _next_resend = 0.0
 
 
@@ -104,7 +113,8 @@ def sweep(*, versions: Sequence[str], cluster: str = "sanoma") -> SweepResult:
     On PostgreSQL the pass's looks (due sleepers, expired leases, lost tasks, the next deadline)
     are one read transaction; each wake is then its own conditional UPDATE, as before. An idle
     pass costs one transaction. `next_wake` says when the next sleeper is due (now, when a full
-    batch was due: more may be)."""
+    batch was due: more may be), and `busy` whether a run was queued or running (the worker looks
+    again within seconds while one is, and otherwise waits for a deadline or a NOTIFY)."""
     global _next_resend
     started = time.monotonic()
     now = clock.now()
@@ -116,8 +126,10 @@ def sweep(*, versions: Sequence[str], cluster: str = "sanoma") -> SweepResult:
         expired = _expired(versions, now)
         stale = _stale(versions, cluster, now) if lost else []
         next_wake = now if len(due) >= BATCH else _next_wake(versions, now)
+        busy = bool(due or expired or stale) or _busy(versions)
     resent = sum(transitions.resend(run_id=run_id, queued_at=queued_at, now=now) for run_id, queued_at in stale)
     woken = sum(transitions.wake_due(run_id=run_id, now=now) for run_id in due)
-    result = SweepResult(woken=woken, taken_over=_take_over(expired, now), resent=resent, next_wake=next_wake)
+    result = SweepResult(woken=woken, taken_over=_take_over(expired, now), resent=resent, next_wake=next_wake,
+                         busy=busy)
     metrics.swept(time.monotonic() - started)
     return result

@@ -35,18 +35,25 @@ from runs.engine import clock, secrets
 from runs.models import PresenceRole
 from runs.versions import loaded_policy, startup_report, sync_workflow_entries
 from runs.worker_lifecycle import restart_requested, worker_started
+from wakeups import checks
 from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
 from wakeups.idle import StopRule
-from wakeups.listen import DEADLINE, Listener, listens
+from wakeups.listen import DEADLINE, RUNNABLE, Listener, listens
 from wakeups.pinned import PinnedStopRule, pinned_problem
 from wakeups.schedules import Firer
 from wakeups.sweep import sweep
 
 log = logging.getLogger("sanoma.worker")
 
-# With a timer, the longest the sweep waits: expired leases and lost tasks are looked for this often.
+# With a timer, the longest the sweep waits while a run is queued or running: expired leases and
+# lost tasks are looked for this often.
 LONGEST_WAIT = 2.0
+# ... and with none: a run that suspends with a deadline, or becomes runnable, ends the wait with
+# its NOTIFY, so an idle worker's pass (one read transaction) is made only this often; it also
+# bounds how late an approval announcement's retry is queued.
+IDLE_LONGEST_WAIT = 10.0
+BEAT_EVERY = presence.WORKER_BEAT  # how often the worker says it is up (runs.presence)
 IDLE_STOP_EXIT = 0
 
 
@@ -221,6 +228,7 @@ class Worker:
         # The ORM broker, woken by the NOTIFY every enqueue sends (PostgreSQL) instead of polling.
         # Cluster() installs its own SIGTERM/SIGINT handlers: ours replace them.
         cluster = Cluster(broker=ListeningORM(list_key=str(settings.Q_CLUSTER["name"])))
+        checks.install()  # a task right after another skips its connection's SELECT 1 (wakeups/checks.py)
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, lambda signum, _frame: stop.append(signum))
         cluster.start()
@@ -231,38 +239,48 @@ class Worker:
             os.set_blocking(read_fd, False)
             os.set_blocking(write_fd, False)
             signal.set_wakeup_fd(write_fd)
-            listener = Listener([DEADLINE], wake_fd=read_fd)
+            listener = Listener([DEADLINE, RUNNABLE], wake_fd=read_fd)
         how = "waiting for the next deadline" if listener else f"sweeping every {settings.SANOMA_SWEEP_SECONDS}s"
         self.say(f"worker started: {settings.Q_CLUSTER['workers']} processes, {how}")
         firer = Firer(config)
         ends = time.monotonic() + self.for_seconds if self.for_seconds else None
         next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
         stopped_idle = None
-        next_beat = time.monotonic() + presence.WORKER_BEAT  # and again every WORKER_BEAT seconds
+        next_beat = time.monotonic() + BEAT_EVERY  # and again every BEAT_EVERY seconds
+        next_look = 0.0  # when the next pass (sweep, fires, announcements) is due
         try:
             while not stop and (ends is None or time.monotonic() < ends):
                 try:
                     if time.monotonic() >= next_beat:
                         presence.beat(role=PresenceRole.WORKER, version=config.version)
-                        next_beat = time.monotonic() + presence.WORKER_BEAT
-                    # A pinned worker's code is a fixed commit: a deploy's restart is not for it.
+                        next_beat = time.monotonic() + BEAT_EVERY
+                    # A pinned worker's code is a fixed commit: a deploy's restart is not for it. A
+                    # file's time, read on every turn (no query).
                     restart = None if self.pinned else restart_requested(since=self.started_at)
                     if restart is not None:  # a deploy put new code in the live root: start again on it
                         break
-                    swept = sweep(versions=config.owned_versions, cluster=str(settings.Q_CLUSTER["name"]))
-                    if not self.pinned:
-                        firer.fire()
-                        announce.sweep_due()  # approval announcements due: a retry, a lost post, a lost task
+                    if time.monotonic() >= next_look:
+                        swept = sweep(versions=config.owned_versions, cluster=str(settings.Q_CLUSTER["name"]))
+                        if not self.pinned:
+                            firer.fire()
+                            announce.sweep_due()  # approval announcements due: a retry, a lost post, a lost task
+                        next_look = time.monotonic() + self._wait(
+                            firer, next_check if rule else None, swept.next_wake,
+                            longest=LONGEST_WAIT if swept.busy or listener is None else IDLE_LONGEST_WAIT)
                     if rule is not None and rule.enabled and time.monotonic() >= next_check:
                         outcome = rule.check(closed=lambda: bool(stop))
                         next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
+                        next_look = min(next_look, next_check)
                         if outcome.stop:
                             stopped_idle = outcome
                             break
                     if listener is None:
                         _pause(settings.SANOMA_SWEEP_SECONDS, until=stop)
+                        next_look = 0.0
                     else:
-                        listener.wait(self._wait(firer, next_check if rule else None, swept.next_wake))
+                        # Woken at least every LONGEST_WAIT for a restart asked for; a pass only when due.
+                        turn = min(next_look, next_beat, time.monotonic() + LONGEST_WAIT)
+                        next_look = self._listen(listener, until=turn, look=next_look)
                 except Exception:  # a database hiccup must not stop the worker
                     log.exception("the sweep failed; trying again")
                     connections.close_all()
@@ -270,7 +288,7 @@ class Worker:
                     if listener is not None:
                         try:
                             listener.close()
-                            listener = Listener([DEADLINE], wake_fd=listener.wake_fd)
+                            listener = Listener([DEADLINE, RUNNABLE], wake_fd=listener.wake_fd)
                         except Exception:
                             log.exception("listening again failed")
         finally:
@@ -291,12 +309,30 @@ class Worker:
                 listener.close()
         return restart
 
-    def _wait(self, firer: Firer, next_check: float | None, next_wake: datetime | None) -> float:
+    @staticmethod
+    def _listen(listener: Listener, *, until: float, look: float) -> float:
+        """Wait on the NOTIFYs until `until` (time.monotonic()); when the next pass is due now.
+
+        A run that suspends with a deadline (`sanoma_deadline`) makes the pass due at once: its
+        deadline may be earlier than the one waited for. A run that becomes runnable
+        (`sanoma_runnable`: the broker takes it) only brings the pass within LONGEST_WAIT, since a
+        lease to watch or a task to miss now exists; the wait goes on without a transaction."""
+        while True:
+            notes = listener.wait(until - time.monotonic())
+            if not notes:  # the time is up, or a signal
+                return look
+            if any(channel == DEADLINE for channel, _ in notes):
+                return 0.0
+            look = min(look, time.monotonic() + LONGEST_WAIT)
+            until = min(until, look)
+
+    def _wait(self, firer: Firer, next_check: float | None, next_wake: datetime | None, *,
+              longest: float = LONGEST_WAIT) -> float:
         """Seconds until the earliest of: the next sleeper's deadline (as the sweep just read it), the
-        next fire, the next idle check, and LONGEST_WAIT. A run that suspends with an earlier deadline
+        next fire, the next idle check, and `longest`. A run that suspends with an earlier deadline
         meanwhile ends the wait with its NOTIFY."""
         now = clock.now()
-        waits = [LONGEST_WAIT]
+        waits = [longest]
         for deadline in (next_wake, None if self.pinned else firer.next_due):
             if deadline is not None:
                 waits.append((deadline - now).total_seconds() + 0.001)

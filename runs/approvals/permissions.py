@@ -1,8 +1,10 @@
 """Who may do what, as django-guardian object permissions.
 
 - `runs.start_workflow` on a workflow's row: who may start it (or the global permission).
-- `runs.view_run` on a run: its approvers (users or groups); a starter sees their own runs.
-- `runs.decide_approval` on an approval: its approver, a user or every member of a group.
+- Deciding an approval: the approver it names (its `approver` column), a user or every member of
+  a group (`group:<name>`); no row is written per approval (`grant_approver`).
+- Seeing a run: its starter, the approvers its approvals name, and holders of `runs.view_run` on
+  it (guardian's rows: given by hand, kept for an approver a new policy took the approval from).
 - `runs.view_any_run` / `runs.operate_runs` (global): operators.
 - `runs.send_message` on a run (or global): who besides its starter and operators may send it messages.
 Superusers hold every permission.
@@ -16,7 +18,6 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db.models import Exists, OuterRef, QuerySet
-from guardian.shortcuts import remove_perm
 
 from connectors.errors import ErrorCode, SanomaError
 from runs.approvals.approver import Approver
@@ -150,6 +151,8 @@ def check_can_view(principal: Principal, run: Run, *, raise_error: bool = True) 
     allowed = (
         is_operator(principal)
         or run.started_by == principal.id
+        or (principal.user is not None and principal.user.is_active
+            and Approval.objects.filter(run_id=run.pk, approver__in=approver_names(principal)).exists())
         or (principal.user is not None and principal.user.has_perm("runs.view_run", run))
     )
     if not allowed and raise_error:
@@ -200,9 +203,16 @@ def granted(user_model: Any, group_model: Any, user: Any, codename: str) -> Quer
     return mine.union(by_group, all=True)
 
 
+def approver_names(principal: Principal) -> list[str]:
+    """How approvals name `principal` as their approver: their username and `group:<name>` for each
+    of their groups."""
+    return [principal.id, *(str(Approver.group_named(group)) for group in principal.groups)]
+
+
 def visible_runs(principal: Principal) -> QuerySet[Run]:
-    """The runs `principal` may see: every run for an operator; else those they started and those
-    `runs.view_run` is granted on to them or their groups (their approvers'), by key."""
+    """The runs `principal` may see: every run for an operator; else those they started, those an
+    approval names them (or a group of theirs) on, and those `runs.view_run` is granted on to them
+    or their groups, by key (each a read of an index by holder)."""
     if is_operator(principal):
         return Run.objects.all()
     if principal.user is None:
@@ -210,51 +220,50 @@ def visible_runs(principal: Principal) -> QuerySet[Run]:
     started = Run.objects.filter(started_by=principal.id).order_by().values("pk")
     keys = started.union(granted(RunUserObjectPermission, RunGroupObjectPermission, principal.user, "view_run"),
                          all=True)
+    if principal.user.is_active:
+        approving = Approval.objects.filter(approver__in=approver_names(principal)).order_by().values("run_id")
+        keys = keys.union(approving, all=True)
     return Run.objects.filter(pk__in=keys)
 
 
 def decidable_approvals(principal: Principal) -> QuerySet[Approval]:
-    """The approvals this principal may decide, through their user or any of their groups."""
-    if principal.user is None:
+    """The approvals this principal may decide: those naming them or one of their groups as
+    approver, an active user (a read of the approver index per name)."""
+    if principal.user is None or not principal.user.is_active:
         return Approval.objects.none()
-    return Approval.objects.filter(pk__in=granted(
-        ApprovalUserObjectPermission, ApprovalGroupObjectPermission, principal.user, "decide_approval"))
+    return Approval.objects.filter(approver__in=approver_names(principal))
 
 
 def can_decide(principal: Principal, approval: Approval) -> bool:
-    return (
-        principal.user is not None
-        and principal.user.is_active
-        and principal.user.has_perm("runs.decide_approval", approval)
-    )
+    """The approver the approval names, or a member of the group it names; an active user."""
+    if principal.user is None or not principal.user.is_active:
+        return False
+    named = Approver.parse(approval.approver)
+    if named.group is None:
+        return named.name == principal.id
+    return named.group in principal.groups
 
 
 def grant_approver(approval: Approval) -> None:
-    """The approver may decide the approval and view its run. A named group or person that has
-    no row yet gets one (a person without a password, who cannot log in until given one).
-
-    What guardian's `assign_perm` would write (a row per permission on its object) in four queries
-    and no savepoint: the holder, the two permissions' ids, and an INSERT into each table that keeps
-    a row already there (granted again, nothing changes)."""
-    holder = approver_holder(approval.approver)
-    ids = dict(Permission.objects.filter(content_type__app_label="runs", codename__in=("decide_approval", "view_run"))
-               .values_list("codename", "pk"))
-    if isinstance(holder, Group):
-        ApprovalGroupObjectPermission.objects.bulk_create([ApprovalGroupObjectPermission(
-            group=holder, permission_id=ids["decide_approval"], content_object=approval)], ignore_conflicts=True)
-        RunGroupObjectPermission.objects.bulk_create([RunGroupObjectPermission(
-            group=holder, permission_id=ids["view_run"], content_object_id=approval.run_id)], ignore_conflicts=True)
-        return
-    ApprovalUserObjectPermission.objects.bulk_create([ApprovalUserObjectPermission(
-        user=holder, permission_id=ids["decide_approval"], content_object=approval)], ignore_conflicts=True)
-    RunUserObjectPermission.objects.bulk_create([RunUserObjectPermission(
-        user=holder, permission_id=ids["view_run"], content_object_id=approval.run_id)], ignore_conflicts=True)
+    """The approver may decide the approval and see its run: the approval names them, which is the
+    grant (`can_decide`, `decidable_approvals`, `visible_runs`), so no permission row is written.
+    A named group or person that has no row yet gets one (a person without a password, who cannot
+    log in until given one): one read when it has."""
+    approver_holder(approval.approver)
 
 
 def revoke_approver(approval: Approval) -> None:
-    """The approval's approver may no longer decide it (a new policy holds it for someone else);
-    they keep seeing its run."""
-    remove_perm("runs.decide_approval", approver_holder(approval.approver), approval)
+    """The approval's approver (`approval` as it was) may no longer decide it: a new policy holds it
+    for someone else, and the approval now names them. The former approver keeps seeing its run:
+    `runs.view_run` on it is granted to them (one row; granted again, nothing changes)."""
+    holder = approver_holder(approval.approver)
+    view_run = Permission.objects.get(content_type__app_label="runs", codename="view_run").pk
+    if isinstance(holder, Group):
+        RunGroupObjectPermission.objects.bulk_create([RunGroupObjectPermission(
+            group=holder, permission_id=view_run, content_object_id=approval.run_id)], ignore_conflicts=True)
+    else:
+        RunUserObjectPermission.objects.bulk_create([RunUserObjectPermission(
+            user=holder, permission_id=view_run, content_object_id=approval.run_id)], ignore_conflicts=True)
 
 
 def approver_holder(approver: str) -> Any:

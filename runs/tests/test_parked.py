@@ -1,30 +1,30 @@
 """Parked runs cost nothing: what the inbox, the badge and the runs list read is what their viewer
 holds, never every parked run (see bench/parked.py for the figures at 100,000 parked runs).
 
-- An approval is granted to its approver (guardian's rows) in four queries, the same rows as
-  guardian's `assign_perm` wrote, and granting again changes nothing.
-- What a person may decide or see is found by key from their own permission rows (a UNION of
-  indexed reads), never by an OR of joins with DISTINCT over every row: each run or approval once,
-  however many ways it is granted.
+- An approval names its approver, which is the grant: a held run writes no permission row, and a
+  reassigned approval leaves its former approver a `runs.view_run` row, seeing the run.
+- What a person may decide is read by their names (username, `group:<name>`) from an index of the
+  pending approvals by approver; what they may see by key from their own rows and names (a UNION
+  of indexed reads), never by an OR of joins with DISTINCT over every row.
 - The runs list filtered by status, newest first, has an index of its own.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from django.contrib.auth.models import Group
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from guardian.shortcuts import assign_perm, get_groups_with_perms, get_users_with_perms
+from guardian.shortcuts import assign_perm
 from pydantic import BaseModel
 
 from runs import selectors
 from runs.approvals import selectors as approval_selectors
 from runs.approvals.permissions import (
+    can_decide,
+    check_can_view,
     decidable_approvals,
     grant_approver,
     principal_of,
+    revoke_approver,
     visible_runs,
 )
 from runs.authoring import define_workflow
@@ -76,54 +76,59 @@ def _rows(approval: Approval) -> dict[str, set]:
 
 
 @pytest.mark.parametrize("approver", ["lead", "group:marketing"])
-def test_an_approver_is_granted_what_guardian_would_grant_in_four_queries_and_once(engine_for, people, approver):
+def test_a_held_run_writes_no_permission_row_its_approver_decides_and_sees_it_by_name(engine_for, people, approver):
     engine = engine_for(asking)
-    run = engine.run("asking", {"approver": approver})
+    with CaptureQueriesContext(connection) as queries:
+        run = engine.run("asking", {"approver": approver})
     approval = Approval.objects.get(run=run)
-    granted = _rows(approval)
-    if approver == "lead":
-        assert granted == {"approval users": {("lead", "decide_approval")}, "approval groups": set(),
-                           "run users": {("lead", "view_run")}, "run groups": set()}
-    else:
-        assert granted == {"approval users": set(), "approval groups": {("marketing", "decide_approval")},
-                           "run users": set(), "run groups": {("marketing", "view_run")}}
-
-    # Guardian's own reading of the rows agrees: the approver may decide it and see its run.
-    holders: Any = get_users_with_perms(approval, only_with_perms_in=["decide_approval"], with_group_users=True)
+    # The approval names its approver, which is the grant: guardian's tables get no row per held run.
+    assert _rows(approval) == {"approval users": set(), "approval groups": set(), "run users": set(),
+                               "run groups": set()}
+    assert not [q["sql"] for q in queries.captured_queries if "objectpermission" in q["sql"].lower()]
     expected = {"lead"} if approver == "lead" else {"carol"}
-    assert {user.get_username() for user in holders} == expected
-    if approver != "lead":
-        groups: Any = get_groups_with_perms(run)
-        assert {g.name for g in groups} == {"marketing"}
-    for name in expected:
-        assert principal_of(name).user.has_perm("runs.decide_approval", approval)
-        assert principal_of(name).user.has_perm("runs.view_run", run)
+    for name in ("lead", "carol", "dave"):
+        who = principal_of(name)
+        assert can_decide(who, approval) is (name in expected), name
+        assert check_can_view(who, run, raise_error=False) is (name in expected), name
+        assert [a.pk for a in approval_selectors.pending_for(principal=name)] == \
+            ([approval.pk] if name in expected else []), name
 
-    # Granted again (a rejudge reassigning it back): nothing added, nothing refused, four queries.
+    # Granted again (a rejudge reassigning it back): nothing written, one read (the holder's row).
     with CaptureQueriesContext(connection) as queries:
         grant_approver(approval)
-    assert _rows(approval) == granted
-    assert len(queries) == 4, [q["sql"] for q in queries.captured_queries]
+    assert len(queries) == 1, [q["sql"] for q in queries.captured_queries]
+
+
+def test_an_approval_taken_from_its_approver_leaves_them_seeing_its_run_not_deciding_it(engine_for, people):
+    engine = engine_for(asking)
+    run = engine.run("asking", {"approver": "group:marketing"})
+    approval = Approval.objects.get(run=run)
+    Approval.objects.filter(pk=approval.pk).update(approver="lead")  # as a rejudge reassigns it
+    revoke_approver(approval)
+    moved = Approval.objects.get(pk=approval.pk)
+    carol = principal_of("carol")
+    assert not can_decide(carol, moved) and can_decide(principal_of("lead"), moved)
+    assert check_can_view(carol, run, raise_error=False)
+    assert approval_selectors.pending_count(principal="carol") == 0
+    assert _rows(moved)["run groups"] == {("marketing", "view_run")}
 
 
 def test_a_new_person_named_as_approver_is_made_and_granted(engine_for, people):
     engine = engine_for(asking)
     run = engine.run("asking", {"approver": "newcomer"})
     approval = Approval.objects.get(run=run)
-    assert _rows(approval)["approval users"] == {("newcomer", "decide_approval")}
+    assert principal_of("newcomer").user is not None
     assert [a.pk for a in approval_selectors.pending_for(principal="newcomer")] == [approval.pk]
 
 
 # -- reading what a person holds -------------------------------------------------------------------------
 
 
-def test_an_approval_granted_two_ways_is_in_the_inbox_once(engine_for, people):
+def test_an_approval_is_in_the_inbox_of_every_member_of_its_group_once(engine_for, people):
     engine = engine_for(asking)
-    run = engine.run("asking", {"approver": "group:marketing"})
+    run = engine.run("asking", {"approver": "group:sales"})
     approval = Approval.objects.get(run=run)
-    carol = principal_of("carol")
-    assign_perm("runs.decide_approval", carol.user, approval)  # to her too, and to her other group
-    assign_perm("runs.decide_approval", Group.objects.get(name="sales"), approval)
+    carol = principal_of("carol")  # in marketing and sales
     assert [a.pk for a in decidable_approvals(carol)] == [approval.pk]
     assert approval_selectors.pending_count(principal="carol") == 1
     assert [a.pk for a in approval_selectors.inbox(principal="carol")] == [approval.pk]
@@ -144,11 +149,16 @@ def test_a_run_granted_and_started_by_the_same_person_is_listed_once(engine_for,
     assert selectors.list_runs(viewer="ops").total == 2
 
 
-def test_the_reads_are_by_key_from_the_viewers_own_rows_not_a_distinct_join(people):
-    """The shape that keeps them flat: `pk IN (... UNION ALL ...)`, no DISTINCT over joined rows."""
-    for query in (decidable_approvals(principal_of("carol")), visible_runs(principal_of("carol"))):
-        sql = str(query.query).upper()
-        assert "UNION ALL" in sql and "DISTINCT" not in sql, sql
+def test_the_reads_are_by_key_from_the_viewers_own_names_and_rows_not_a_distinct_join(people):
+    """The shapes that keep them flat: the approvals by their approver's names (an index of its own),
+    the runs `pk IN (... UNION ALL ...)`; no DISTINCT over joined rows."""
+    approvals = str(decidable_approvals(principal_of("carol")).query).upper()
+    assert '"APPROVER" IN' in approvals and "JOIN" not in approvals and "DISTINCT" not in approvals, approvals
+    runs = str(visible_runs(principal_of("carol")).query).upper()
+    assert "UNION ALL" in runs and "DISTINCT" not in runs, runs
+    indexes = {index.name: (index.fields, index.condition) for index in Approval._meta.indexes}
+    assert indexes["approval_approver_pending"][0] == ["approver", "-requested_at", "-id"]
+    assert indexes["approval_approver_pending"][1] is not None  # pending ones alone
 
 
 def test_the_badge_costs_the_same_queries_whatever_is_pending_for_others(engine_for, people):

@@ -19,6 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
+from guardian.shortcuts import assign_perm
 
 from runs import ledger
 from runs.approvals import services as approvals
@@ -223,7 +224,7 @@ def test_a_run_still_running_is_never_removed(engine_for: Any, folder: Path) -> 
 @pytest.mark.django_db(transaction=True)
 def test_a_runs_approvals_decisions_tags_and_permissions_go_with_it_and_are_in_the_export(
         engine_for: Any, folder: Path) -> None:
-    make_user("bob")
+    bob = make_user("bob")
     engine = engine_for(approved)
     run = engine.start("approved")
     engine.drain()
@@ -233,6 +234,7 @@ def test_a_runs_approvals_decisions_tags_and_permissions_go_with_it_and_are_in_t
     assert run.status == "finished", run.error
     assert Approval.objects.filter(run=run).exists() and RunTag.objects.filter(run=run).exists()
     assert DecisionMessage.objects.filter(approval__run=run).exists()
+    assign_perm("runs.view_run", bob, run)  # a permission row on the run (an approver needs none)
     assert RunUserObjectPermission.objects.filter(content_object=run).exists()
     ended_days_ago(run, 2)
 

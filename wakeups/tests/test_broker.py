@@ -148,17 +148,17 @@ def test_an_enqueue_notifies_only_when_its_task_is_the_only_one_ready(broker):
         listener.close()
 
 
-def test_an_idle_broker_waits_longer_each_time_up_to_a_second_and_short_again_after_a_task(broker, monkeypatch):
+def test_an_idle_broker_waits_longer_each_time_up_to_its_longest_and_short_again_after_a_task(broker, monkeypatch):
     waits: list[float] = []
     monkeypatch.setattr(broker, "wait", waits.append)
-    for _ in range(7):
+    for _ in range(10):
         assert broker.dequeue() is None
     poll = float(str(settings.Q_CLUSTER["poll"]))
     if connection.vendor != "postgresql":  # no LISTEN: it polls as django-q2 does
-        assert waits == [poll] * 7
+        assert waits == [poll] * 10
         return
-    assert waits == [poll, poll * 2, poll * 4, poll * 8, poll * 16, broker_module.IDLE_WAIT_MAX,
-                     broker_module.IDLE_WAIT_MAX]
+    assert waits == [min(poll * 2 ** n, broker_module.IDLE_WAIT_MAX) for n in range(10)]
+    assert waits[-1] == broker_module.IDLE_WAIT_MAX
     with transaction.atomic():
         enqueue("refund-after-idle")
     assert broker.dequeue()
@@ -202,3 +202,37 @@ def _notes(listener: Listener, seconds: float = 5.0) -> list[tuple[str, str]]:
     while not notes and (left := ends - time.monotonic()) > 0:
         notes = listener.wait(left)
     return notes
+
+
+@postgres_only
+def test_a_take_after_another_does_not_ask_the_server_whether_the_connection_lives(broker, monkeypatch):
+    """django-q2's broker closes old connections before every dequeue, so with CONN_HEALTH_CHECKS
+    each take cost a `SELECT 1` too (a transaction of its own); this one looks at its connection
+    every CHECK_SECONDS only."""
+    monkeypatch.setattr(broker, "wait", lambda seconds: None)
+    broker.dequeue()  # the first take looks at the connection
+    asked: list[bool] = []
+    usable = connection.is_usable
+    def counted() -> bool:
+        asked.append(True)
+        return usable()
+
+    monkeypatch.setattr(connection, "is_usable", counted)
+    for _ in range(5):
+        assert broker.dequeue() is None
+    assert asked == []
+    broker._check_at = 0.0  # CHECK_SECONDS later
+    broker.dequeue()
+    assert asked == [True]
+
+
+@postgres_only
+def test_a_take_on_a_connection_the_server_closed_is_made_again_on_a_new_one(broker, monkeypatch):
+    monkeypatch.setattr(broker, "wait", lambda seconds: None)
+    broker.dequeue()
+    with transaction.atomic():
+        enqueue("refund-after-restart")
+    with psycopg.connect(**_psycopg_params(), autocommit=True) as admin:  # as a restart would
+        admin.execute("SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid])
+    taken = broker.dequeue()
+    assert taken and len(taken) == 1

@@ -287,3 +287,27 @@ def test_the_banner_names_the_policy_loaded_so_a_new_one_shows(site: Site) -> No
     changed = banner()
     assert re.search(r"; policy policy@[0-9a-f]{16} \(1 file, 1 policy\)$", changed), changed
     assert changed.split("; policy ")[1].split()[0] != after.split("; policy ")[1].split()[0]
+
+
+def _commits() -> int:
+    """The test database's committed transactions so far, every backend (this one's flushed first)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the worker waits on NOTIFYs on PostgreSQL")
+def test_an_idle_worker_makes_less_than_a_transaction_a_second(site: Site) -> None:
+    """Nothing queued, nothing sleeping: the pusher's take every few seconds, a beat every 5 s and a
+    sweep pass every 10 s (0.65 a second as measured; 3.7 when the pusher polled every second, each
+    take after a `SELECT 1`, and the loop swept every 2 s). A window of 10 s, read after the
+    backends' own counts have been flushed (about a second after each goes idle)."""
+    site.worker("v1", SANOMA_WORKERS="2").start(ready_within=PATIENCE)
+    time.sleep(5.0)  # the start's own work (the cluster's processes, the first pass) done
+    first = _commits()
+    time.sleep(10.0)
+    time.sleep(1.5)  # the last transactions' counts flushed
+    made = _commits() - first - 3  # this test's own three reads
+    assert made <= 11, f"{made} transactions in 11.5 s of an idle worker"

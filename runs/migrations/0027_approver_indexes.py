@@ -1,0 +1,20 @@
+
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('runs', '0022_approval_announcements'),
+    ]
+
+    operations = [
+        migrations.AddIndex(
+            model_name='approval',
+            index=models.Index(condition=models.Q(('status', 'pending')), fields=['approver', '-requested_at', '-id'], name='approval_approver_pending'),
+        ),
+        migrations.AddIndex(
+            model_name='approval',
+            index=models.Index(fields=['approver', '-requested_at', '-id'], include=('run',), name='approval_approver'),
+        ),
+    ]
