@@ -5,7 +5,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0022_approval_announcements'),
+        ('runs', '0023_approval_rules'),
     ]
 
     operations = [
