@@ -60,7 +60,7 @@ def _once_each(statuses: list[VariableStatus]) -> list[VariableStatus]:
     for status in statuses:
         by_name.setdefault(status.name, []).append(status)
     merged = []
-    for name, same in by_name.items():
+    for same in by_name.values():
         if len(same) == 1:
             merged.append(same[0])
             continue

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.django_db
 COMPANY = Path(django_settings.BASE_DIR) / "company"
 GITHUB = ("a token with the repo and admin:org scopes, delete_repo to delete (or an App's: Administration and "
           "Members)")
-REMOTE = "the change workflow's GitHub remote (a repository on GitHub): Contents and Pull requests read-write, Checks read"
+REMOTE = ("the change workflow's GitHub remote (a repository on GitHub): Contents and Pull requests read-write, "
+          "Checks read")
 
 
 @pytest.fixture(autouse=True)

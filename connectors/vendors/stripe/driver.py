@@ -282,7 +282,8 @@ def driver_error(err: stripe_sdk.StripeError, what: str) -> DriverError:
     told = _header(err.headers, "Stripe-Should-Retry")
     retryable = None if told is None else told.strip().lower() == "true"
     return DriverError(driver_message(status, what, kind, code, message), status=status, vendor_code=code or kind,
-                       retryable=retryable, retry_after=parse_retry_after(_header(err.headers, "Retry-After")), cause=err)
+                       retryable=retryable, retry_after=parse_retry_after(_header(err.headers, "Retry-After")),
+                       cause=err)
 
 
 def _plain(obj: Any) -> dict[str, Any]:
