@@ -44,7 +44,8 @@ def test_a_refund_past_what_is_left_is_refused_with_stripes_codes(fake):
     assert (too_much.value.status, too_much.value.vendor_code, too_much.value.retryable) == (
         400, "amount_too_large", False)
     assert too_much.value.message == ("stripe answered 400 to POST /v1/refunds (invalid_request_error "
-                                      "amount_too_large): Refund amount (€50.00) is greater than unrefunded amount on charge (€45.00)")
+                                      "amount_too_large): Refund amount (€50.00) is greater than unrefunded "
+                                      "amount on charge (€45.00)")
     refund(fake, 4500, "run_1:2")
     with pytest.raises(DriverError) as none_left:
         refund(fake, 1, "run_1:3")
