@@ -3,6 +3,7 @@ from pydantic import BaseModel, Field
 from company.vendors.shop import shop
 from connectors.vendors.bluesky import bluesky
 from connectors.vendors.ghost import ghost
+from connectors.vendors.github import github
 from connectors.vendors.resend import resend
 from connectors.vendors.slack import slack, slack_channel
 from connectors.vendors.stripe import stripe
@@ -24,7 +25,10 @@ notes = define_collection("notes", record=CustomerNote, key="order_id", title="C
 
 # Each approval asked is announced in Slack's #approvals, with a link to decide it in the desk.
 # SPEND_STEPS: the scenario steps of the refund budget (scenarios/budget.feature).
-config = SanomaConfig(app_name="acme", connectors=[shop, stripe, ghost, bluesky, resend, slack], collections=[notes],
+# GitHub: the company's organization (GITHUB_ORG, `acme` on the fake) and its teams, where engineers
+# are onboarded (workflows/onboard_engineer.py); its real driver reads GITHUB_TOKEN and GITHUB_ORG.
+config = SanomaConfig(app_name="acme", connectors=[shop, stripe, ghost, bluesky, resend, slack, github],
+                      collections=[notes],
                       announce_approvals=slack_channel("#approvals"), steps=SPEND_STEPS)
 
 # What starts the worker again after it stops itself when idle (`manage.py worker --stop-when-idle`):

@@ -22,7 +22,8 @@ class AnnounceTo:
     """A channel approvals are announced in: the operation that posts there and the channel it names.
 
     `desk` is the desk's public address (`https://desk.acme.example`): each announcement links to
-    its approval there; without it the link is the desk's path alone."""
+    its approval there; without it the link is under the site's own address (SANOMA_SITE_URL), and
+    a site with neither refuses the config (the system check sanoma.E013)."""
 
     op: str
     channel: str

@@ -357,6 +357,13 @@ SANOMA_ALLOW_SELF_APPROVAL = _read(env.bool, "SANOMA_ALLOW_SELF_APPROVAL", False
 # root's git remote `origin`), GitHub's addresses (GitHub Enterprise has its own), and how long a
 # change's checks may take in their own process.
 SANOMA_REPO_URL = _read(env.str, "SANOMA_REPO_URL", "")
+# The site's own address, for links read outside it (an approval announced in Slack links to its
+# page in the desk): `./demo` and runserver's in development, none in production (a config that
+# announces approvals without `desk=` is refused there until it is set: sanoma.E013).
+SANOMA_SITE_URL = _read(env.str, "SANOMA_SITE_URL", "" if _production else "http://127.0.0.1:8000").rstrip("/")
+if SANOMA_SITE_URL and not re.match(r"^https?://[^/\s]+(/\S*)?$", SANOMA_SITE_URL):
+    _problems.append(f"SANOMA_SITE_URL={SANOMA_SITE_URL!r}: must be the site's address with its scheme, "
+                     "such as https://sanoma.example.com")
 SANOMA_GITHUB_URL = _read(env.str, "SANOMA_GITHUB_URL", "https://github.com")
 SANOMA_GITHUB_API_URL = _read(env.str, "SANOMA_GITHUB_API_URL", "https://api.github.com")
 SANOMA_CHECKS_TIMEOUT_SECONDS = _read(env.float, "SANOMA_CHECKS_TIMEOUT_SECONDS", 900.0, validate=_POSITIVE)

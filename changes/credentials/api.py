@@ -51,6 +51,12 @@ class CredentialStatusSerializer(serializers.Serializer):
     needed_by = serializers.ListField(
         child=serializers.CharField(),
         help_text="The data files naming it with secret(...): `resources/webhooks.py:5 (orders_hook)`.")
+    used_by = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Every connector reading it (`connector` names them all, `github, sanoma`): one value serves them.")
+    descriptions = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Each connector's description (`github: ...`) when more than one reads it; else empty.")
 
 
 class CredentialChangedSerializer(serializers.Serializer):

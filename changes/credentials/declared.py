@@ -47,6 +47,11 @@ class VariableStatus:
     source: Source
     # Where data files name it (`secret("NAME")`): `resources/webhooks.py:5 (orders_hook)`.
     needed_by: tuple[str, ...] = ()
+    # Every connector declaring the variable, in the config's order (`connector` names them all,
+    # `github, sanoma`, when more than one reads it: one value serves them all).
+    used_by: tuple[str, ...] = ()
+    # Each user's description, `github: a token with ...`, when more than one declares it.
+    descriptions: tuple[str, ...] = ()
 
     @property
     def shown(self) -> str:

@@ -31,10 +31,12 @@ def connectors() -> list[Connector]:
 
 
 def credential_statuses(*, among: Sequence[Connector] | None = None) -> list[VariableStatus]:
-    """Every declared variable, by connector in the config's order, with its status and source.
+    """Every declared variable once, by connector in the config's order, with its status and source.
 
     A variable a data file names (`secret("NAME")`) is needed whatever its connector's model says:
-    with no value it is `missing`, naming the resources that need it (apply would fail them)."""
+    with no value it is `missing`, naming the resources that need it (apply would fail them). A
+    variable two connectors declare (GITHUB_TOKEN: the GitHub connector and the change workflow's
+    remote) is one value serving both: listed once, naming both, with the graver status."""
     stored = read_stored()
     chosen = connectors() if among is None else [c for c in among if c.environment is not None]
     needs = secrets_needed() if chosen else {}
@@ -44,8 +46,33 @@ def credential_statuses(*, among: Sequence[Connector] | None = None) -> list[Var
             where = tuple(needs.get(status.name, ()))
             if where and status.status == "not_set" and status.source == "none":
                 status = replace(status, status="missing", problem=f"a data file needs it: {', '.join(where)}")
-            found.append(replace(status, needed_by=where))
-    return found
+            found.append(replace(status, needed_by=where, used_by=(status.connector,)))
+    return _once_each(found)
+
+
+# The graver status of a variable two connectors declare: one's refusal or need is the value's.
+_GRAVITY = {"invalid": 0, "missing": 1, "set": 2, "not_set": 3}
+
+
+def _once_each(statuses: list[VariableStatus]) -> list[VariableStatus]:
+    """One status a variable, where the first connector declaring it puts it, naming every user."""
+    by_name: dict[str, list[VariableStatus]] = {}
+    for status in statuses:
+        by_name.setdefault(status.name, []).append(status)
+    merged = []
+    for same in by_name.values():
+        if len(same) == 1:
+            merged.append(same[0])
+            continue
+        users = tuple(s.connector for s in same)
+        gravest = min(same, key=lambda s: _GRAVITY[s.status])
+        described = tuple(f"{s.connector}: {s.description}" for s in same if s.description)
+        problem = gravest.problem
+        if problem and gravest.status == "invalid" and not problem.startswith("stored, but"):
+            problem = f"{gravest.connector}'s check: {problem}"  # the value is one; whose check refused it
+        merged.append(replace(gravest, connector=", ".join(users), used_by=users, description="; ".join(described),
+                              descriptions=described, problem=problem))
+    return merged
 
 
 def secrets_needed() -> dict[str, list[str]]:

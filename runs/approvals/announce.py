@@ -28,6 +28,7 @@ from connectors.drivers import CallContext
 from connectors.errors import DriverTimeout, error_to_dict
 from connectors.operations import Operation
 from connectors.operations.summaries import summarize
+from runs.approvals.announce_checks import desk_address
 from runs.approvals.announce_models import AnnouncementStatus, ApprovalAnnouncement
 from runs.approvals.announce_text import announcement_text
 from runs.config.registry import get_config
@@ -71,7 +72,7 @@ def _text(approval: Any, config: Any, target: Any) -> str:
         log.warning("approval %s of run %s: its summary could not be said", approval.approval_id, approval.run_id,
                     exc_info=True)
         money, summary = None, ""
-    return announcement_text(approval, summary=summary, money=money.shown if money else "", desk=target.desk)
+    return announcement_text(approval, summary=summary, money=money.shown if money else "", desk=desk_address(target))
 
 
 def deliver_task(pk: int) -> str:

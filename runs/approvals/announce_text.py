@@ -10,7 +10,9 @@ from runs.approvals.approver import Approver
 
 
 def desk_link(approval: Any, desk: str) -> str:
-    """The approval's page in the desk, absolute when the desk's address is known."""
+    """The approval's page in the desk under `desk`, the desk's address (`slack_channel(desk=...)`, else
+    SANOMA_SITE_URL): absolute, so Slack makes it a link. The system check sanoma.E013 keeps a config
+    from announcing without one; an empty `desk` is only a config loaded past the checks."""
     return desk + reverse("admin:runs_approval_change", args=[approval.pk])
 
 

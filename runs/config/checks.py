@@ -20,6 +20,8 @@ config root stops the command before it starts:
                  no user (group) of the site (the file and line)
     sanoma.W012  the same for an approver whose account is inactive, or when the site's users cannot be
                  read (no database yet): they may be users of the site
+    sanoma.E013  approvals are announced (announce_approvals) and the desk's address is unknown: no
+                 slack_channel(desk=...), no SANOMA_SITE_URL (runs.approvals.announce_checks)
 
 A config refused on real drivers (SANOMA_FAKES unset) that resolves on its fakes gets the same ids
 as warnings (sanoma.W005, sanoma.W007): scenarios run on it, a worker on real drivers would not.
@@ -43,6 +45,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 
 from connectors.errors import ConfigError, Problem, ProblemKind
+from runs.approvals.announce_checks import announce_link_problems
 from runs.config.registry import load_site_config
 from runs.config.resolution import ENGINE_OPS, load_config
 from runs.policies.approvers import approver_problems
@@ -117,7 +120,7 @@ def check_config(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) 
         what = "the config root's __init__.py does not import" if package else "the config cannot be resolved"
         message = f"{what}: {type(err).__name__}: {err}"
         return [Error(message, hint=_HINTS[check_id], obj=where or _Where(root), id=check_id)]
-    return _policy_checks(root, resolved)
+    return _policy_checks(root, resolved) + announce_link_problems(resolved, where=_Where(root / "sanoma_config.py"))
 
 
 def _policy_checks(root: Path, resolved: Any) -> list[CheckMessage]:

@@ -53,7 +53,8 @@ EXAMPLE_COMPANY_CREDENTIALS = {
     "STRIPE_API_KEY": "sk_test_nothing_answers_there", "GHOST_ADMIN_URL": "https://127.0.0.1:9",
     "GHOST_ADMIN_API_KEY": "0123456789abcdef01234567:" + "ab" * 32, "BLUESKY_IDENTIFIER": "acme.invalid",
     "BLUESKY_APP_PASSWORD": "nothing-answers-there", "RESEND_API_KEY": "re_nothing_answers_there",
-    "SLACK_BOT_TOKEN": "xoxb-nothing-answers-there",
+    "SLACK_BOT_TOKEN": "xoxb-nothing-answers-there", "GITHUB_TOKEN": "nothing-answers-there", "GITHUB_ORG": "acme",
+    "GITHUB_API_URL": "https://127.0.0.1:9",
 }
 
 

@@ -72,6 +72,18 @@ def test_every_setting_is_in_the_settings_page() -> None:
     assert names and [name for name in names if f"`{name}`" not in text] == []
 
 
+def test_the_demo_guide_lists_every_workflow_of_the_example_company() -> None:
+    import re
+
+    from runs.config.resolution import load_config
+
+    config = load_config(PROJECT / "company", fakes="instance", fake_dir=None)
+    own = sorted(name for name, w in config.workflows.items() if name not in ("call", "drift", "apply", "change"))
+    text = (DOCS / "guides" / "demo.md").read_text()
+    listed = re.findall(r"^\| `([a-z.-]+)` \| ", text.split("## The company's workflows")[1].split("\n## ")[0], re.M)
+    assert sorted(listed) == own
+
+
 def test_the_readme_is_one_screen_and_its_links_lead_somewhere() -> None:
     import re
 

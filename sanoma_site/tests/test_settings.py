@@ -18,6 +18,8 @@ SQLITE_OPTIONS = {
 }
 PRODUCTION = {
     "DJANGO_ENV": "production", "DJANGO_SECRET_KEY": PRODUCTION_KEY, "DJANGO_ALLOWED_HOSTS": "sanoma.example.com",
+    # the example company announces approvals in Slack, linking to the desk: its address is needed
+    "SANOMA_SITE_URL": "https://sanoma.example.com",
 }
 
 

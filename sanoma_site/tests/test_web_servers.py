@@ -109,7 +109,8 @@ def gunicorn(server_env: dict[str, str], tmp_path: Path) -> Iterator[Server]:
     """As the deployment guide starts it: the production profile, behind a proxy that ends TLS
     (here: the client sends the proxy's X-Forwarded-Proto), one worker process to spare the machine."""
     env = dict(server_env, DJANGO_ENV="production", DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-               DJANGO_ALLOWED_HOSTS="127.0.0.1", DJANGO_SECURE_PROXY_SSL_HEADER="1", WEB_CONCURRENCY="1")
+               DJANGO_ALLOWED_HOSTS="127.0.0.1", SANOMA_SITE_URL="https://127.0.0.1",
+               DJANGO_SECURE_PROXY_SSL_HEADER="1", WEB_CONCURRENCY="1")
     port = _free_port()
     server = Server([str(GUNICORN), "-c", "sanoma_site/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"], env, port,
                     tmp_path / "gunicorn.log")

@@ -58,7 +58,8 @@ def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_val
     rows = body(listed)["results"]
     assert [r["name"] for r in rows] == list(NAMES)
     assert rows[1] == {"connector": "vault", "name": "VAULT_TOKEN", "description": "a vault token with read scope",
-                       "status": "missing", "problem": None, "source": "none", "needed_by": []}
+                       "status": "missing", "problem": None, "source": "none", "needed_by": [],
+                       "used_by": ["vault"], "descriptions": []}
     assert [(r["connector"], r["status"], r["source"]) for r in rows[-2:]] == [("sanoma", "not_set", "none")] * 2
 
     put = api(keeper).put("/api/credentials/VAULT_TOKEN", {"value": TOKEN}, format="json")
@@ -69,7 +70,8 @@ def test_the_api_lists_statuses_and_sets_and_clears_without_ever_answering_a_val
         "VAULT_TOKEN", "set", "api-keeper", False)
     assert answer["credentials"] == [{"connector": "vault", "name": "VAULT_TOKEN",
                                       "description": "a vault token with read scope", "status": "set",
-                                      "problem": None, "source": "stored", "needed_by": []}]
+                                      "problem": None, "source": "stored", "needed_by": [],
+                                      "used_by": ["vault"], "descriptions": []}]
     assert selectors.secret_value("VAULT_TOKEN") == TOKEN
     listed = api(keeper).get("/api/credentials/")
     assert TOKEN not in listed.content.decode()

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from changes.credentials.runtime import read_stored
 from changes.lifecycle.remotes.git import GitRemote
@@ -22,8 +22,10 @@ from connectors.remotes import Remote, remote_for
 class RemoteEnvironment(BaseModel):
     """What the built-in remotes read: set in the environment or with `manage.py credentials set`."""
 
-    GITHUB_TOKEN: str = ""
-    SANOMA_GITHUB_WEBHOOK_SECRET: str = ""
+    GITHUB_TOKEN: str = Field(default="", description="the change workflow's GitHub remote (a repository on "
+                                                      "GitHub): Contents and Pull requests read-write, Checks read")
+    SANOMA_GITHUB_WEBHOOK_SECRET: str = Field(default="", description="the secret of the repository's webhook to "
+                                                                      "/api/changes/webhooks/github")
 
 
 _lock = threading.Lock()

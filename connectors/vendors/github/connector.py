@@ -7,7 +7,14 @@ import urllib.parse
 from pydantic import BaseModel, Field, field_validator
 
 from connectors.operations import VendorInfo, define_connector, op
-from connectors.vendors.github.models import Repositories, RepositoryQuery, TeamMembers, TeamRef
+from connectors.vendors.github.models import (
+    Repositories,
+    RepositoryQuery,
+    TeamMemberAdd,
+    TeamMembers,
+    TeamMembership,
+    TeamRef,
+)
 from connectors.vendors.github.resources import LOGIN, branch_protection, repository, team_membership
 
 LOGO = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
@@ -48,6 +55,12 @@ github = define_connector(
             "members": op(effect="read", input=TeamRef, output=TeamMembers, idempotent=True,
                           target=lambda i: f"team/{i.team}", description="List a team's members",
                           summary="List the members of the team {team}"),
+            # A PUT that sets the membership: the same call twice is one membership, so it is retried.
+            "add_member": op(effect="access", input=TeamMemberAdd, output=TeamMembership, idempotent=True,
+                             target=lambda i: f"team/{i.team}",
+                             description="Add a person to a team (invited to the organization if not in it)",
+                             summary="Add {username} to the team {team} as {role}",
+                             expect="{username} was added to the team {team}"),
         },
     },
     info=VendorInfo(title="GitHub", logo=LOGO, homepage="https://github.com"),

@@ -240,6 +240,12 @@ def delete_membership(session: Session, i: Any, c: CallContext) -> dict[str, Any
     return _deleted(session, _membership_path(session, i.id), i.id)
 
 
+def add_team_member(session: Session, i: Any, c: CallContext) -> dict[str, Any]:
+    """GitHub's PUT of the membership: a person outside the organization is invited (`pending`)."""
+    shown = put_membership(session, f"{i.team}:{i.username}", i.role)["values"]
+    return {"team": i.team, "username": i.username, "role": shown["role"], "state": shown["state"]}
+
+
 def team_members(session: Session, i: Any, c: CallContext) -> dict[str, Any]:
     members = session.items(f"/orgs/{quote(session.org)}/teams/{quote(i.team)}/members", {"role": i.role})
     return {"team": i.team, "members": [m["login"] for m in members]}
@@ -255,7 +261,7 @@ OPERATIONS: dict[str, dict[str, SessionFn]] = {
                           "update": update_protection, "delete": delete_protection},
     "team_membership": {"import": read_membership, "read": read_membership, "create": create_membership,
                         "update": update_membership, "delete": delete_membership},
-    "team": {"members": team_members},
+    "team": {"members": team_members, "add_member": add_team_member},
 }
 
 _pool_lock = threading.Lock()

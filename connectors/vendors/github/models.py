@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from connectors.vendors.github.resources import TEAM_SLUG
+from connectors.vendors.github.resources import LOGIN, TEAM_SLUG
 
 
 class RepositoryQuery(BaseModel):
@@ -33,4 +33,19 @@ class TeamMembers(BaseModel):
     members: list[str] = Field(description="the logins of the team's active members")
 
 
-__all__ = ["ListedRepository", "Repositories", "RepositoryQuery", "TeamMembers", "TeamRef"]
+class TeamMemberAdd(BaseModel):
+    team: str = Field(pattern=TEAM_SLUG, description="the team's slug")
+    username: str = Field(pattern=LOGIN, description="the person's GitHub login")
+    role: Literal["member", "maintainer"] = "member"
+
+
+class TeamMembership(BaseModel):
+    team: str
+    username: str
+    role: str
+    state: str = Field(description="active, or pending until a person not yet in the organization accepts "
+                                   "GitHub's invitation")
+
+
+__all__ = ["ListedRepository", "Repositories", "RepositoryQuery", "TeamMemberAdd", "TeamMembers", "TeamMembership",
+           "TeamRef"]

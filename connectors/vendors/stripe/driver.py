@@ -35,6 +35,7 @@ from connectors.vendors.stripe.models import (
     RefundRef,
 )
 from connectors.vendors.stripe.resources import product, webhook_endpoint
+from connectors.vendors.stripe.wording import driver_message
 
 DEFAULT_TIMEOUT = 30.0  # seconds, for a request made outside a call
 PAGE_SIZE = 100  # Stripe's largest page
@@ -280,10 +281,9 @@ def driver_error(err: stripe_sdk.StripeError, what: str) -> DriverError:
     status = err.http_status
     told = _header(err.headers, "Stripe-Should-Retry")
     retryable = None if told is None else told.strip().lower() == "true"
-    shown = " ".join(p for p in (kind, code) if p)
-    return DriverError(f"stripe answered {status} to {what}" + (f" ({shown})" if shown else "") + f": {message}",
-                       status=status, vendor_code=code or kind, retryable=retryable,
-                       retry_after=parse_retry_after(_header(err.headers, "Retry-After")), cause=err)
+    return DriverError(driver_message(status, what, kind, code, message), status=status, vendor_code=code or kind,
+                       retryable=retryable, retry_after=parse_retry_after(_header(err.headers, "Retry-After")),
+                       cause=err)
 
 
 def _plain(obj: Any) -> dict[str, Any]:

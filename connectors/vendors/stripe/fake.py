@@ -2,7 +2,10 @@
 tests, scenarios and the demo. It answers as Stripe does: a repeated idempotency key gets the first
 answer (the fake's own bookkeeping), a refund past what is left of a payment is refused with
 Stripe's codes (`charge_already_refunded`, `amount_too_large`), an unknown object is `404
-resource_missing`, and a webhook endpoint's signing secret is never shown back.
+resource_missing`, and a webhook endpoint's signing secret is never shown back. Its refusals say
+what the real driver says of Stripe's answer to the same request, word for word (`wording.py`):
+`stripe answered 404 to GET /v1/payment_intents/pi_9 (invalid_request_error resource_missing): No
+such payment_intent: 'pi_9'`.
 
 Its state:
 
@@ -28,6 +31,13 @@ from connectors.vendors.stripe.models import (
     RefundRef,
 )
 from connectors.vendors.stripe.resources import product, webhook_endpoint
+from connectors.vendors.stripe.wording import (
+    already_refunded,
+    driver_message,
+    no_such,
+    not_refundable,
+    refund_too_large,
+)
 
 
 def initial_state() -> dict[str, Any]:
@@ -40,22 +50,27 @@ def initial_state() -> dict[str, Any]:
     return state
 
 
+REFUNDS = "POST /v1/refunds"
+
+
 def _next(state: dict, prefix: str) -> str:
     n = state.get("next_id", 1)
     state["next_id"] = n + 1
     return f"{prefix}_{n:06d}"
 
 
-def _refused(message: str, *, status: int = 400, vendor_code: str, param: str | None = None) -> DriverError:
-    where = f" ({param})" if param else ""
-    return DriverError(f"stripe answered {status} (invalid_request_error {vendor_code}){where}: {message}",
+def _refused(what: str, message: str, *, status: int = 400, vendor_code: str) -> DriverError:
+    """Stripe's `invalid_request_error` answer to `what` (`POST /v1/refunds`), as the driver reports it."""
+    return DriverError(driver_message(status, what, "invalid_request_error", vendor_code, message),
                        status=status, vendor_code=vendor_code, retryable=False)
 
 
-def _intent(state: dict, id: str, param: str = "intent") -> dict[str, Any]:
+def _intent(state: dict, id: str) -> dict[str, Any]:
+    """The payment intent `id`, as `GET /v1/payment_intents/{id}` reads it (the driver reads it before a refund)."""
     found = state["payment_intents"].get(id)
     if found is None:
-        raise _refused(f"No such payment_intent: '{id}'", status=404, vendor_code="resource_missing", param=param)
+        raise _refused(f"GET /v1/payment_intents/{id}", no_such("payment_intent", id), status=404,
+                       vendor_code="resource_missing")
     return found
 
 
@@ -73,20 +88,17 @@ def _intent_out(intent: dict[str, Any]) -> dict[str, Any]:
 
 
 def _create_refund(state: dict, i: RefundCreate, c: CallContext) -> dict[str, Any]:
-    intent = _intent(state, i.payment_intent, "payment_intent")
+    intent = _intent(state, i.payment_intent)
     if intent["status"] != "succeeded":
-        raise _refused(f"This PaymentIntent ({intent['id']}) does not have a successful charge to refund.",
-                       vendor_code="charge_not_refundable", param="payment_intent")
+        raise _refused(REFUNDS, not_refundable(intent["id"]), vendor_code="charge_not_refundable")
     if intent["currency"] != i.currency:
         raise DriverError(f"stripe: payment {intent['id']} is in {intent['currency']}, not {i.currency}: the refund "
                           f"was not sent", retryable=False, vendor_code="currency_mismatch")
     left = intent["amount_received"] - intent["amount_refunded"]
     if left <= 0:
-        raise _refused(f"Charge {intent['latest_charge']} has already been refunded.",
-                       vendor_code="charge_already_refunded")
+        raise _refused(REFUNDS, already_refunded(intent["latest_charge"]), vendor_code="charge_already_refunded")
     if i.amount > left:
-        raise _refused(f"Refund amount ({i.amount}) is greater than unrefunded amount on charge ({left})",
-                       vendor_code="amount_too_large", param="amount")
+        raise _refused(REFUNDS, refund_too_large(i.amount, left, intent["currency"]), vendor_code="amount_too_large")
     intent["amount_refunded"] += i.amount
     refund = {"id": _next(state, "re"), "amount": i.amount, "currency": intent["currency"],
               "payment_intent": intent["id"], "status": "succeeded", "reason": i.reason}
@@ -97,7 +109,7 @@ def _create_refund(state: dict, i: RefundCreate, c: CallContext) -> dict[str, An
 def _get_refund(state: dict, i: RefundRef, c: CallContext) -> dict[str, Any]:
     found = next((r for r in state["refunds"] if r["id"] == i.id), None)
     if found is None:
-        raise _refused(f"No such refund: '{i.id}'", status=404, vendor_code="resource_missing", param="id")
+        raise _refused(f"GET /v1/refunds/{i.id}", no_such("refund", i.id), status=404, vendor_code="resource_missing")
     return found
 
 
@@ -135,7 +147,7 @@ def _product_look(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
 def _product_create(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
     id = product.import_id(i.desired)
     if id in state["product"]:
-        raise _refused("Product already exists.", vendor_code="resource_already_exists", param="id")
+        raise _refused("POST /v1/products", "Product already exists.", vendor_code="resource_already_exists")
     values = {"id": id, "object": "product", "name": i.desired["name"],
               "description": i.desired.get("description") or None, "active": i.desired.get("active", True),
               "metadata": dict(i.desired.get("metadata") or {}), "created": 1767225600}
@@ -145,8 +157,8 @@ def _product_create(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
 
 def _product_update(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
     found = state["product"].get(i.id)
-    if found is None:
-        raise _refused(f"No such product: '{i.id}'", status=404, vendor_code="resource_missing", param="id")
+    if found is None:  # as the driver says it (it reads the product first)
+        raise DriverError(f"stripe: no product {i.id}", status=404, vendor_code="resource_missing", retryable=False)
     for name, value in i.changes.items():
         if name in ("name", "description", "active", "metadata"):
             found["values"][name] = (value or None) if name == "description" else value
@@ -182,7 +194,8 @@ def _endpoint_create(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
 def _endpoint_update(state: dict, i: Any, c: CallContext) -> dict[str, Any]:
     found = state["webhook_endpoint"].get(i.id)
     if found is None:
-        raise _refused(f"No such webhook endpoint: '{i.id}'", status=404, vendor_code="resource_missing", param="id")
+        raise DriverError(f"stripe: no webhook endpoint to {i.id}", status=404, vendor_code="resource_missing",
+                          retryable=False)
     if "enabled_events" in i.changes:
         found["values"]["enabled_events"] = list(i.changes["enabled_events"])
     if "description" in i.changes:

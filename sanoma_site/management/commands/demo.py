@@ -74,6 +74,9 @@ class Command(BaseCommand):
         """Prepare, start the children, wait for a signal (or the end); returns why it failed, or ''."""
         os.environ["SANOMA_FAKES"] = "instance"
         settings.SANOMA_FAKES = "instance"
+        # The announcements' links point at this demo's own desk, on the port it serves (unless set).
+        if not os.environ.get("SANOMA_SITE_URL"):
+            os.environ["SANOMA_SITE_URL"] = settings.SANOMA_SITE_URL = f"http://127.0.0.1:{options['port']}"
         # The demo is its host starting: the counters its processes add to start again from zero
         # (in its own folder; one named from outside, PROMETHEUS_MULTIPROC_DIR, is left alone).
         metrics.reset_folder(str(Path(settings.VAR_DIR) / "metrics"))

@@ -67,10 +67,10 @@ class Command(BaseCommand):
         if not statuses:
             self.stdout.write("No connector declares an environment.")
             return
-        for status in statuses:
+        for status in statuses:  # each variable once, naming every connector that reads it
             self.stdout.write(_status_line(status))
-            if status.description:
-                self.stdout.write(f"    {status.description}")
+            for description in status.descriptions or ([status.description] if status.description else []):
+                self.stdout.write(f"    {description}")
 
     def _read_value(self, name: str) -> str:
         if sys.stdin is not None and sys.stdin.isatty():

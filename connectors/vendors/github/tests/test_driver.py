@@ -170,3 +170,21 @@ def test_a_team_membership_is_put_idempotently_its_role_changed_and_removed(driv
     refused = failure(driver, server, "team_membership.create",
                       {"desired": {"team": "no-such-team", "username": "ada"}})
     assert refused.status == 404 and refused.message.endswith("Not Found")
+
+
+def test_a_person_is_added_to_a_team_once_however_often_asked(driver, server):
+    server.state.org["members"].append("ada")
+    added = call(driver, server, "team.add_member", {"team": "developers", "username": "ada"})
+    assert added == {"team": "developers", "username": "ada", "role": "member", "state": "active"}
+    # the same PUT again (a retry) sets the same membership; a maintainer's role is set by the next one
+    assert call(driver, server, "team.add_member", {"team": "developers", "username": "ada"}, n=2) == added
+    assert call(driver, server, "team.add_member", {"team": "developers", "username": "ada", "role": "maintainer"},
+                n=3)["role"] == "maintainer"
+    assert [r.json() for r in server.requests_to("PUT", "/orgs/acme/teams/developers/memberships/ada")] == [
+        {"role": "member"}, {"role": "member"}, {"role": "maintainer"}]
+    invited = call(driver, server, "team.add_member", {"team": "developers", "username": "bo"}, n=4)
+    assert invited["state"] == "pending"  # not in the organization yet: GitHub invites them
+    refused = failure(driver, server, "team.add_member", {"team": "no-such-team", "username": "ada"})
+    assert (refused.status, refused.message) == (
+        404, "GitHub answered 404 to PUT /orgs/acme/teams/no-such-team/memberships/ada: Not Found")
+    assert set(server.state.org["teams"]["developers"]["memberships"]) == {"ada", "bo"}

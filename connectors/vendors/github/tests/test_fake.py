@@ -41,3 +41,17 @@ def test_the_fakes_faults_work_as_for_every_fake():
         fake.call("github.repository.list", {}, context(1))
     assert (raised.value.status, raised.value.retry_after) == (429, 30)
     assert fake.call("github.repository.list", {}, context(2)) == {"repositories": []}
+
+
+def test_the_fake_adds_a_person_to_a_team_as_github_does():
+    fake = make_fake()
+    fake.update(lambda state: state["members"].append("ada-l"))
+    assert fake.call("github.team.add_member", {"team": "developers", "username": "ada-l"}, context(1)) == {
+        "team": "developers", "username": "ada-l", "role": "member", "state": "active"}
+    assert fake.call("github.team.add_member", {"team": "security", "username": "bo"}, context(2))["state"] == "pending"
+    with pytest.raises(DriverError) as raised:
+        fake.call("github.team.add_member", {"team": "design", "username": "ada-l"}, context(3))
+    assert (raised.value.status, raised.value.message) == (
+        404, "GitHub answered 404 to PUT /orgs/acme/teams/design/memberships/ada-l: Not Found")
+    assert fake.call("github.team.members", {"team": "developers"}, context(4)) == {
+        "team": "developers", "members": ["ada-l"]}

@@ -3,10 +3,14 @@ a lost post found by the reconcile read instead of posted again, a 429 waited ou
 kept with Slack's code; and the config's checks."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from datetime import timedelta
 
 import pytest
+from django.conf import settings as settings_module
 from django.test import Client
 from pydantic import BaseModel
 
@@ -149,6 +153,33 @@ def test_a_post_whose_answer_was_lost_is_found_in_the_channel_and_not_posted_aga
     assert len(server.requests_to("POST", "/chat.postMessage")) == 1
 
 
+def manage_check(**environ: str) -> subprocess.CompletedProcess[str]:
+    """`manage.py check` on the example company, in a process whose environment holds only `environ`."""
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    return subprocess.run([sys.executable, "manage.py", "check"], cwd=settings_module.BASE_DIR, capture_output=True,
+                          text=True, timeout=120, env={**env, **environ})
+
+
+def test_a_site_announcing_with_no_address_for_its_links_is_refused_at_startup(tmp_path):
+    """The example company announces in #approvals without desk=: in production, where
+    SANOMA_SITE_URL has no default, its commands (the worker's among them) refuse to start until it
+    is set; in development the site's address is ./demo's."""
+    production = {"SANOMA_VAR_DIR": str(tmp_path), "DJANGO_ENV": "production", "DJANGO_ALLOWED_HOSTS": "x.example",
+                  "DJANGO_SECRET_KEY": "kq8-4Zr_w1Lh7Vx2Pn6Ty0Bm3Jc9Fd5Gs8Ha2We4Ru7Io1Ep3Qt6Yz0Xk9Cv5Bn2Ml"}
+    refused = manage_check(**production)
+    assert refused.returncode != 0
+    assert ("company/sanoma_config.py: (sanoma.E013) announce_approvals posts each approval in #approvals with a "
+            "link to the desk, and the desk's address is unknown: neither slack_channel(desk=...) nor "
+            "SANOMA_SITE_URL is set") in refused.stderr
+    assert "HINT: Set SANOMA_SITE_URL to the site's address" in refused.stderr
+    fine = manage_check(**production, SANOMA_SITE_URL="https://sanoma.example.com")
+    assert fine.returncode == 0 and "no issues" in fine.stdout, fine.stderr
+    assert manage_check(SANOMA_VAR_DIR=str(tmp_path)).returncode == 0  # development: http://127.0.0.1:8000
+    bad = manage_check(SANOMA_VAR_DIR=str(tmp_path), SANOMA_SITE_URL="sanoma.example.com")
+    assert bad.returncode != 0
+    assert "SANOMA_SITE_URL='sanoma.example.com': must be the site's address with its scheme" in bad.stderr
+
+
 def test_a_config_announcing_without_slack_is_refused_naming_the_fix():
     with pytest.raises(ConfigError) as refused:
         resolve_config(SanomaConfig(connectors=[resend], workflows=[newsletter],
@@ -173,7 +204,8 @@ HOLD_MONEY = define_policy(lambda call: approve("finance-lead", "Refund needs fi
                            if call.effect == "money" else allow(), version="hold-money")
 
 
-def test_a_held_money_call_says_the_money_at_risk_and_operators_see_its_announcement(db):
+def test_a_held_money_call_says_the_money_at_risk_and_operators_see_its_announcement(db, settings):
+    settings.SANOMA_SITE_URL = "https://sanoma.acme.example"  # no desk= below: the site's own address
     make_user("alice", perms=["runs.start_workflow"])
     config = resolve_config(SanomaConfig(app_name="acme", connectors=[shop, slack], workflows=[refund_only],
                                          policy=HOLD_MONEY, announce_approvals=slack_channel("C0APPROVALS")),
@@ -186,8 +218,13 @@ def test_a_held_money_call_says_the_money_at_risk_and_operators_see_its_announce
         assert "Money at risk: 15.00 EUR" in row.message["text"]
         assert "Asked: Refund 15.00 EUR on order 1001" in row.message["text"]
         assert "Who decides: finance-lead" in row.message["text"]
-        assert "</admin/runs/approval/" in row.message["text"]  # no desk address: the desk's path
+        approval = Approval.objects.get()
+        # Absolute, so Slack makes it a link: under SANOMA_SITE_URL, the config naming no desk.
+        assert row.message["text"].endswith(
+            f"\n<https://sanoma.acme.example/admin/runs/approval/{approval.pk}/change/|Decide in the desk>")
         assert announce.deliver_due(config=config) == ["delivered"]
+        [posted] = config.fakes["slack"].state["channels"]["C0APPROVALS"]["messages"]
+        assert posted["text"] == row.message["text"]
         ops, walk_in = make_user("ops", perms=["runs.view_any_run"]), make_user("walk-in", groups=["staff"])
         for user in (ops, walk_in):
             user.is_staff = True

@@ -35,6 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from connectors.http.vendor_server import Answer, Received, VendorServer
+from connectors.vendors.stripe.wording import (
+    already_refunded,
+    amount_over_maximum,
+    no_such,
+    not_refundable,
+    refund_too_large,
+)
 
 API_KEY = "sk_test_" + "local0server0key"  # the secret key the server takes by default
 
@@ -107,8 +114,8 @@ def _integer(params: dict[str, Any], name: str) -> int:
         raise Refused(error(400, "invalid_request_error", "This value must be greater than or equal to 1.",
                             code="parameter_invalid_integer", param=name))
     if value > 99_999_999:
-        raise Refused(error(400, "invalid_request_error", "Amount must be no more than 99999999",
-                            code="amount_too_large", param=name))
+        largest = amount_over_maximum(99_999_999, str(params.get("currency") or "usd"))
+        raise Refused(error(400, "invalid_request_error", largest, code="amount_too_large", param=name))
     return value
 
 
@@ -299,7 +306,7 @@ class StripeServer(VendorServer):
     def _get_payment_intent(self, _: Received, path: dict[str, str], __: dict[str, Any]) -> Answer:
         intent = self.stripe.payment_intents.get(path["id"])
         if intent is None:
-            return error(404, "invalid_request_error", f"No such payment_intent: '{path['id']}'",
+            return error(404, "invalid_request_error", no_such("payment_intent", path["id"]),
                          code="resource_missing", param="intent")
         return Answer(200, dict(intent))
 
@@ -310,21 +317,20 @@ class StripeServer(VendorServer):
             raise _missing("payment_intent")
         intent = self.stripe.payment_intents.get(str(p.get("payment_intent")))
         if intent is None:
-            raise Refused(error(404, "invalid_request_error", f"No such payment_intent: '{p.get('payment_intent')}'",
+            raise Refused(error(404, "invalid_request_error", no_such("payment_intent", str(p.get("payment_intent"))),
                                 code="resource_missing", param="payment_intent"))
         if intent["status"] != "succeeded":
-            return error(400, "invalid_request_error", f"This PaymentIntent ({intent['id']}) does not have a "
-                                                       f"successful charge to refund.",
+            return error(400, "invalid_request_error", not_refundable(intent["id"]),
                          code="charge_not_refundable", param="payment_intent")
         refunded = self.stripe.refunded.get(intent["id"], 0)
         left = intent["amount_received"] - refunded
         amount = _integer(p, "amount") if "amount" in p else left
         if left <= 0:
-            return error(400, "invalid_request_error", f"Charge {intent['latest_charge']} has already been refunded.",
+            return error(400, "invalid_request_error", already_refunded(intent["latest_charge"]),
                          code="charge_already_refunded")
         if amount > left:
-            return error(400, "invalid_request_error", f"Refund amount ({amount}) is greater than unrefunded amount "
-                                                       f"on charge ({left})", code="amount_too_large", param="amount")
+            return error(400, "invalid_request_error", refund_too_large(amount, left, intent["currency"]),
+                         code="amount_too_large", param="amount")
         refund = {"id": self._id("re"), "object": "refund", "amount": amount, "currency": intent["currency"],
                   "payment_intent": intent["id"], "charge": intent["latest_charge"], "status": "succeeded",
                   "reason": p.get("reason"), "created": int(time.time())}
@@ -335,7 +341,7 @@ class StripeServer(VendorServer):
     def _get_refund(self, _: Received, path: dict[str, str], __: dict[str, Any]) -> Answer:
         found = next((r for r in self.stripe.refunds if r["id"] == path["id"]), None)
         if found is None:
-            return error(404, "invalid_request_error", f"No such refund: '{path['id']}'", code="resource_missing",
+            return error(404, "invalid_request_error", no_such("refund", path["id"]), code="resource_missing",
                          param="id")
         return Answer(200, dict(found))
 
@@ -359,7 +365,7 @@ class StripeServer(VendorServer):
         if after:
             ids = [item["id"] for item in newest_first]
             if after not in ids:
-                return error(400, "invalid_request_error", f"No such object: '{after}'", code="resource_missing",
+                return error(400, "invalid_request_error", no_such("object", after), code="resource_missing",
                              param="starting_after")
             start = ids.index(after) + 1
         data = [{k: v for k, v in item.items() if k != "secret"} for item in newest_first[start:start + limit]]
@@ -370,7 +376,7 @@ class StripeServer(VendorServer):
     def _product(self, id: str) -> dict[str, Any]:
         found = self.stripe.products.get(id)
         if found is None:
-            raise Refused(error(404, "invalid_request_error", f"No such product: '{id}'", code="resource_missing",
+            raise Refused(error(404, "invalid_request_error", no_such("product", id), code="resource_missing",
                                 param="id"))
         return found
 
@@ -417,7 +423,7 @@ class StripeServer(VendorServer):
     def _endpoint_of(self, id: str) -> dict[str, Any]:
         found = self.stripe.webhook_endpoints.get(id)
         if found is None:
-            raise Refused(error(404, "invalid_request_error", f"No such webhook endpoint: '{id}'",
+            raise Refused(error(404, "invalid_request_error", no_such("webhook endpoint", id),
                                 code="resource_missing", param="id"))
         return found
 

@@ -8,7 +8,8 @@ import pytest
 
 from connectors import CallContext, DriverError
 from connectors.errors import DriverTimeout
-from connectors.vendors.stripe import make_driver, stripe
+from connectors.vendors.stripe import make_driver, make_fake, stripe
+from connectors.vendors.stripe.fake import paid as fake_paid
 from connectors.vendors.stripe.models import PaymentIntentCreate, PaymentIntentRef, RefundCreate, RefundQuery, RefundRef
 from connectors.vendors.stripe.tests.stripe_server import API_KEY as KEY
 from connectors.vendors.stripe.tests.stripe_server import StripeServer, decode_form
@@ -234,3 +235,35 @@ def test_a_product_update_unsets_the_metadata_no_longer_declared(server, driver)
     [post] = server.requests_to("POST", "/v1/products/prod_mug")
     assert decode_form(post.body) == {"metadata": {"old": "", "sku": "mug2"}}
     assert call(driver, "stripe.product.read", {"id": "prod_gone"}, ctx(server)) == {"id": "prod_gone", "gone": True}
+
+
+@pytest.mark.parametrize(("op", "payload", "paid"), [
+    ("stripe.payment_intent.get", {"id": "pi_9"}, None),
+    ("stripe.refund.create", {"payment_intent": "pi_9", "amount": 100, "currency": "EUR"}, None),
+    ("stripe.refund.get", {"id": "re_9"}, None),
+    ("stripe.refund.create", {"amount": 1500, "currency": "EUR"}, (1000, 0)),
+    ("stripe.refund.create", {"amount": 1, "currency": "EUR"}, (1000, 1000)),
+    ("stripe.refund.create", {"amount": 1500, "currency": "USD"}, (1000, 0)),
+])
+def test_the_fake_refuses_word_for_word_as_the_driver_reports_stripes_answer(server, driver, op, payload, paid):
+    """The same refused call on the fake and on the driver over the local Stripe: the same status,
+    code and message, so what the docs show of one is what a user sees of the other."""
+    fake = make_fake()
+    currency = payload.get("currency", "EUR")
+    if paid is not None:
+        amount, refunded = paid
+        pi = server.pay(amount, currency.lower())
+        fake.update(lambda state: fake_paid(state, id=pi, amount=amount, currency=currency) and None)
+        if refunded:
+            driver.call("stripe.refund.create", RefundCreate(payment_intent=pi, amount=refunded, currency=currency),
+                        ctx(server, key="run_1:0"))
+            fake.call("stripe.refund.create", {"payment_intent": pi, "amount": refunded, "currency": currency},
+                      ctx(server, key="run_1:0"))
+        payload = {**payload, "payment_intent": pi}
+    operation = stripe.op(op)
+    with pytest.raises(DriverError) as real:
+        driver.call(op, operation.input.model_validate(payload), ctx(server, key="run_1:1"))
+    with pytest.raises(DriverError) as faked:
+        fake.call(op, payload, ctx(server, key="run_1:1"))
+    assert (faked.value.status, faked.value.vendor_code, faked.value.message) == (
+        real.value.status, real.value.vendor_code, real.value.message)

@@ -10,6 +10,7 @@ from connectors import CallContext, DriverError
 from connectors.vendors.stripe import make_fake
 from connectors.vendors.stripe.fake import paid
 from connectors.vendors.stripe.steps import STEPS
+from connectors.vendors.stripe.wording import amount_shown
 
 
 def ctx(key: str = "run_1:1") -> CallContext:
@@ -42,7 +43,9 @@ def test_a_refund_past_what_is_left_is_refused_with_stripes_codes(fake):
         refund(fake, 5000, "run_1:1")
     assert (too_much.value.status, too_much.value.vendor_code, too_much.value.retryable) == (
         400, "amount_too_large", False)
-    assert "greater than unrefunded amount on charge (4500)" in str(too_much.value)
+    assert too_much.value.message == ("stripe answered 400 to POST /v1/refunds (invalid_request_error "
+                                      "amount_too_large): Refund amount (€50.00) is greater than unrefunded "
+                                      "amount on charge (€45.00)")
     refund(fake, 4500, "run_1:2")
     with pytest.raises(DriverError) as none_left:
         refund(fake, 1, "run_1:3")
@@ -54,6 +57,8 @@ def test_an_unknown_payment_and_another_currency_are_refused(fake):
     with pytest.raises(DriverError) as unknown:
         refund(fake, 100, "run_1:1", payment_intent="pi_nope")
     assert (unknown.value.status, unknown.value.vendor_code) == (404, "resource_missing")
+    assert unknown.value.message == ("stripe answered 404 to GET /v1/payment_intents/pi_nope "
+                                     "(invalid_request_error resource_missing): No such payment_intent: 'pi_nope'")
     with pytest.raises(DriverError) as other:
         refund(fake, 100, "run_1:2", currency="USD")
     assert other.value.vendor_code == "currency_mismatch"
@@ -138,3 +143,11 @@ def test_the_scenario_steps_seed_and_check_the_fake():
         steps["Stripe holds {int} refund(s) of payment {word}"](world, 0, "pi_8")
     with pytest.raises(AssertionError, match="starts with pi_"):
         steps["Stripe holds a card payment {word} of {int} {word}"](world, "ch_1", 10, "EUR")
+
+
+@pytest.mark.parametrize(("amount", "currency", "shown"), [
+    (1500, "EUR", "€15.00"), (90, "usd", "$0.90"), (99_999_999, "GBP", "£999,999.99"), (1500, "JPY", "¥1,500"),
+    (1500, "SEK", "15.00 SEK"),
+])
+def test_amounts_are_written_as_stripe_writes_them(amount, currency, shown):
+    assert amount_shown(amount, currency) == shown
