@@ -16,6 +16,8 @@ config root stops the command before it starts:
     sanoma.E007  a connector's driver or fake cannot be made
     sanoma.E008  a workflow's body holds what its outline cannot draw (the file, line and why)
     sanoma.E009  any other reason the config cannot be resolved
+    sanoma.E013  a connector's or an operation's `Limit` is declared wrong (the file and line of the
+                 declaration; the hint says how to write it right)
     sanoma.E012  a policy's `@approve` names nobody of the site: no person (group) the data files declare,
                  no user (group) of the site (the file and line)
     sanoma.W012  the same for an approver whose account is inactive, or when the site's users cannot be
@@ -66,6 +68,7 @@ _HINTS = {
     "sanoma.E007": "The connector's with_setup(driver=..., fake=...) function raised: see the message.",
     "sanoma.E008": "Call ctx directly in run, as docs/reference/outline.md says: see the line and the reason.",
     "sanoma.E009": "See the message; the worker refuses this config the same way.",
+    "sanoma.E013": "Write the limit as Limit(rate=\"5/s\", concurrency=2, key=\"account\"): see the message.",
     "sanoma.E012": "Name a person a data file declares (sanoma.person) or a user of the site, or a group as "
                    "group:<name> (sanoma.group, or a group of the site).",
 }
@@ -80,6 +83,7 @@ _CHECK_IDS = {
     ProblemKind.HALVES: "sanoma.E007",
     ProblemKind.OUTLINE: "sanoma.E008",
     ProblemKind.OTHER: "sanoma.E009",
+    ProblemKind.LIMIT: "sanoma.E013",
 }
 
 
@@ -153,7 +157,7 @@ def _problem_error(root: Path, problem: Problem) -> Error:
         where = _Where(root)
     else:
         where = _Where(root / "sanoma_config.py")
-    return Error(message, hint=_HINTS[check_id], obj=where, id=check_id)
+    return Error(message, hint=problem.hint or _HINTS[check_id], obj=where, id=check_id)
 
 
 def _only_fakes_missing(root: Path) -> bool:

@@ -144,7 +144,8 @@ class Calls:
                 return output
             attempt = max(attempt, self.history.doubts[seq][0])  # it did not happen: call again
         # A sandbox run's calls go to its fakes, never the vendor: they take no share of its limits.
-        limits = gate.applied_limits(op, input_json) if segment.sandbox is None and (
+        # An operation declaring no limit pays a dict lookup here (`gate.overridden`), no query.
+        limits = gate.applied_limits(op, input_json, queued_at=run.queued_at) if segment.sandbox is None and (
             op.limit or op.vendor_limit or gate.overridden(op)) else []
         started = time.monotonic()
         while True:

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from connectors.errors import DriverError
-from connectors.limits import SPACING_MARGIN, Limit, Rate, parse_rate
+from connectors.limits import SPACING_MARGIN, Rate
 from connectors.operations import Operation
 from runs.engine import clock
 from runs.engine.stops import Suspend
-from runs.limits import overrides, services
-from runs.limits.models import LimitOverride
+from runs.limits import RATE_WAIT, SLOT_WAIT, overrides, services
 
 IN_PLACE_SECONDS = 1.0  # a wait up to this is slept in place (well under calling.DURABLE_RETRY_SECONDS)
 WAKE_LEAD_SECONDS = 0.75  # a run waiting for its start time is woken this long before it
@@ -34,8 +34,6 @@ SLOT_POLL_SECONDS = 1.0  # a run waiting for a concurrency slot looks again afte
 SLOT_POLL_EVERY = 0.02  # in place, a concurrency slot is looked for this often
 SLOT_LEASE_EXTRA_SECONDS = 10.0  # a slot's lease: the call's timeout and this; then a dead worker's slot is free
 ROUNDS = 3
-RATE_WAIT = "rate limit of"
-SLOT_WAIT = "concurrency limit of"
 MAX_WAITING_FOR = 250
 
 log = logging.getLogger("sanoma.limits")
@@ -71,24 +69,15 @@ class Applied:
         return f"{kind} {self.label}"[:MAX_WAITING_FOR]
 
 
-def effective(declared: Limit | None, override: LimitOverride | None) -> tuple[Rate | None, int | None, str | None]:
-    """The rate, concurrency and key in force: the declaration's, as an operator's override changes it."""
-    rate = declared.rate if declared else None
-    concurrency = declared.concurrency if declared else None
-    key = declared.key if declared else None
-    if override is not None:
-        if override.rate == services.OFF:
-            rate = None
-        elif override.rate:
-            rate = parse_rate(override.rate)
-        if override.concurrency is not None:
-            concurrency = override.concurrency or None
-    return rate, concurrency, key
+effective = services.effective  # the limit in force: the declaration's, as an override changes it
 
 
-def applied_limits(op: Operation, input_json: Any) -> list[Applied]:
-    """The limits a call of `op` with this input must fit: its connector's, then its operation's."""
-    changed = overrides.current()
+def applied_limits(op: Operation, input_json: Any, *, queued_at: datetime | None = None) -> list[Applied]:
+    """The limits a call of `op` with this input must fit: its connector's, then its operation's.
+
+    `queued_at`: when the call's run was last queued; the overrides are read again when they were
+    read before it (a run an operator's change woke sees that change, whichever worker takes it)."""
+    changed = overrides.current(read_after=queued_at)
     found = []
     for scope, declared in ((op.vendor, op.vendor_limit), (op.id, op.limit)):
         override = changed.get(scope)
@@ -203,6 +192,9 @@ __all__ = ["Applied", "Passage", "RATE_WAIT", "SLOT_WAIT", "applied_limits", "ef
 
 
 def overridden(op: Operation) -> bool:
-    """Whether an operator set a limit on `op` or its connector (which may declare none)."""
-    changed = overrides.current()
+    """Whether an operator set a limit on `op` or its connector (which may declare none).
+
+    On every call of an operation that declares no limit: a look at the overrides this process last
+    read, never a query (they are read at the start of each segment and by every limited call)."""
+    changed = overrides.known()
     return bool(changed) and (op.vendor in changed or op.id in changed)
