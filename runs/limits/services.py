@@ -256,7 +256,8 @@ def set_override(*, target: Any, rate: Any = None, concurrency: Any = None, by: 
     try:
         with transaction.atomic():
             declared = _declared(target, config)
-            old_rate, _, _ = effective(declared, LimitOverride.objects.select_for_update().filter(target=target).first())
+            before = LimitOverride.objects.select_for_update().filter(target=target).first()
+            old_rate, _, _ = effective(declared, before)
             made, _ = LimitOverride.objects.update_or_create(
                 target=target, defaults={"rate": rate_text, "concurrency": slots, "set_by": principal.id,
                                          "set_at": clock.now()})

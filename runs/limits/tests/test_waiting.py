@@ -277,7 +277,7 @@ def _waiting_on_a_slow_limit(engine, n: int = 3) -> list:
     make_user("olga", perms=["runs.pause"])
     limit_services.set_override(target="meter", rate="1/min", by="olga")
     runs = [engine.start("ping") for _ in range(n)]
-    keyed = engine.start("keyed", {"account": "k"})  # another limit's run: left alone by meter's change
+    engine.start("keyed", {"account": "k"})  # another limit's run: left alone by meter's change
     engine.drain()
     keyed_again = engine.start("keyed", {"account": "k"})
     engine.drain()
