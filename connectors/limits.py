@@ -22,7 +22,8 @@ Plain Python: importable without Django.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,4 +162,18 @@ def check_limit(limit: Any, *, where: str, inputs: Iterable[type[BaseModel]]) ->
     return limit
 
 
-__all__ = ["Limit", "LimitError", "Rate", "SPACING_MARGIN", "UNITS", "check_concurrency", "check_limit", "parse_rate"]
+# What a limited call does the moment its request leaves (`departing`): the engine sets it around a
+# limited call's driver (`runs.limits.gate.Timed`), the shared HTTP client calls it just before it
+# sends, so a call's start time holds for when it leaves, not when the engine let it through.
+_departing: ContextVar[Callable[[], None] | None] = ContextVar("sanoma_limit_departing", default=None)
+
+
+def departing() -> None:
+    """A request of the current call is about to leave: wait for its start time (a limited call)."""
+    ready = _departing.get()
+    if ready is not None:
+        ready()
+
+
+__all__ = ["Limit", "LimitError", "Rate", "SPACING_MARGIN", "UNITS", "check_concurrency", "check_limit", "departing",
+           "parse_rate"]

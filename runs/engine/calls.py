@@ -173,7 +173,9 @@ class Calls:
                     raise SanomaError(f"{op.id} has no driver", code=ErrorCode.NO_DRIVER, data={"op": op.id})
                 try:
                     with segment.heartbeat():
-                        reply = _invoke(driver, op, parsed, context, allowed, seq)
+                        # A limited call waits for its start time on the thread that sends it (`gate.Timed`).
+                        reply = _invoke(driver if passage is None else gate.Timed(driver, passage), op, parsed,
+                                        context, allowed, seq)
                 finally:
                     if passage is not None:
                         passage.leave()
