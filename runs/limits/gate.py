@@ -31,6 +31,7 @@ from runs.limits import RATE_WAIT, SLOT_WAIT, overrides, services
 IN_PLACE_SECONDS = 1.0  # a wait up to this is slept in place (well under calling.DURABLE_RETRY_SECONDS)
 WAKE_LEAD_SECONDS = 0.75  # a run waiting for its start time is woken this long before it
 SLOT_AHEAD_SECONDS = 0.06  # a concurrency slot is looked for this long before the start time
+DEPART_LEAD_SECONDS = SLOT_AHEAD_SECONDS  # the call is handed to the thread that sends it this long before
 SLOT_POLL_SECONDS = 1.0  # a run waiting for a concurrency slot looks again after this
 SLOT_POLL_EVERY = 0.02  # in place, a concurrency slot is looked for this often
 SLOT_LEASE_EXTRA_SECONDS = 10.0  # a slot's lease: the call's timeout and this; then a dead worker's slot is free
@@ -176,7 +177,9 @@ def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:
             if wait > SLOT_AHEAD_SECONDS:
                 clock.sleep(wait - SLOT_AHEAD_SECONDS)
             _slots(applied, passage, timeout)
-            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
+            # The last moment is waited for by `Passage.go`, on the thread that sends the request: handing
+            # the call to it takes a busy machine a few ms, which would make the call leave late.
+            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000 - DEPART_LEAD_SECONDS
             if wait > 0:
                 clock.sleep(wait)
             now = clock.now_ms()
