@@ -12,7 +12,7 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -174,8 +174,8 @@ class Calls:
                 try:
                     with segment.heartbeat():
                         # A limited call waits for its start time on the thread that sends it (`gate.Timed`).
-                        reply = _invoke(driver if passage is None else gate.Timed(driver, passage), op, parsed,
-                                        context, allowed, seq)
+                        timed = driver if passage is None else cast(Driver, gate.Timed(driver, passage))
+                        reply = _invoke(timed, op, parsed, context, allowed, seq)
                 finally:
                     if passage is not None:
                         passage.leave()

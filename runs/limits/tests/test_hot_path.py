@@ -35,8 +35,12 @@ class Ping(BaseModel):
 
 plain_vendor = define_connector("plain", {"ping": {"send": op(effect="read", input=Ping, output=Pong,
                                                                idempotent=True)}})
-plain = with_setup(plain_vendor, fake=lambda file=None: define_fake(
-    plain_vendor, initial=lambda: {"n": 0}, ops={"ping": {"send": lambda s, i, c: {"n": 1}}}, file=file))
+def _fake(file=None):
+    return define_fake(plain_vendor, initial=lambda: {"n": 0}, ops={"ping": {"send": lambda s, i, c: {"n": 1}}},
+                       file=file)
+
+
+plain = with_setup(plain_vendor, fake=_fake)
 SEND = plain.op("plain.ping.send")
 CALLS = define_workflow(name="plain-calls", input=Calls, uses=[SEND],
                         run=lambda ctx, input: {"n": sum(ctx.plain.ping.send({}).n for _ in range(input.n))})
