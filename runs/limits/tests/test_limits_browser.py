@@ -77,16 +77,25 @@ def test_an_operator_changes_a_limit_from_the_desk_and_the_next_call_keeps_to_it
 
     until(browser, EC.element_to_be_clickable((By.CSS_SELECTOR, ".object-tools a.addlink"))).click()
     until(browser, EC.presence_of_element_located((By.NAME, "target"))).send_keys("meter")
-    browser.find_element(By.NAME, "rate").send_keys("5/fortnight")  # a slip first: refused, nothing changes
+    browser.find_element(By.NAME, "rate").send_keys("5/fortnight")  # slips first: refused, nothing changes
+    browser.find_element(By.NAME, "concurrency").send_keys("-1")
     browser.find_element(By.NAME, "_save").click()
-    error = until(browser, EC.presence_of_element_located((By.CSS_SELECTOR, ".errornote, .errorlist")))
-    assert "unit 'fortnight' must be one of s, min, h, day" in browser.find_element(By.ID, "content-main").text, \
-        error.text
+    until(browser, EC.presence_of_element_located((By.CSS_SELECTOR, ".errornote, .errorlist")))
+
+    def field_error(name: str) -> str:  # the error Django shows in the field's own row
+        return browser.find_element(By.CSS_SELECTOR, f".field-{name} .errorlist").text
+
+    assert "rate '5/fortnight': unit 'fortnight' must be one of s, min, h, day" in field_error("rate")
+    assert field_error("concurrency") == ("concurrency '-1': give a whole number of calls at once from 1 to 10,000, "
+                                          "or 0 or off to lift it")
     assert not LimitOverride.objects.exists()
+    browser.save_screenshot(str(shots / "limits-refused.png"))
     rate = browser.find_element(By.NAME, "rate")
     rate.clear()
     rate.send_keys("2/s")
-    browser.find_element(By.NAME, "concurrency").send_keys("3")
+    concurrency = browser.find_element(By.NAME, "concurrency")
+    concurrency.clear()
+    concurrency.send_keys("3")
     browser.find_element(By.NAME, "_save").click()
     until(browser, EC.presence_of_element_located((By.CSS_SELECTOR, ".messagelist .success")))
     rows = in_force(browser)
@@ -97,6 +106,18 @@ def test_an_operator_changes_a_limit_from_the_desk_and_the_next_call_keeps_to_it
     # The next call sees it, without a restart.
     [applied] = gate.applied_limits(SEND, {})
     assert (str(applied.rate), applied.concurrency) == ("2/s", 3)
+
+    # A concurrency of 0 lifts it (as off does), and the form shows it so.
+    until(browser, EC.element_to_be_clickable((By.LINK_TEXT, "meter"))).click()
+    concurrency = until(browser, EC.presence_of_element_located((By.NAME, "concurrency")))
+    concurrency.clear()
+    concurrency.send_keys("0")
+    browser.find_element(By.NAME, "_save").click()
+    until(browser, EC.presence_of_element_located((By.CSS_SELECTOR, ".messagelist .success")))
+    assert in_force(browser)["meter"] == "2/s"
+    assert LimitOverride.objects.get(target="meter").concurrency == 0
+    until(browser, EC.element_to_be_clickable((By.LINK_TEXT, "meter"))).click()
+    assert until(browser, EC.presence_of_element_located((By.NAME, "concurrency"))).get_attribute("value") == "off"
 
 
 def test_a_person_who_is_no_operator_sees_the_limits_and_cannot_change_them(live_server, browser, company):
