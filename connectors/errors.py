@@ -159,6 +159,7 @@ class ProblemKind(StrEnum):
     WORKFLOW_NAMES = "workflow_names"  # two workflows share a name, or one takes a built-in's
     HALVES = "halves"  # a connector's driver or fake cannot be made
     OUTLINE = "outline"  # a workflow's body holds what its outline cannot draw
+    LIMIT = "limit"  # a connector's or an operation's `Limit` is declared wrong
     OTHER = "other"
 
 
@@ -169,21 +170,23 @@ class Problem(str):
     kind: ProblemKind
     file: str | None
     line: int | None
+    hint: str | None  # how to put this very problem right, when it is known (else the kind's hint)
 
     def __new__(cls, text: str, *, kind: ProblemKind = ProblemKind.OTHER, file: str | None = None,
-                line: int | None = None) -> Problem:
+                line: int | None = None, hint: str | None = None) -> Problem:
         problem = super().__new__(cls, text)
         problem.kind = kind
         problem.file = file
         problem.line = line
+        problem.hint = hint
         return problem
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_problem, (str(self), self.kind, self.file, self.line))
+        return (_problem, (str(self), self.kind, self.file, self.line, self.hint))
 
 
-def _problem(text: str, kind: ProblemKind, file: str | None, line: int | None) -> Problem:
-    return Problem(text, kind=kind, file=file, line=line)
+def _problem(text: str, kind: ProblemKind, file: str | None, line: int | None, hint: str | None = None) -> Problem:
+    return Problem(text, kind=kind, file=file, line=line, hint=hint)
 
 
 class ConfigError(SanomaError):

@@ -22,7 +22,8 @@ Plain Python: importable without Django.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,16 @@ _RATE = re.compile(r"^\s*(\d+)\s*/\s*([a-z]+)\s*$")
 MAX_CALLS = 1_000_000  # per unit: a rate above this is no limit at all
 MAX_CONCURRENCY = 10_000
 SPACING_MARGIN = 0.07  # calls are spaced 7 % wider than 1/rate
+RATE_EXAMPLES = "'5/s', '600/min', '1000/h' or '20000/day'"
+
+
+class LimitError(ValueError, TypeError):
+    """A limit declared wrong: the message says what is wrong, `hint` how to write it right (the
+    system check shows both). A ValueError (and, for a `limit=` that is no Limit, a TypeError)."""
+
+    def __init__(self, message: str, *, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -58,30 +69,39 @@ class Rate:
 
 
 def parse_rate(value: Any, *, what: str = "rate") -> Rate:
-    """`"10/s"` as a `Rate`, or a ValueError naming what is wrong."""
+    """`"10/s"` as a `Rate`, or a `LimitError` naming what is wrong (and how to write it right)."""
     if isinstance(value, Rate):
         return value
+    write = f"Write the rate as <calls>/<unit>, such as {RATE_EXAMPLES}"
     if not isinstance(value, str):
-        raise ValueError(f"{what} must be text such as '10/s' or '600/min'; got {value!r}")
+        raise LimitError(f"{what} must be text such as '10/s' or '600/min'; got {value!r}",
+                         hint=f"Quote it: rate=\"10/s\". {write}.")
     found = _RATE.match(value.lower())
     if found is None:
-        raise ValueError(f"{what} {value!r} must be <calls>/<unit>, such as '10/s' or '600/min'")
+        raise LimitError(f"{what} {value!r} must be <calls>/<unit>, such as '10/s' or '600/min'",
+                         hint=f"{write}: a whole number of calls, a slash, a unit.")
     calls, unit = int(found.group(1)), found.group(2)
     if unit not in UNITS:
-        raise ValueError(f"{what} {value!r}: unit {unit!r} must be one of s, min, h, day")
+        raise LimitError(f"{what} {value!r}: unit {unit!r} must be one of s, min, h, day",
+                         hint=f"{write}; a slower rate in a bigger unit: '3/day', not '1/8h'.")
     if not 1 <= calls <= MAX_CALLS:
-        raise ValueError(f"{what} {value!r}: the number of calls must be from 1 to {MAX_CALLS:,}")
+        raise LimitError(f"{what} {value!r}: the number of calls must be from 1 to {MAX_CALLS:,}",
+                         hint=f"{write}, from 1 call. For no bound on the rate, leave rate out.")
     shown = {"sec": "s", "second": "s", "minute": "min", "hour": "h", "d": "day"}.get(unit, unit)
     return Rate(calls=calls, period=UNITS[unit], text=f"{calls}/{shown}")
 
 
 def check_concurrency(value: Any, *, what: str = "concurrency") -> int | None:
-    """How many calls at once (None: no bound), or a ValueError."""
+    """How many calls at once (None: no bound), or a `LimitError`. A declaration has no 0: a limit
+    without a bound on calls at once leaves `concurrency` out (an operator's 0 lifts it at run time)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
-        raise ValueError(f"{what} must be a whole number of calls at once from 1 to {MAX_CONCURRENCY:,}; "
-                         f"got {value!r}")
+        zero = isinstance(value, int) and not isinstance(value, bool) and value == 0
+        raise LimitError(f"{what} must be a whole number of calls at once from 1 to {MAX_CONCURRENCY:,}; "
+                         f"got {value!r}",
+                         hint=("For no bound on calls at once leave concurrency out: Limit(rate=\"5/s\")."
+                               if zero else "Write a whole number, such as concurrency=4 (no quotes)."))
     return value
 
 
@@ -96,9 +116,12 @@ class Limit:
     def __init__(self, *, rate: str | Rate | None = None, concurrency: int | None = None,
                  key: str | None = None) -> None:
         if rate is None and concurrency is None:
-            raise ValueError("Limit needs a rate ('10/s'), a concurrency (4), or both")
+            raise LimitError("Limit needs a rate ('10/s'), a concurrency (4), or both",
+                             hint="Give one or both: Limit(rate=\"10/s\"), Limit(concurrency=4), "
+                                  "Limit(rate=\"10/s\", concurrency=4). No limit at all: leave limit= out.")
         if key is not None and (not isinstance(key, str) or not key.isidentifier()):
-            raise ValueError(f"Limit key must name an input field, such as 'account'; got {key!r}")
+            raise LimitError(f"Limit key must name an input field, such as 'account'; got {key!r}",
+                             hint="Give the name of a field of the input, as text: key=\"account\".")
         object.__setattr__(self, "rate", None if rate is None else parse_rate(rate, what="Limit rate"))
         object.__setattr__(self, "concurrency", check_concurrency(concurrency, what="Limit concurrency"))
         object.__setattr__(self, "key", key)
@@ -125,14 +148,32 @@ def check_limit(limit: Any, *, where: str, inputs: Iterable[type[BaseModel]]) ->
     if limit is None:
         return None
     if not isinstance(limit, Limit):
-        raise TypeError(f"{where}: limit must be a Limit(rate=..., concurrency=..., key=...); got {limit!r}")
+        raise LimitError(f"{where}: limit must be a Limit(rate=..., concurrency=..., key=...); got {limit!r}",
+                         hint="Write limit=Limit(rate=\"5/s\"), not limit=\"5/s\" (from runs.authoring import "
+                              "Limit).")
     models = list(inputs)
     if limit.key is not None and not any(limit.key in model.model_fields for model in models):
         fields = sorted({name for model in models for name in model.model_fields})
-        raise ValueError(f"{where}: limit key {limit.key!r} is not a field of the input "
+        raise LimitError(f"{where}: limit key {limit.key!r} is not a field of the input "
                          f"({', '.join(m.__name__ for m in models) or 'none'}); its fields are "
-                         f"{', '.join(fields) or 'none'}")
+                         f"{', '.join(fields) or 'none'}",
+                         hint=f"Key on one of those fields (key=\"{fields[0] if fields else 'account'}\"), or "
+                              "leave key out for one budget for every call.")
     return limit
 
 
-__all__ = ["Limit", "Rate", "SPACING_MARGIN", "UNITS", "check_concurrency", "check_limit", "parse_rate"]
+# What a limited call does the moment its request leaves (`departing`): the engine sets it around a
+# limited call's driver (`runs.limits.gate.Timed`), the shared HTTP client calls it just before it
+# sends, so a call's start time holds for when it leaves, not when the engine let it through.
+_departing: ContextVar[Callable[[], None] | None] = ContextVar("sanoma_limit_departing", default=None)
+
+
+def departing() -> None:
+    """A request of the current call is about to leave: wait for its start time (a limited call)."""
+    ready = _departing.get()
+    if ready is not None:
+        ready()
+
+
+__all__ = ["Limit", "LimitError", "Rate", "SPACING_MARGIN", "UNITS", "check_concurrency", "check_limit", "departing",
+           "parse_rate"]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from connectors.errors import InvalidInput, IssueCode, SanomaError, error_from_dict, input_issue
 from runs import ledger
@@ -22,6 +22,7 @@ from runs.approvals.permissions import (
 )
 from runs.engine.pauses import PAUSED
 from runs.errors import RunCode
+from runs.limits import RATE_WAIT, SLOT_WAIT
 from runs.models import (
     ENDED_STATUSES,
     ApprovalStatus,
@@ -40,8 +41,8 @@ RESULT_POLL_SECONDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 # What a run can wait for, as the run list filters it (`waiting_for=`): a person's decision, a
 # message, the end of a sleep, a child run, an operator's word on a call in doubt, the unpause of
-# what holds it, the next try of a failed call.
-WAITING_FOR = ("approval", "message", "sleep", "run", "in_doubt", "paused", "retry")
+# what holds it, the next try of a failed call, a rate or concurrency limit's turn.
+WAITING_FOR = ("approval", "message", "sleep", "run", "in_doubt", "paused", "retry", "limit")
 
 
 def visible_run(*, run_id: Any, viewer: str | Principal | None, for_update: bool = False) -> Run:
@@ -181,6 +182,9 @@ def runs_waiting_for(runs: QuerySet[Run], kind: str) -> QuerySet[Run]:
     whether it was waiting or queued when the pause caught it ("paused <target>")."""
     if kind == PAUSED:
         return runs.filter(waiting_for__startswith=f"{PAUSED} ")
+    if kind == "limit":  # "rate limit of stripe", "concurrency limit of stripe.refund.create for account a"
+        return runs.filter(Q(waiting_for__startswith=f"{RATE_WAIT} ") | Q(waiting_for__startswith=f"{SLOT_WAIT} "),
+                           status=RunStatus.WAITING)
     return runs.filter(status=RunStatus.WAITING, waiting_for=kind)
 
 

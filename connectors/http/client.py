@@ -29,6 +29,7 @@ import httpx
 
 from connectors.drivers import CallContext
 from connectors.errors import DriverError, DriverTimeout
+from connectors.limits import departing
 
 DEFAULT_TIMEOUT = 30.0  # seconds, for a request made outside a call (a resource read)
 MAX_PAGES = 50  # a list is read at most this many pages
@@ -107,8 +108,9 @@ class VendorHTTP:
         self.read_error = read_error
         self.read_wait = read_wait
         self.timeout = timeout
+        # A limited call's start time is waited for as the request leaves (`connectors.limits.departing`).
         self.client = httpx.Client(headers=dict(headers or {}), timeout=timeout, transport=transport,
-                                   follow_redirects=False)
+                                   follow_redirects=False, event_hooks={"request": [_departing]})
 
     def request(
         self,
@@ -178,6 +180,10 @@ class VendorHTTP:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _departing(request: httpx.Request) -> None:
+    departing()
 
 
 def read_json(vendor: str, response: httpx.Response) -> Any:

@@ -105,6 +105,7 @@ class VersionFilter(admin.SimpleListFilter):
 WAITING_LABELS = {
     "approval": "an approval", "message": "a message", "sleep": "a sleep to end", "run": "a child run",
     "in_doubt": "a word on a call in doubt", "paused": "an unpause", "retry": "a call's next try",
+    "limit": "a rate or concurrency limit",
 }
 # A search term naming a tag: key=value (the value may be quoted: customer="ada lovelace").
 TAG_TERM = re.compile(r"^([a-z0-9_]+)=(.+)$")

@@ -153,7 +153,8 @@ class RunListQuery(StrictSerializer):
     until = StrictCharField(required=False, help_text="started before (ISO 8601 date or date-time)")
     waiting_for = NamedChoiceField(choices=WAITING_FOR, required=False, help_text=(
         "what the run waits for: approval, message, sleep, run (a child run), in_doubt (an operator's word on a "
-        "call), paused (the unpause of what holds it), retry (the next try of a failed call)"))
+        "call), paused (the unpause of what holds it), retry (the next try of a failed call), limit (its turn under a "
+        "connector's or an operation's rate or concurrency limit)"))
     sandbox = serializers.BooleanField(required=False, allow_null=True, default=None, help_text=(
         "true: only sandbox runs (on fakes, seeded from a scenario); false: none of them. Both kinds by default"))
 

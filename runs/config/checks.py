@@ -22,6 +22,8 @@ config root stops the command before it starts:
                  read (no database yet): they may be users of the site
     sanoma.E013  approvals are announced (announce_approvals) and the desk's address is unknown: no
                  slack_channel(desk=...), no SANOMA_SITE_URL (runs.approvals.announce_checks)
+    sanoma.E014  a connector's or an operation's `Limit` is declared wrong (the file and line of the
+                 declaration; the hint says how to write it right)
 
 A config refused on real drivers (SANOMA_FAKES unset) that resolves on its fakes gets the same ids
 as warnings (sanoma.W005, sanoma.W007): scenarios run on it, a worker on real drivers would not.
@@ -69,6 +71,7 @@ _HINTS = {
     "sanoma.E007": "The connector's with_setup(driver=..., fake=...) function raised: see the message.",
     "sanoma.E008": "Call ctx directly in run, as docs/reference/outline.md says: see the line and the reason.",
     "sanoma.E009": "See the message; the worker refuses this config the same way.",
+    "sanoma.E014": "Write the limit as Limit(rate=\"5/s\", concurrency=2, key=\"account\"): see the message.",
     "sanoma.E012": "Name a person a data file declares (sanoma.person) or a user of the site, or a group as "
                    "group:<name> (sanoma.group, or a group of the site).",
 }
@@ -83,6 +86,7 @@ _CHECK_IDS = {
     ProblemKind.HALVES: "sanoma.E007",
     ProblemKind.OUTLINE: "sanoma.E008",
     ProblemKind.OTHER: "sanoma.E009",
+    ProblemKind.LIMIT: "sanoma.E014",
 }
 
 
@@ -156,7 +160,7 @@ def _problem_error(root: Path, problem: Problem) -> Error:
         where = _Where(root)
     else:
         where = _Where(root / "sanoma_config.py")
-    return Error(message, hint=_HINTS[check_id], obj=where, id=check_id)
+    return Error(message, hint=problem.hint or _HINTS[check_id], obj=where, id=check_id)
 
 
 def _only_fakes_missing(root: Path) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.errors import ConfigError, Problem, ProblemKind
+from connectors.limits import LimitError
 from runs.collections.definition import Collection
 from runs.config.workflows import WorkflowDefinition
 
@@ -41,8 +42,9 @@ def import_root(root: Path) -> Any:
         module = importlib.import_module(package)
     except Exception as err:
         line = failure_line(err, root / "__init__.py")
-        raise ConfigError([Problem(f"__init__.py: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE,
-                                   file="__init__.py", line=line)]) from err
+        raise ConfigError([limit_problem(err, root) or Problem(f"__init__.py: {type(err).__name__}: {err}",
+                                                               kind=ProblemKind.CONFIG_FILE, file="__init__.py",
+                                                               line=line)]) from err
     located = Path(getattr(module, "__file__", None) or list(module.__path__)[0]).resolve()
     if root not in (located, located.parent):
         raise ConfigError([Problem(f"the package {package!r} is already imported from {located}, not {root}",
@@ -66,6 +68,24 @@ def failure_line(err: BaseException, file: Path) -> int | None:
     return lines[-1] if lines else None
 
 
+def limit_problem(err: BaseException, root: Path) -> Problem | None:
+    """A `Limit` declared wrong, as its own problem: the file and line of the declaration (the
+    deepest place under the root the error passed through), what is wrong and how to write it."""
+    if not isinstance(err, LimitError):
+        return None
+    root = root.resolve()
+    file, line = None, None
+    for frame in traceback.extract_tb(err.__traceback__):
+        try:
+            path = Path(frame.filename).resolve()
+        except OSError:
+            continue
+        if path.is_relative_to(root):
+            file, line = str(path.relative_to(root)), frame.lineno
+    place = f"{file}: " if file else ""
+    return Problem(f"{place}invalid limit: {err}", kind=ProblemKind.LIMIT, file=file, line=line, hint=err.hint)
+
+
 def discover_workflows(root: Path, package: str, problems: list[str]) -> list[WorkflowDefinition]:
     """Every workflow defined in `workflows/*.py` and `apps/<app>/workflows/*.py`."""
     found: list[WorkflowDefinition] = []
@@ -81,8 +101,9 @@ def discover_workflows(root: Path, package: str, problems: list[str]) -> list[Wo
                 module = importlib.import_module(name)
             except Exception as err:  # a broken file is a problem to list, not a crash
                 relative = str(file.relative_to(root))
-                problems.append(Problem(f"{relative}: {type(err).__name__}: {err}", kind=ProblemKind.WORKFLOW_IMPORT,
-                                        file=relative, line=failure_line(err, file)))
+                problems.append(limit_problem(err, root) or Problem(
+                    f"{relative}: {type(err).__name__}: {err}", kind=ProblemKind.WORKFLOW_IMPORT, file=relative,
+                    line=failure_line(err, file)))
                 continue
             found += [v for v in vars(module).values() if isinstance(v, WorkflowDefinition)]
     return found
@@ -101,8 +122,9 @@ def discover_collections(root: Path, package: str, problems: list[str]) -> list[
             problems.extend(err.problems)
             continue
         except Exception as err:  # a broken file is a problem to list, not a crash
-            problems.append(Problem(f"{relative}: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE,
-                                    file=relative, line=failure_line(err, file)))
+            problems.append(limit_problem(err, root) or Problem(
+                f"{relative}: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE, file=relative,
+                line=failure_line(err, file)))
             continue
         found += [v for v in vars(module).values() if isinstance(v, Collection)]
     return found

@@ -21,7 +21,14 @@ from runs.collections.definition import DATA_VENDOR, Collection, data_connector
 from runs.collections.fake import data_fake
 from runs.collections.store import database_driver
 from runs.config import extensions, versioning
-from runs.config.discovery import discover_collections, discover_workflows, failure_line, import_root, kind_dirs
+from runs.config.discovery import (
+    discover_collections,
+    discover_workflows,
+    failure_line,
+    import_root,
+    kind_dirs,
+    limit_problem,
+)
 from runs.config.outline import config_problems
 from runs.config.resolve_checks import (
     _check_collections,
@@ -287,8 +294,9 @@ def load_config(
         raise  # already says what is wrong
     except Exception as err:
         line = failure_line(err, root / "sanoma_config.py")
-        raise ConfigError([Problem(f"sanoma_config.py: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE,
-                                   file="sanoma_config.py", line=line)]) from err
+        raise ConfigError([limit_problem(err, root) or Problem(
+            f"sanoma_config.py: {type(err).__name__}: {err}", kind=ProblemKind.CONFIG_FILE, file="sanoma_config.py",
+            line=line)]) from err
     config = getattr(module, "config", None)
     if not isinstance(config, SanomaConfig):
         raise ConfigError([Problem("sanoma_config.py must define `config = SanomaConfig(...)`",

@@ -28,6 +28,7 @@ from runs.engine.faults import FaultPoint
 from runs.engine.segment import Segment
 from runs.engine.stops import Cancelled, LeaseLost, Suspend
 from runs.errors import RunCode
+from runs.limits import overrides as limit_overrides
 from runs.models import Approval, DecisionMessage, LedgerKind, LedgerRecord, Run, RunStatus
 from runs.telemetry import metrics, tracing
 
@@ -111,6 +112,7 @@ def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_a
     deadline: Callable[[], float] = lambda: _write_deadline(claimed_at)
     faults.point(FaultPoint.BEFORE_LOAD)
     held = pauses.holding_start(run.workflow)
+    limit_overrides.current()  # once a second at most: what the segment's unlimited calls look at, with no query
     if held is not None and not run.steps.exists():
         # A paused workflow starts nothing new: the run stays queued until the unpause.
         return Advanced.QUEUED if transitions.park(run_id=run.pk, worker_id=worker_id,

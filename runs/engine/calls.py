@@ -12,7 +12,7 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -151,7 +151,8 @@ class Calls:
                 return output
             attempt = max(attempt, self.history.doubts[seq][0])  # it did not happen: call again
         # A sandbox run's calls go to its fakes, never the vendor: they take no share of its limits.
-        limits = gate.applied_limits(op, input_json) if segment.sandbox is None and (
+        # An operation declaring no limit pays a dict lookup here (`gate.overridden`), no query.
+        limits = gate.applied_limits(op, input_json, queued_at=run.queued_at) if segment.sandbox is None and (
             op.limit or op.vendor_limit or gate.overridden(op)) else []
         started = time.monotonic()
         while True:
@@ -179,7 +180,9 @@ class Calls:
                     raise SanomaError(f"{op.id} has no driver", code=ErrorCode.NO_DRIVER, data={"op": op.id})
                 try:
                     with segment.heartbeat():
-                        reply = _invoke(driver, op, parsed, context, allowed, seq)
+                        # A limited call waits for its start time on the thread that sends it (`gate.Timed`).
+                        timed = driver if passage is None else cast(Driver, gate.Timed(driver, passage))
+                        reply = _invoke(timed, op, parsed, context, allowed, seq)
                 finally:
                     if passage is not None:
                         passage.leave()

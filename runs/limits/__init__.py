@@ -7,3 +7,8 @@
 - `selectors`: the limits in force (declared, overridden) and their current use;
 - `gate`: what a call does before its driver is invoked: waits a moment in place, or suspends the run.
 """
+
+# What a run waiting for a limit shows (`waiting_for`): "rate limit of stripe", "concurrency limit of
+# stripe.refund.create for account acct_1"; the runs list's `waiting_for=limit` finds both kinds.
+RATE_WAIT = "rate limit of"
+SLOT_WAIT = "concurrency limit of"

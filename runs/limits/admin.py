@@ -23,8 +23,8 @@ from runs.limits.models import LimitOverride
 class LimitOverrideForm(forms.ModelForm):
     rate = forms.CharField(required=False, help_text="Calls per unit: 5/s, 600/min, 1000/h, 20000/day; off lifts "
                                                      "the rate; empty keeps the declared one.")
-    concurrency = forms.CharField(required=False, help_text="Calls at once; off lifts it; empty keeps the declared "
-                                                            "one.")
+    concurrency = forms.CharField(required=False, help_text="Calls at once, 1 to 10,000; 0 or off lifts it; empty "
+                                                            "keeps the declared one.")
 
     class Meta:
         model = LimitOverride
@@ -37,14 +37,16 @@ class LimitOverrideForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        try:
-            if "target" in data:
-                services.check_target(data["target"], get_config())
-            data["rate"] = services.check_rate_text(data.get("rate"))
-            data["concurrency"] = services.check_concurrency_value(data.get("concurrency"))
-        except SanomaError as err:
-            raise forms.ValidationError(err.message) from None
-        if data.get("rate") == "" and data.get("concurrency") is None:
+        checks = (("target", lambda v: services.check_target(v, get_config())),
+                  ("rate", services.check_rate_text), ("concurrency", services.check_concurrency_value))
+        for name, check in checks:
+            if name == "target" and name not in data:
+                continue  # an existing override's target is read-only; a missing one is the field's own error
+            try:
+                data[name] = check(data.get(name))
+            except SanomaError as err:
+                self.add_error(name, err.message)
+        if not self.errors and data.get("rate") == "" and data.get("concurrency") is None:
             raise forms.ValidationError("Say what changes: a rate (5/s, or off), a concurrency (2, or off), or both.")
         return data
 

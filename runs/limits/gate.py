@@ -17,25 +17,25 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from connectors import limits
 from connectors.errors import DriverError
-from connectors.limits import SPACING_MARGIN, Limit, Rate, parse_rate
+from connectors.limits import SPACING_MARGIN, Rate
 from connectors.operations import Operation
 from runs.engine import clock
 from runs.engine.stops import Suspend
-from runs.limits import overrides, services
-from runs.limits.models import LimitOverride
+from runs.limits import RATE_WAIT, SLOT_WAIT, overrides, services
 
 IN_PLACE_SECONDS = 1.0  # a wait up to this is slept in place (well under calling.DURABLE_RETRY_SECONDS)
 WAKE_LEAD_SECONDS = 0.75  # a run waiting for its start time is woken this long before it
 SLOT_AHEAD_SECONDS = 0.06  # a concurrency slot is looked for this long before the start time
+DEPART_LEAD_SECONDS = SLOT_AHEAD_SECONDS  # the call is handed to the thread that sends it this long before
 SLOT_POLL_SECONDS = 1.0  # a run waiting for a concurrency slot looks again after this
 SLOT_POLL_EVERY = 0.02  # in place, a concurrency slot is looked for this often
 SLOT_LEASE_EXTRA_SECONDS = 10.0  # a slot's lease: the call's timeout and this; then a dead worker's slot is free
 ROUNDS = 3
-RATE_WAIT = "rate limit of"
-SLOT_WAIT = "concurrency limit of"
 MAX_WAITING_FOR = 250
 
 log = logging.getLogger("sanoma.limits")
@@ -71,24 +71,15 @@ class Applied:
         return f"{kind} {self.label}"[:MAX_WAITING_FOR]
 
 
-def effective(declared: Limit | None, override: LimitOverride | None) -> tuple[Rate | None, int | None, str | None]:
-    """The rate, concurrency and key in force: the declaration's, as an operator's override changes it."""
-    rate = declared.rate if declared else None
-    concurrency = declared.concurrency if declared else None
-    key = declared.key if declared else None
-    if override is not None:
-        if override.rate == services.OFF:
-            rate = None
-        elif override.rate:
-            rate = parse_rate(override.rate)
-        if override.concurrency is not None:
-            concurrency = override.concurrency or None
-    return rate, concurrency, key
+effective = services.effective  # the limit in force: the declaration's, as an override changes it
 
 
-def applied_limits(op: Operation, input_json: Any) -> list[Applied]:
-    """The limits a call of `op` with this input must fit: its connector's, then its operation's."""
-    changed = overrides.current()
+def applied_limits(op: Operation, input_json: Any, *, queued_at: datetime | None = None) -> list[Applied]:
+    """The limits a call of `op` with this input must fit: its connector's, then its operation's.
+
+    `queued_at`: when the call's run was last queued; the overrides are read again when they were
+    read before it (a run an operator's change woke sees that change, whichever worker takes it)."""
+    changed = overrides.current(read_after=queued_at)
     found = []
     for scope, declared in ((op.vendor, op.vendor_limit), (op.id, op.limit)):
         override = changed.get(scope)
@@ -104,10 +95,37 @@ def applied_limits(op: Operation, input_json: Any) -> list[Applied]:
 
 @dataclass
 class Passage:
-    """The concurrency slots a call holds while its driver works."""
+    """The start times a call took and the concurrency slots it holds while its driver works."""
 
     holder: str
     slots: list[tuple[Applied, int]] = field(default_factory=list)
+    applied: list[Applied] = field(default_factory=list)
+    start: dict[tuple[str, str], int] = field(default_factory=dict)  # by (scope, key), epoch ms
+    departed: bool = False
+
+    def depart(self) -> None:
+        """The call's first request leaves now (`go`); the call's further requests are its own business."""
+        if not self.departed:
+            self.go()
+            self.departed = True
+
+    def go(self) -> None:
+        """Just before the request leaves, on the thread that sends it: wait for the start time
+        when early; a call that would leave later than its start time's window (a busy machine's
+        thread hand-over, a slow moment) takes a new start time instead, so the calls never reach
+        the vendor closer together than the limit allows. Suspends the run when the new time is
+        far (as `enter` does)."""
+        for _ in range(ROUNDS):
+            began = max(self.start.values(), default=0)
+            if clock.now_ms() < began:
+                clock.sleep((began - clock.now_ms()) / 1000)
+            now = clock.now_ms()
+            if on_time(self.applied, self.start, now):
+                return
+            log.info("%s: %d ms late for its start time as it leaves; it takes a new one", self.holder, now - began)
+            self.start = _rates(self.applied, self.holder, fresh=True)
+        a = next(a for a in self.applied if a.rate is not None)
+        raise Suspend(a.waiting_for(RATE_WAIT), wake_at=clock.from_ms(clock.now_ms() + a.interval_ms))
 
     def leave(self) -> None:
         """Give the slots back, and wake a run waiting for one of them (the others poll)."""
@@ -118,9 +136,35 @@ class Passage:
             services.wake_one(applied.waiting_for(SLOT_WAIT))
 
 
+class Timed:
+    """A driver whose every call first waits for the call's start time (`Passage.go`), on the thread
+    that then sends the request, and again as an HTTP request leaves (`connectors.limits.departing`,
+    called by the shared HTTP client): the limit holds for when the call leaves, not when it was let
+    through."""
+
+    def __init__(self, driver: Any, passage: Passage) -> None:
+        self.driver, self.passage = driver, passage
+
+    def answers_inline(self, op_id: str) -> bool:
+        return bool(self.driver.answers_inline(op_id))
+
+    def call(self, op_id: str, payload: Any, context: Any) -> Any:
+        self.passage.go()  # for any driver; an HTTP driver's client looks again as the request leaves
+        token = limits._departing.set(self.passage.depart)
+        try:
+            return self.driver.call(op_id, payload, context)
+        finally:
+            limits._departing.reset(token)
+
+
+def on_time(applied: list[Applied], start: dict[tuple[str, str], int], now: int) -> bool:
+    """Whether a call leaving at `now` is within the window of each of its start times."""
+    return all(a.rate is None or now <= start[(a.scope, a.key)] + a.late_ms for a in applied)
+
+
 def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:
     """Take the call's start time and slots; sleep until the start when it is near, else suspend the run."""
-    passage = Passage(holder)
+    passage = Passage(holder, applied=applied)
     try:
         start = _rates(applied, holder)
         for turn in range(ROUNDS + 1):
@@ -133,17 +177,20 @@ def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:
             if wait > SLOT_AHEAD_SECONDS:
                 clock.sleep(wait - SLOT_AHEAD_SECONDS)
             _slots(applied, passage, timeout)
-            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
+            # The last moment is waited for by `Passage.go`, on the thread that sends the request: handing
+            # the call to it takes a busy machine a few ms, which would make the call leave late.
+            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000 - DEPART_LEAD_SECONDS
             if wait > 0:
                 clock.sleep(wait)
             now = clock.now_ms()
-            if all(a.rate is None or now <= start[(a.scope, a.key)] + a.late_ms for a in applied):
+            if on_time(applied, start, now):
                 break
             log.info("%s: %d ms late for its start time; it takes a new one", holder, now - max(start.values()))
             start = _rates(applied, holder, fresh=True)  # waiting for the slot made the start time stale
     except BaseException:
         passage.leave()
         raise
+    passage.start = start
     return passage
 
 
@@ -198,11 +245,14 @@ def vendor_said_wait(applied: list[Applied], err: BaseException) -> float | None
     return err.retry_after
 
 
-__all__ = ["Applied", "Passage", "RATE_WAIT", "SLOT_WAIT", "applied_limits", "effective", "enter",
-           "vendor_said_wait"]
+__all__ = ["Applied", "Passage", "RATE_WAIT", "SLOT_WAIT", "Timed", "applied_limits", "effective", "enter",
+           "on_time", "vendor_said_wait"]
 
 
 def overridden(op: Operation) -> bool:
-    """Whether an operator set a limit on `op` or its connector (which may declare none)."""
-    changed = overrides.current()
+    """Whether an operator set a limit on `op` or its connector (which may declare none).
+
+    On every call of an operation that declares no limit: a look at the overrides this process last
+    read, never a query (they are read at the start of each segment and by every limited call)."""
+    changed = overrides.known()
     return bool(changed) and (op.vendor in changed or op.id in changed)

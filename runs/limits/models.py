@@ -81,4 +81,4 @@ class LimitOverride(models.Model):
         verbose_name_plural = "limits"
 
     def __str__(self) -> str:
-        return f"limit of {self.target}"
+        return self.target  # the desk says: the limit override “stripe” (the model names itself)

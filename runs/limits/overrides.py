@@ -1,30 +1,48 @@
 """The operators' overrides in force, read from their table at most once a second per process (a
-change made in this process is seen at once: `forget`), like the pauses."""
+change made in this process is seen at once: `forget`), like the pauses.
+
+`known` is what was read last, with no query: a call of an operation that declares no limit looks
+there only (`runs.limits.gate.overridden`); the engine reads the table afresh (`current`) at the
+start of each segment and on each limited call, once a second at most.
+"""
 from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime
 
 from runs.limits.models import LimitOverride
 
 REFRESH_SECONDS = 1.0
+CLOCK_SKEW_SECONDS = 0.5  # a run queued up to this long after a read may have been woken by a change it missed
 
 _lock = threading.Lock()
 _current: dict[str, LimitOverride] = {}
-_read_at = float("-inf")
+_read_at = float("-inf")  # time.monotonic() of the last read
+_read_wall = float("-inf")  # time.time() of the last read
 
 
-def current() -> dict[str, LimitOverride]:
-    global _current, _read_at
+def current(*, read_after: datetime | None = None) -> dict[str, LimitOverride]:
+    """The overrides by target, read again when the last read is a second old, or was made before
+    `read_after` (a run queued since: an operator's change may have woken it)."""
+    global _current, _read_at, _read_wall
     with _lock:
-        if time.monotonic() - _read_at >= REFRESH_SECONDS:
+        stale = time.monotonic() - _read_at >= REFRESH_SECONDS
+        if not stale and read_after is not None:
+            stale = _read_wall <= read_after.timestamp() + CLOCK_SKEW_SECONDS
+        if stale:
             _current = {o.target: o for o in LimitOverride.objects.all()}
-            _read_at = time.monotonic()
+            _read_at, _read_wall = time.monotonic(), time.time()
         return _current
+
+
+def known() -> dict[str, LimitOverride]:
+    """The overrides as last read (no query)."""
+    return _current
 
 
 def forget() -> None:
     """Read the overrides afresh on the next look."""
-    global _read_at
+    global _read_at, _read_wall
     with _lock:
-        _read_at = float("-inf")
+        _read_at = _read_wall = float("-inf")

@@ -43,6 +43,11 @@ class LimitRow:
         return self.declared.describe() if self.declared else "none"
 
     @property
+    def declared_cell(self) -> str:
+        """The desk's "declared" column: said once, not again beside the same words "in force"."""
+        return "as in force" if self.override is None else self.declared_text
+
+    @property
     def use_text(self) -> str:
         """`1 under way, next start in 0.4 s`; keyed: per key, the busiest first."""
         if not self.use:

@@ -16,16 +16,17 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.backends.utils import CursorWrapper
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q, QuerySet, Value
+from django.db.models.functions import Least
 
 from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, input_issue
-from connectors.limits import check_concurrency, parse_rate
+from connectors.limits import MAX_CONCURRENCY, RATE_EXAMPLES, Limit, Rate, parse_rate
 from runs.approvals.permissions import Principal, permission_denied, principal_of
 from runs.collections.definition import DATA_VENDOR
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.engine import clock, transitions
-from runs.limits import overrides
+from runs.limits import RATE_WAIT, SLOT_WAIT, overrides
 from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot
 from runs.models import Run, RunStatus
 
@@ -166,65 +167,124 @@ def check_rate_text(rate: Any) -> str:
     try:
         return parse_rate(rate).text
     except ValueError as err:
-        raise _bad("rate", str(err)) from None
+        raise _bad("rate", f"{err} ({ALLOWED_RATE})") from None
+
+
+ALLOWED_RATE = f"a rate is <calls>/<unit> such as {RATE_EXAMPLES}, or off to lift it"
+ALLOWED_CONCURRENCY = f"give a whole number of calls at once from 1 to {MAX_CONCURRENCY:,}, or 0 or off to lift it"
 
 
 def check_concurrency_value(concurrency: Any) -> int | None:
+    """An override's concurrency: None (keep), 0 (off: typed `0` or `off`), or 1 to MAX_CONCURRENCY."""
     if concurrency is None or concurrency == "":
         return None
-    if isinstance(concurrency, str):
-        if concurrency.strip().lower() == OFF:
+    value = concurrency
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == OFF:
             return 0
-        if not concurrency.strip().isdigit():
-            raise _bad("concurrency", f"concurrency must be a whole number of calls at once, or off; got "
-                                      f"{concurrency!r}")
-        concurrency = int(concurrency)
-    if concurrency == 0:
-        return 0
-    try:
-        return check_concurrency(concurrency)
-    except ValueError as err:
-        raise _bad("concurrency", f"{err} (or off)") from None
+        value = int(text) if text.isdigit() else None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_CONCURRENCY:
+        raise _bad("concurrency", f"concurrency {concurrency!r}: {ALLOWED_CONCURRENCY}")
+    return value
+
+
+def effective(declared: Limit | None, override: LimitOverride | None) -> tuple[Rate | None, int | None, str | None]:
+    """The rate, concurrency and key in force: the declaration's, as an operator's override changes it."""
+    rate = declared.rate if declared else None
+    concurrency = declared.concurrency if declared else None
+    key = declared.key if declared else None
+    if override is not None:
+        if override.rate == OFF:
+            rate = None
+        elif override.rate:
+            rate = parse_rate(override.rate)
+        if override.concurrency is not None:
+            concurrency = override.concurrency or None
+    return rate, concurrency, key
+
+
+def _declared(target: str, config: ResolvedConfig) -> Limit | None:
+    if target in config.ops:
+        return config.ops[target].limit
+    return next((c.limit for c in config.connectors if getattr(c, "vendor", None) == target), None)
+
+
+def waiting_on(target: str) -> QuerySet[Run]:
+    """The runs waiting for a turn under the limit of `target` (any key value)."""
+    said = Q()
+    for kind in (RATE_WAIT, SLOT_WAIT):
+        said |= Q(waiting_for=f"{kind} {target}") | Q(waiting_for__startswith=f"{kind} {target} for ")
+    return Run.objects.filter(said, status=RunStatus.WAITING)
+
+
+def _interval_ms(rate: Rate | None) -> int:
+    return 0 if rate is None else max(1, round(rate.interval * 1000))
+
+
+def _retime(target: str, *, old: Rate | None, new: Rate | None, fresh: bool) -> int:
+    """In the change's transaction: the runs waiting under the limit of `target` go again now and take
+    a new start time under the limit now in force, not the turn the old one gave them. Their kept
+    start times are dropped, and each budget's next start is one new interval after its last call
+    (the last turn given, or now when turns were given to runs still waiting): a loosened limit lets
+    them go at once, a tightened one spaces them anew. `fresh`: the budget starts over. How many
+    runs were woken."""
+    now = clock.now_ms()
+    LimitHold.objects.filter(scope=target).delete()
+    if fresh:
+        LimitCursor.objects.filter(scope=target).delete()
+        LimitSlot.objects.filter(scope=target).delete()
+    else:
+        LimitCursor.objects.filter(scope=target).update(
+            next_at=Least(F("next_at") - _interval_ms(old), Value(now)) + _interval_ms(new))
+    woken_at = clock.now()
+    return sum(transitions.wake(run_id=run_id, now=woken_at)
+               for run_id in waiting_on(target).order_by("updated_at").values_list("pk", flat=True))
 
 
 def set_override(*, target: Any, rate: Any = None, concurrency: Any = None, by: str | Principal,
                  config: ResolvedConfig | None = None) -> LimitOverride:
-    """Change the limit of a connector or an operation from the next call on (every worker)."""
+    """Change the limit of a connector or an operation from the next call on (every worker); the runs
+    waiting under it go again at once, under the new limit."""
     principal = principal_of(by)
     _check_can_change(principal)
-    target = check_target(target, config or get_config())
+    config = config or get_config()
+    target = check_target(target, config)
     rate_text, slots = check_rate_text(rate), check_concurrency_value(concurrency)
     if rate_text == "" and slots is None:
         raise _bad("rate", "say what changes: a rate (5/s, or off), a concurrency (2, or off), or both")
     try:
         with transaction.atomic():
+            declared = _declared(target, config)
+            before = LimitOverride.objects.select_for_update().filter(target=target).first()
+            old_rate, _, _ = effective(declared, before)
             made, _ = LimitOverride.objects.update_or_create(
                 target=target, defaults={"rate": rate_text, "concurrency": slots, "set_by": principal.id,
                                          "set_at": clock.now()})
+            new_rate, _, _ = effective(declared, made)
+            woken = _retime(target, old=old_rate, new=new_rate, fresh=False)
     except IntegrityError:  # set by someone else at the same moment: theirs stands
         raise SanomaError(f"the limit of {target} was just changed by someone else",
                           code=ErrorCode.INVALID_INPUT) from None
     overrides.forget()
-    log.debug("limit of %s set by %s: rate %s, concurrency %s", target, principal.id, rate_text or "as declared",
-                "as declared" if slots is None else slots or "off")
+    log.debug("limit of %s set by %s: rate %s, concurrency %s; %d waiting runs go again", target, principal.id,
+              rate_text or "as declared", "as declared" if slots is None else slots or "off", woken)
     return made
 
 
 def reset(*, target: Any, by: str | Principal, config: ResolvedConfig | None = None) -> bool:
-    """Back to the declared limit, with a fresh budget (its cursors, slots and kept start times cleared).
-    True when there was an override."""
+    """Back to the declared limit, with a fresh budget (its cursors, slots and kept start times
+    cleared; the runs waiting under it go again at once). True when there was an override."""
     principal = principal_of(by)
     _check_can_change(principal)
     target = check_target(target, config or get_config())
     with transaction.atomic():
         removed, _ = LimitOverride.objects.filter(target=target).delete()
-        LimitCursor.objects.filter(scope=target).delete()
-        LimitSlot.objects.filter(scope=target).delete()
-        LimitHold.objects.filter(scope=target).delete()
+        woken = _retime(target, old=None, new=None, fresh=True)
     overrides.forget()
-    log.debug("limit of %s reset by %s", target, principal.id)
+    log.debug("limit of %s reset by %s; %d waiting runs go again", target, principal.id, woken)
     return bool(removed)
 
 
-__all__ = ["OFF", "acquire", "check_target", "drop_holds", "holds_of", "keep_holds", "push", "release",
-           "reserve", "reset", "set_override"]
+__all__ = ["OFF", "acquire", "check_target", "drop_holds", "effective", "holds_of", "keep_holds", "push", "release",
+           "reserve", "reset", "set_override", "waiting_on"]

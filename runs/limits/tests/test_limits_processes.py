@@ -10,6 +10,8 @@ The figures (rate achieved, most at once) are printed; the bounds asserted are t
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
 from functools import partial
@@ -22,6 +24,7 @@ from connectors.http.vendor_server import Answer, Received, VendorServer
 from connectors.limits import parse_rate
 from runs import services
 from runs.config.resolution import ResolvedConfig, load_config
+from runs.engine import clock
 from runs.models import LedgerRecord, Run, RunStatus
 from runs.testing import make_user
 from runs.tests.processes import READY_LINE, Worker, database_url, worker_env
@@ -29,6 +32,7 @@ from runs.tests.processes import READY_LINE, Worker, database_url, worker_env
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 ROOT = Path(__file__).resolve().parent / "limits_company"
+REPO = Path(__file__).resolve().parents[3]
 STARTER = "limits-tester"
 VERSION = "limits-v1"
 PATIENCE = 60.0  # seconds without progress before a wait fails
@@ -189,3 +193,43 @@ def test_a_429_with_retry_after_is_waited_out_durably_and_holds_the_limit_for_th
     assert kinds.count("op.attempt_failed") == 1 and kinds[-2:] == ["op.called", "run.finished"], kinds
     failed = LedgerRecord.objects.get(run_id=hit.id, kind="op.attempt_failed").body
     assert failed["error"]["status"] == 429 and failed["wait_ms"] >= 4000
+
+
+def test_raising_a_limit_with_the_command_lets_the_waiting_runs_go_at_once(site: Site) -> None:
+    """Runs waiting their turns under 1/min go within seconds of an operator's `manage.py limits set
+    meter --rate 100/s`, not at the turns the old limit gave them (the next a minute away)."""
+    make_user("ops", perms=["runs.pause"])
+    limits_set(site, "meter", "--rate", "1/min")
+    with meter_server(gated=False) as server:
+        site.start_workers(1, METER_URL=server.url)
+        runs = [site.start("pings", {"calls": 1, "account": f"w{i}"}) for i in range(4)]
+
+        def waiting() -> int:
+            return Run.objects.filter(id__in=[r.id for r in runs], status=RunStatus.WAITING,
+                                      waiting_for="rate limit of meter").count()
+
+        site.workers[0].wait_for(lambda: waiting() == 3, within=PATIENCE, progress=waiting,
+                                 what="three runs to wait for their turns under 1/min")
+        turns = sorted(t for t in Run.objects.filter(id__in=[r.id for r in runs], status=RunStatus.WAITING)
+                       .values_list("wake_at", flat=True) if t is not None)
+        raised = time.monotonic()
+        said = limits_set(site, "meter", "--rate", "100/s")
+        assert said == "meter: 100/s, 2 at once from the next call"
+        site.finish(runs)
+        took = time.monotonic() - raised
+        arrived = len(server.requests_to("POST", "/v1/pings"))
+    print(f"\nthe three waiting runs finished {took:.2f} s after the limit was raised (their old turns: "
+          f"{', '.join(f'{(t - turns[0]).total_seconds():.0f} s' for t in turns)} apart)")
+    assert arrived == 4 and len(turns) == 3
+    # Under the old limit the first of them would have waited about a minute, the last three.
+    assert clock.now() < turns[0]  # all finished before the first of the old turns came
+
+
+def limits_set(site: Site, *args: str) -> str:
+    """`manage.py limits set <args> --as ops`, as an operator types it; what it prints."""
+    done = subprocess.run([sys.executable, str(REPO / "manage.py"), "limits", "set", *args, "--as", "ops"],
+                          cwd=REPO, env=worker_env(db_url=site.db_url, var_dir=site.var, version=VERSION, root=ROOT,
+                                                   SANOMA_FAKES=""),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()

@@ -270,3 +270,72 @@ def test_the_api_says_what_the_run_waits_for(engine):
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     run = client.get(f"/api/runs/{runs[1].id}").json()["run"]
     assert (run["status"], run["waiting_for"]) == ("waiting", "rate limit of meter")
+
+
+def _waiting_on_a_slow_limit(engine, n: int = 3) -> list:
+    """`n` runs calling meter under an operator's 1/min: the first calls at once, the others wait their turn."""
+    make_user("olga", perms=["runs.pause"])
+    limit_services.set_override(target="meter", rate="1/min", by="olga")
+    runs = [engine.start("ping") for _ in range(n)]
+    engine.start("keyed", {"account": "k"})  # another limit's run: left alone by meter's change
+    engine.drain()
+    keyed_again = engine.start("keyed", {"account": "k"})
+    engine.drain()
+    for run in (*runs, keyed_again):
+        run.refresh_from_db()
+    assert runs[0].status == RunStatus.FINISHED
+    for i, run in enumerate(runs[1:], 1):
+        assert run.waiting_for == "rate limit of meter"
+        assert clock.to_ms(run.wake_at) - clock.now_ms() > (i * 64.2 - 2) * 1000  # the old limit's turns
+    assert keyed_again.waiting_for == "rate limit of gauge.ping.keyed for account k"
+    return [*runs, keyed_again]
+
+
+def test_raising_a_limit_wakes_the_runs_waiting_under_it_to_go_now_under_the_new_one(engine):
+    *runs, other = _waiting_on_a_slow_limit(engine)
+    began = clock.now_ms()
+    limit_services.set_override(target="meter", rate="100/s", by="olga")
+    for run in runs[1:]:
+        run.refresh_from_db()
+        assert (run.status, run.waiting_for, run.wake_at) == (RunStatus.QUEUED, "", None)  # woken in the change
+    other.refresh_from_db()
+    assert other.status == RunStatus.WAITING  # another limit's run keeps its turn
+    assert not LimitHold.objects.filter(scope="meter").exists()
+    engine.drain()  # no time passes but what the new limit spaces the calls by
+    for run in runs:
+        run.refresh_from_db()
+        assert run.status == RunStatus.FINISHED
+    at = [c["at"] for c in engine.calls]
+    assert at[1] - began < 1_000 and 10 <= at[2] - at[1] < 1_000  # the new interval (10.7 ms) apart, not a minute
+    assert sum(engine.slept) < 0.1
+
+
+@pytest.mark.parametrize("change", [{"rate": "off"}, {"concurrency": "0", "rate": "off"}, "reset"])
+def test_lifting_or_resetting_a_limit_lets_the_waiting_runs_go_at_once(engine, change):
+    *runs, _ = _waiting_on_a_slow_limit(engine)
+    if change == "reset":
+        limit_services.reset(target="meter", by="olga")  # back to 30/min, a fresh budget
+    else:
+        limit_services.set_override(target="meter", by="olga", **change)
+    engine.drain()
+    for run in runs:
+        run.refresh_from_db()
+    if change == "reset":  # the declared 30/min: the first woken goes now, the next 2.14 s on (not a minute)
+        assert [r.status for r in runs] == [RunStatus.FINISHED, RunStatus.FINISHED, RunStatus.WAITING]
+        assert clock.to_ms(runs[2].wake_at) - clock.now_ms() < 2140
+    else:
+        assert all(r.status == RunStatus.FINISHED for r in runs)
+        assert sum(engine.slept) == 0
+
+
+def test_tightening_a_limit_gives_the_waiting_runs_turns_under_the_new_one(engine):
+    make_user("olga", perms=["runs.pause"])
+    runs = [engine.start("ping") for _ in range(3)]  # 30/min: turns 2.14 s apart
+    engine.drain()
+    limit_services.set_override(target="meter", rate="1/min", by="olga")
+    engine.drain()
+    for run in runs[1:]:
+        run.refresh_from_db()
+        assert run.waiting_for == "rate limit of meter"
+    gaps = sorted(clock.to_ms(r.wake_at) - clock.now_ms() for r in runs[1:])
+    assert gaps[0] > 60_000 and gaps[1] - gaps[0] > 64_000  # a minute apart now, not 2.14 s

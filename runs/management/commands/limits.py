@@ -46,7 +46,7 @@ class Command(BaseCommand):
                 raise CommandError("reset takes no values: it goes back to the declared limit")
             services.reset(target=target, by=options["user"], config=config)
         row = next((r for r in selectors.limits_in_force(config) if r.target == target), None)
-        said = row.in_force if row is not None else "none"
+        said = row.in_force if row is not None and row.in_force != "none" else "no limit"
         self.stdout.write(f"{target}: {said} from the next call" + (" (as declared)" if action == "reset" else ""))
 
     def _list(self, config: Any) -> None:
@@ -58,5 +58,7 @@ class Command(BaseCommand):
         for row in rows:
             changed = f"  (set by {row.override.set_by} at {row.override.set_at:%Y-%m-%d %H:%M:%S})" \
                 if row.override else ""
-            self.stdout.write(f"{row.target:<{width}}  in force: {row.in_force}  declared: {row.declared_text}  "
-                              f"now: {row.use_text}{changed}")
+            # An unchanged limit is said once ("as declared"), not twice.
+            declared = f"  declared: {row.declared_text}" if row.override else " (as declared)"
+            self.stdout.write(f"{row.target:<{width}}  in force: {row.in_force}{declared}  now: {row.use_text}"
+                              f"{changed}")
