@@ -132,11 +132,11 @@ def main() -> None:
                   f"{d.worker_cpu_per_step * 1000:14.2f} ms | {d.group_cpu_per_step * 1000:9.2f} ms | "
                   f"{d.backends_cpu_per_step * 1000:16.2f} ms")
     if phases is not None:
-        quiet, held = phases
+        unheld, held = phases
         print()
         print("\n".join(aim_lines([Aim(
             f"a claim's p95 with a {hold:.0f} s read transaction open", p95(held.claims) * 1000, 10, True,
-            f"{p95(held.claims) * 1000:.2f} ms (without it {p95(quiet.claims) * 1000:.2f} ms; "
+            f"{p95(held.claims) * 1000:.2f} ms (without it {p95(unheld.claims) * 1000:.2f} ms; "
             f"{len(held.claims)} claims)", " ms")])))
     print(f"\nworker logs in {var}")
     failed = []
