@@ -56,6 +56,11 @@ def logging_config(*, log_format: str, sanoma_level: int, q_level: int, django_l
         "django": {"handlers": [], "level": django_level, "propagate": True},
         # django-q2 logs as "django-q"; with a handler above it, it adds no handler of its own.
         "django-q": {"level": q_level},
+        # The vendors' HTTP client logs each request at INFO; behave's log capture lowers the root
+        # level, so without this its output (and a scenario's, on a fake's local transport) fills
+        # with request lines.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     }
     if log_format == "json":
         # runserver's request lines have their own handler by default; in JSON they come here too.

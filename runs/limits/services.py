@@ -148,8 +148,11 @@ RUNTIME_VENDORS = frozenset({"sanoma", DATA_VENDOR})
 def check_target(target: Any, config: ResolvedConfig) -> str:
     """A connector's vendor or an operation's id of the config; `invalid_input` naming them."""
     if isinstance(target, str) and target.split(".", 1)[0] in RUNTIME_VENDORS:
-        raise _bad("target", f"{target} is sanoma's own ({target.split('.', 1)[0]}), not a vendor's: its calls "
-                             "take no limit (limit the vendor's connector or operation instead)")
+        vendor = target.split(".", 1)[0]
+        whose = f"{target} is sanoma's own connector" if target == vendor else \
+            f"{target} is an operation of sanoma's own connector {vendor}"
+        raise _bad("target", f"{whose}, not a vendor's: its calls take no limit (limit the vendor's connector or "
+                             "operation instead)")
     vendors = sorted({c.vendor for c in config.connectors if hasattr(c, "vendor")} - RUNTIME_VENDORS)
     if not isinstance(target, str) or (target not in vendors and target not in config.ops):
         raise _bad("target", f"No connector or operation {target!r}; the connectors are "
@@ -167,7 +170,9 @@ def check_rate_text(rate: Any) -> str:
     try:
         return parse_rate(rate).text
     except ValueError as err:
-        raise _bad("rate", f"{err} ({ALLOWED_RATE})") from None
+        # An error that already says the form only needs the way to lift a rate added.
+        said = str(err)
+        raise _bad("rate", f"{said} ({'or off to lift it' if '<calls>/<unit>' in said else ALLOWED_RATE})") from None
 
 
 ALLOWED_RATE = f"a rate is <calls>/<unit> such as {RATE_EXAMPLES}, or off to lift it"

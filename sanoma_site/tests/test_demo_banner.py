@@ -55,15 +55,19 @@ def test_the_demo_banner_says_what_another_terminal_exports_to_read_this_demo(ca
                                                                               monkeypatch):
     settings.VAR_DIR = tmp_path / "var"
     settings.SANOMA_ROOT = tmp_path / "var" / "demo" / "company"
+    settings.SANOMA_SITE_URL = "http://127.0.0.1:8742"
+    monkeypatch.setenv("SHOP_WEBHOOK_SECRET", "made up")
+    # Its address (a run advanced there announces links to this desk) and the made-up secrets.
     said = (f"another terminal: export SANOMA_VAR_DIR={tmp_path / 'var'} SANOMA_FAKES=instance "
-            f"SANOMA_ROOT={tmp_path / 'var' / 'demo' / 'company'}")
+            f"SANOMA_ROOT={tmp_path / 'var' / 'demo' / 'company'} SANOMA_SITE_URL=http://127.0.0.1:8742 "
+            "SHOP_WEBHOOK_SECRET='made up'")
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    Command()._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], [], [])
+    Command()._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], [], ["SHOP_WEBHOOK_SECRET"])
     [line] = [line for line in capsys.readouterr().out.splitlines() if "another terminal" in line]
     assert line.strip() == said
     # On a database of its own, the banner names the variable, never its value (it holds a password).
     monkeypatch.setenv("DATABASE_URL", "postgresql://sanoma:secret@db.example/sanoma")
-    Command()._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], [], [])
+    Command()._banner(resolve_on_fakes(SanomaConfig(connectors=[acme])), 8000, [], [], ["SHOP_WEBHOOK_SECRET"])
     out = capsys.readouterr().out
     [line] = [line for line in out.splitlines() if "another terminal" in line]
-    assert line.strip() == said + "   (and this demo's DATABASE_URL)" and "secret" not in out
+    assert line.strip() == said + "   (and this demo's DATABASE_URL)" and "secret@" not in out

@@ -23,6 +23,7 @@ Starting, watching and stopping the children is `runs.children`'s, as for `manag
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -186,8 +187,11 @@ class Command(BaseCommand):
             *([f"  secrets: {', '.join(secrets)} (a made-up value each, for this demo)"] if secrets else []),
             # A command in another terminal reads the database and the company its environment names:
             # without these it reads another (the default var/ database, company/), and shows other runs.
+            # Its address too: a run advanced there announces its approvals with links to this desk
+            # (not the default port's); and the made-up secrets, so its credentials read as set.
             f"  another terminal: export SANOMA_VAR_DIR={settings.VAR_DIR} SANOMA_FAKES=instance "
-            f"SANOMA_ROOT={settings.SANOMA_ROOT}"
+            f"SANOMA_ROOT={settings.SANOMA_ROOT} SANOMA_SITE_URL={settings.SANOMA_SITE_URL}"
+            + "".join(f" {name}={shlex.quote(os.environ.get(name, ''))}" for name in secrets)
             + ("   (and this demo's DATABASE_URL)" if os.environ.get("DATABASE_URL") else ""),
             "  try:    .venv/bin/python manage.py runs",
             "          .venv/bin/python manage.py decide <refund run id> approve --as finance-lead --note 'ok'",
