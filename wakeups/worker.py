@@ -53,7 +53,11 @@ LONGEST_WAIT = 2.0
 # its NOTIFY, so an idle worker's pass (one read transaction) is made only this often; it also
 # bounds how late an approval announcement's retry is queued.
 IDLE_LONGEST_WAIT = 10.0
-BEAT_EVERY = presence.WORKER_BEAT  # how often the worker says it is up (runs.presence)
+def beat_every() -> float:
+    """How often the worker says it is up (runs.presence): every WORKER_BEAT seconds, and at least
+    three times a lease, since `manage.py health --worker` counts a worker whose last beat is older
+    than its lease (SANOMA_LEASE_SECONDS) as unhealthy."""
+    return min(presence.WORKER_BEAT, float(settings.SANOMA_LEASE_SECONDS) / 3)
 IDLE_STOP_EXIT = 0
 
 
@@ -246,14 +250,15 @@ class Worker:
         ends = time.monotonic() + self.for_seconds if self.for_seconds else None
         next_check = time.monotonic() + settings.SANOMA_IDLE_CHECK_SECONDS
         stopped_idle = None
-        next_beat = time.monotonic() + BEAT_EVERY  # and again every BEAT_EVERY seconds
+        beat_seconds = beat_every()
+        next_beat = time.monotonic() + beat_seconds  # and again every beat_seconds
         next_look = 0.0  # when the next pass (sweep, fires, announcements) is due
         try:
             while not stop and (ends is None or time.monotonic() < ends):
                 try:
                     if time.monotonic() >= next_beat:
                         presence.beat(role=PresenceRole.WORKER, version=config.version)
-                        next_beat = time.monotonic() + BEAT_EVERY
+                        next_beat = time.monotonic() + beat_seconds
                     # A pinned worker's code is a fixed commit: a deploy's restart is not for it. A
                     # file's time, read on every turn (no query).
                     restart = None if self.pinned else restart_requested(since=self.started_at)

@@ -304,7 +304,9 @@ def test_an_idle_worker_makes_less_than_a_transaction_a_second(site: Site) -> No
     sweep pass every 10 s (0.65 a second as measured; 3.7 when the pusher polled every second, each
     take after a `SELECT 1`, and the loop swept every 2 s). A window of 10 s, read after the
     backends' own counts have been flushed (about a second after each goes idle)."""
-    site.worker("v1", SANOMA_WORKERS="2").start(ready_within=PATIENCE)
+    # The site's default lease (the tests' 3 s one makes the worker beat every second: a beat at
+    # least three times a lease, so `health --worker` never finds a live worker's beat too old).
+    site.worker("v1", SANOMA_WORKERS="2", SANOMA_LEASE_SECONDS="30").start(ready_within=PATIENCE)
     time.sleep(5.0)  # the start's own work (the cluster's processes, the first pass) done
     first = _commits()
     time.sleep(10.0)
