@@ -276,18 +276,19 @@ def test_a_check_that_throws_makes_the_value_invalid_without_showing_it(vault_si
 
 
 def test_a_variable_two_connectors_declare_is_ready_only_if_it_is_for_both(vault_site, monkeypatch) -> None:
-    # The port keeps one row per declaring connector (each checks it with its own model) rather than
-    # merging them; what the worker needs is the worse of the two, and optional holds only if both are.
+    # One row per variable, naming every connector that declares it, each checking it with its own
+    # model: the row says the graver status; what the worker needs is the worse of the two, and
+    # optional holds only if both are.
     strict = define_connector("strict", {}, environment=SharedRequired)
     lenient = define_connector("lenient", {}, environment=SharedOptional)
     also = define_connector("also", {}, environment=AlsoOptional)
     rows = selectors.credential_statuses(among=[strict, lenient])
-    assert [(r.connector, r.status) for r in rows] == [("strict", "missing"), ("lenient", "not_set")]
+    assert [(r.connector, r.status) for r in rows] == [("strict, lenient", "missing")]
     assert secrets.startup_problems([strict, lenient]) == ["strict: SHARED_KEY is missing (a key both use)"]
     assert secrets.startup_problems([lenient, also]) == []  # optional for both: ready
     monkeypatch.setenv("SHARED_KEY", "short")
     rows = selectors.credential_statuses(among=[strict, lenient])
-    assert [(r.connector, r.status) for r in rows] == [("strict", "invalid"), ("lenient", "set")]
+    assert [(r.connector, r.status) for r in rows] == [("strict, lenient", "invalid")]
     assert secrets.startup_problems([lenient, strict]) == [
         "strict: SHARED_KEY is invalid (environment): String should have at least 8 characters"]
 

@@ -306,4 +306,5 @@ def test_a_json_listing_keeps_every_field(company, monkeypatch):
     hook = next(r for r in json.loads(out.getvalue()) if r["name"] == "SHOP_WEBHOOK_SECRET")
     assert hook == {"connector": "shop", "name": "SHOP_WEBHOOK_SECRET", "description": hook["description"],
                     "status": "missing", "problem": "a data file needs it: resources/webhooks.py:5 (orders_hook)",
-                    "source": "none", "needed_by": ["resources/webhooks.py:5 (orders_hook)"]}
+                    "source": "none", "needed_by": ["resources/webhooks.py:5 (orders_hook)"],
+                    "used_by": ["shop"], "descriptions": hook["descriptions"]}
