@@ -24,6 +24,8 @@ sys.modules["boom_urls"] = urls
 logging.getLogger("sanoma.engine").info("run %s failed: %s", "r-42", "no stock", extra={"run_id": "r-42"})
 logging.getLogger("sanoma.sweep").info("swept")
 logging.getLogger("sanoma.engine").debug("not shown at INFO")
+logging.getLogger().setLevel(logging.DEBUG)  # as behave's log capture does
+logging.getLogger("httpx").info("HTTP Request: GET https://api.github.com/orgs/acme")
 with override_settings(ROOT_URLCONF="boom_urls"):
     client = Client(raise_request_exception=False)
     assert client.get("/nowhere/").status_code == 404
@@ -57,6 +59,7 @@ def test_plain_format_logs_a_server_error_with_its_traceback(tmp_path):
     assert " ERROR django.request: Internal Server Error: /boom/" in done.stderr
     assert "RuntimeError: the view broke" in done.stderr
     assert " INFO sanoma.engine: run r-42 failed: no stock" in done.stderr
+    assert "HTTP Request" not in done.stderr  # the vendors' client logs each request at INFO: kept out
 
 
 def test_a_record_with_an_exception_and_an_object_stays_one_json_line():
