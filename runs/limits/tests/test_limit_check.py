@@ -3,14 +3,17 @@ the declaration, saying what is wrong, with a hint saying how to write it right.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from django.test import override_settings
 
 from runs.config.checks import check_config
-from sanoma_site.tests.support import manage
+from runs.tests.processes import REPO
 
 COMPANY = Path(__file__).resolve().parent / "limits_company"
 DECLARED = 'limit=Limit(rate="5/s", concurrency=2))'
@@ -84,7 +87,10 @@ def test_each_bad_limit_is_its_own_error_saying_what_is_wrong_and_how_to_write_i
 
 def test_manage_check_shows_the_error_and_its_own_hint(tmp_path):
     root, line = company_declaring(tmp_path, 'limit=Limit(rate="5/s", concurrency=0))')
-    done = manage("check", SANOMA_ROOT=str(root), SANOMA_VAR_DIR=str(tmp_path / "var"))
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    env.update(SANOMA_ROOT=str(root), SANOMA_VAR_DIR=str(tmp_path / "var"))
+    done = subprocess.run([sys.executable, str(REPO / "manage.py"), "check"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
     said = done.stdout + done.stderr
     assert done.returncode != 0
     assert (f"{root}/meter.py:{line}: (sanoma.E014) meter.py: invalid limit: Limit concurrency must be a whole "
