@@ -38,6 +38,7 @@ def approval_state(approval: Approval) -> dict[str, Any]:
         "approver": approval.approver,
         "requested_by": approval.requested_by,
         "covers": list(approval.covers),
+        "rules": list(approval.rules or []),
         "links": list(approval.links),
         "status": approval.status,
         "requested_at": approval.requested_at.isoformat(),

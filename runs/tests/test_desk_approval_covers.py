@@ -34,6 +34,8 @@ def test_the_approval_page_says_it_under_what_the_call_does(company):  # noqa: F
     approval = Approval.objects.get(run=run)
     page = desk("finance-lead").get(f"/admin/runs/approval/{approval.pk}/change/").content.decode()
     assert f'id="approval-covers-said"><strong>{SAID}.</strong>' in page
+    rules = '<code>refund-daily-budget</code>, <code>refunds-need-finance</code>'
+    assert f'<tr><th>rules</th><td id="approval-rules">{rules}</td></tr>' in page
 
 
 def test_the_run_page_names_what_an_approval_covers_and_links_a_decided_one_without_open(company):  # noqa: F811
