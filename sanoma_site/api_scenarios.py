@@ -1,5 +1,6 @@
 """`GET /api/scenarios`: the config's scenarios (its feature files), each with where it is and the
-workflow it runs; a scenario that cannot be read is listed with its problem instead.
+workflow it runs; a scenario that cannot be read is listed with its problem instead, and one no
+sandbox run can be seeded from with why.
 
 It lives here, not in `runs.api`, because the scenarios are read by `features` (which sits above
 `runs`); it answers through the API's own view class, so errors, paging and headers are the API's.
@@ -16,6 +17,7 @@ from rest_framework.response import Response
 
 from features.library.errors import ScenarioConfigError
 from features.library.loader import load_scenarios
+from features.library.sandbox import sandbox_problem
 from runs.api.base import SanomaAPIView, errors
 from runs.api.pagination import Page
 from runs.api.serializers import StrictCharField, StrictSerializer
@@ -42,7 +44,9 @@ class ScenarioSerializer(serializers.Serializer):
     workflow = serializers.CharField(allow_null=True, help_text="The workflow its When runs; null with a problem.")
     tags = serializers.ListField(child=serializers.CharField())
     ops = serializers.ListField(child=serializers.CharField(), help_text="The operations its steps name.")
-    problem = serializers.CharField(allow_null=True, help_text="Why it cannot be read; null when it can.")
+    problem = serializers.CharField(allow_null=True, help_text=(
+        "Why it cannot be read (its workflow null), or why no sandbox run can be seeded from it (a start "
+        "is refused with these words); null when it can be read and started."))
 
 
 class ScenarioQuery(StrictSerializer):
@@ -57,7 +61,7 @@ def scenario_entries(config: ResolvedConfig) -> list[ScenarioEntry]:
         return [ScenarioEntry(file=None, line=None, name=None, workflow=None, problem=str(p)) for p in err.problems]
     entries = [
         ScenarioEntry(file=s.file, line=s.line, name=s.name, workflow=s.workflow, tags=list(s.tags),
-                      ops=sorted({step.op for step in s.steps if step.op}))
+                      ops=sorted({step.op for step in s.steps if step.op}), problem=sandbox_problem(s))
         for s in sorted(loaded.scenarios, key=lambda s: (s.file, s.line))
     ]
     root = getattr(config, "root", None)

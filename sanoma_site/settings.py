@@ -74,7 +74,18 @@ def _refuse(problems: list[str]) -> None:
     previous = sys.excepthook
 
     def print_one_line(kind: type[BaseException], value: BaseException, trace: TracebackType | None) -> None:
-        if isinstance(value, ImproperlyConfigured) and str(value) == message:
+        if isinstance(value, ImproperlyConfigured) and str(value) == message and _PROBE_ONLY:
+            # `manage.py health` answers as a probe: the environment is one more failed check, said as
+            # the command says any other (exit status 1, the interpreter's for an uncaught error).
+            said = "; ".join(p.replace("\n", " ") for p in problems)
+            if "--json" in sys.argv[2:]:
+                import json
+                sys.stdout.write(json.dumps({"ok": False, "checks": {"environment": {"ok": False, "problem": said}}})
+                                 + "\n")
+            else:
+                sys.stdout.write("environment: FAILED\n")
+            sys.stderr.write(f"CommandError: unhealthy: environment: {said}\n")
+        elif isinstance(value, ImproperlyConfigured) and str(value) == message:
             sys.stderr.write(f"ImproperlyConfigured: {message}\n")
         else:
             previous(kind, value, trace)
@@ -147,10 +158,14 @@ def _database(url: str, default_file: Path) -> dict[str, Any]:
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = _read(env.path, "SANOMA_VAR_DIR", BASE_DIR / "var").resolve()
-try:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
-except OSError as err:
-    _problems.append(f"SANOMA_VAR_DIR={str(VAR_DIR)!r}: the folder cannot be made ({err.strerror})")
+# `manage.py health` is a probe: it makes nothing, whatever SANOMA_VAR_DIR names (a folder made
+# there would hide the mistake it reports). Every other process makes the folders it writes in.
+_PROBE_ONLY = Path(sys.argv[0]).name == "manage.py" and sys.argv[1:2] == ["health"]
+if not _PROBE_ONLY:
+    try:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        _problems.append(f"SANOMA_VAR_DIR={str(VAR_DIR)!r}: the folder cannot be made ({err.strerror})")
 
 SANOMA_PROFILE = _read(
     env.str, "DJANGO_ENV", "development",
@@ -410,7 +425,15 @@ SANOMA_METRICS_COLLECTORS: list[str] = [
     "runs.health.metrics.HealthCollector", "wakeups.health.WakeupCollector",
     *_read_list("SANOMA_METRICS_COLLECTORS", []),
 ]
-if SANOMA_METRICS:
+if SANOMA_METRICS and _PROBE_ONLY:
+    # The probe serves no /metrics: it writes values to the folder only when it is there already
+    # (else prometheus_client keeps them in the process).
+    _metrics_dir = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or VAR_DIR / "metrics")
+    if _metrics_dir.is_dir():
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(_metrics_dir)
+    else:
+        os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+elif SANOMA_METRICS:
     _metrics_dir = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or VAR_DIR / "metrics")
     try:
         _metrics_dir.mkdir(parents=True, exist_ok=True)

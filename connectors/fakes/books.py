@@ -171,6 +171,9 @@ class _FileStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        # The folder is made by the first change, not when the fake is made: a process that only
+        # reads (`manage.py health`, a check) makes no folder.
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -38,12 +38,22 @@ def scenarios_of(config: ResolvedConfig, workflow: str | None = None) -> list[m.
     return sorted((s for s in found if workflow is None or s.workflow == workflow), key=lambda s: (s.file, s.line))
 
 
+def check_workflow(config: ResolvedConfig, workflow: str | None) -> None:
+    """Nothing when `workflow` is None or the config's; else `invalid_input` naming it, the closest
+    workflow names and every workflow there is."""
+    if workflow is None or workflow in config.workflows:
+        return
+    names = sorted(config.workflows)
+    close = difflib.get_close_matches(workflow, names, n=SUGGESTED, cutoff=0.6)
+    meant = f" Did you mean {' or '.join(close)}?" if close else ""
+    said = f"No workflow {workflow!r}.{meant} The workflows are {', '.join(names)}"
+    raise InvalidInput(said, data={"issues": [{"path": ["workflow"], "code": IssueCode.NOT_FOUND,
+                                               "message": said}]})
+
+
 def find_scenario(config: ResolvedConfig, *, name: str, workflow: str | None = None) -> m.Scenario:
     """The scenario called `name` (running `workflow`, when given); else `invalid_input` naming those there are."""
-    if workflow is not None and workflow not in config.workflows:
-        said = f"No workflow {workflow!r}; the workflows are {', '.join(sorted(config.workflows))}"
-        raise InvalidInput(said, data={"issues": [{"path": ["workflow"], "code": IssueCode.NOT_FOUND,
-                                                   "message": said}]})
+    check_workflow(config, workflow)
     mine = scenarios_of(config, workflow)
     scenario = next((s for s in mine if s.name == name), None)
     if scenario is not None:
@@ -106,18 +116,42 @@ def _run_step(world: Any, step: m.ScenarioStep) -> None:
         raise StepFailed(str(err) or f"{step.describe()} did not hold") from None
 
 
+def sandbox_problem(scenario: m.Scenario) -> str | None:
+    """Why a sandbox run can never be seeded from the scenario, known before seeding it: a `Given`
+    of a step set whose function refuses the sandbox (its `sandbox_refusal(*values)` says why, as
+    the spend steps' do: they write the company's own table). None when nothing refuses."""
+    for step in scenario.steps:
+        if step.kind != "given" or not isinstance(step.action, m.Custom):
+            continue
+        refusal = getattr(step.action.function, "sandbox_refusal", None)
+        if refusal is not None:
+            return (f"The scenario's step {step.describe()!r} ({scenario.file}:{step.line}) cannot seed a sandbox "
+                    f"run: {refusal(*step.action.values)}")
+    return None
+
+
+def _seed_refused(said: str, detail: str) -> InvalidInput:
+    return InvalidInput(said, data={"issues": [{"path": ["scenario"], "code": IssueCode.INVALID, "message": detail}]})
+
+
 def seed(config: ResolvedConfig, scenario: m.Scenario) -> None:
     """The scenario's `Given` steps against `config`'s fakes (fresh ones: a sandbox's), then its
-    faults queued, as a scenario run does before its run starts. A seed that fails is `invalid_input`."""
+    faults queued, as a scenario run does before its run starts. A scenario with a `sandbox_problem`,
+    or a seed that fails, is `invalid_input` naming the step and its place from the config root."""
+    problem = sandbox_problem(scenario)
+    if problem is not None:
+        raise _seed_refused(problem, problem)
     world = _world(config, scenario)
     for step in scenario.steps:
         if step.kind == "given" and isinstance(step.action, SEEDS):
             try:
                 _run_step(world, step)
             except StepFailed as err:
-                raise InvalidInput(f"The scenario's step {step.describe()!r} (line {step.line}) could not seed the "
-                                   f"fakes: {err}", data={"issues": [{"path": ["scenario"], "code": IssueCode.INVALID,
-                                                                    "message": str(err)}]}) from None
+                # The world's failure starts with `<file>:<line>: <step>`: said here once, from the config root.
+                head, _, rest = str(err).partition("\n")
+                why = rest if rest and head.endswith(step.describe()) else str(err)
+                raise _seed_refused(f"The scenario's step {step.describe()!r} ({scenario.file}:{step.line}) could not "
+                                    f"seed the fakes: {why}", why) from None
     for fault in scenario.actions(m.Fault):
         vendor = config.ops[fault.op].vendor
         getattr(config.fakes[vendor], fault.fault)(fault.op)
@@ -152,13 +186,15 @@ def checks(config: ResolvedConfig, scenario: m.Scenario, *, run_id: str,
 
 def _chosen(scenario: m.Scenario) -> Chosen:
     return Chosen(name=scenario.name, file=scenario.file, line=scenario.line, workflow=scenario.workflow,
-                  input=dict(scenario.input), steps=[s.describe() for s in scenario.steps])
+                  input=dict(scenario.input), steps=[s.describe() for s in scenario.steps],
+                  problem=sandbox_problem(scenario) or "")
 
 
 class ScenarioBook:
     """The runtime's scenario reader (`runs.sandbox.scenarios.ScenarioReader`) over this library."""
 
     def of_workflow(self, config: ResolvedConfig, workflow: str | None) -> list[Chosen]:
+        check_workflow(config, workflow)
         return [_chosen(s) for s in scenarios_of(config, workflow)]
 
     def find(self, config: ResolvedConfig, *, name: str, workflow: str | None = None) -> Chosen:

@@ -368,6 +368,9 @@ class ApprovalSerializer(serializers.Serializer):
     approver = serializers.CharField(help_text="A username, or `group:<name>`.")
     requested_by = NamedChoiceField(choices=["workflow", "policy"])
     covers = serializers.ListField(child=serializers.CharField(), help_text="The operations it lets through.")
+    rules = serializers.ListField(child=serializers.CharField(), help_text=(
+        "The policy rules it was asked for and lifts (a Cedar `@approve` forbid's `@id`, a Python policy's "
+        "name); empty for a workflow's own approval, which lifts every hold for its approver."))
     links = serializers.JSONField()
     status = serializers.CharField(help_text="pending, approved, rejected or withdrawn")
     requested_at = serializers.CharField()

@@ -38,6 +38,7 @@ def approval_state(approval: Approval) -> dict[str, Any]:
         "approver": approval.approver,
         "requested_by": approval.requested_by,
         "covers": list(approval.covers),
+        "rules": list(approval.rules or []),
         "links": list(approval.links),
         "status": approval.status,
         "requested_at": approval.requested_at.isoformat(),
@@ -69,16 +70,21 @@ def covered_ops(approval: Approval) -> list[str]:
 
 def covers_said(approval: Approval) -> str:
     """What else deciding this approval decides, for its approver: an approved hold lets through
-    every later call of the operations it covers in the same run that is held for the same
-    approver, without asking again. Empty when it covers nothing."""
+    every later call of the operations it covers in the same run that the same rules hold for the
+    same approver, without asking again (another rule's hold asks again, see the policies guide's
+    "What an approval lifts"). An approval recording no rules lifts every hold for its approver.
+    Empty when it covers nothing."""
     ops = covered_ops(approval)
     if not ops:
         return ""
     joined = ", ".join(ops)
+    held = f"held for {approval.approver}"
+    rules = [str(rule) for rule in approval.rules or []]
+    if rules:
+        held += f" by rule {' or '.join(rules)}"
     if approval.op:
-        return (f"Also lets through every later {joined} of this run held for {approval.approver}, "
-                "without asking again")
-    return f"Lets through every {joined} of this run held for {approval.approver}, without asking again"
+        return f"Also lets through every later {joined} of this run {held}, without asking again"
+    return f"Lets through every {joined} of this run {held}, without asking again"
 
 
 def inbox(*, principal: str | Principal, status: str | None = ApprovalStatus.PENDING) -> QuerySet[Approval]:

@@ -110,8 +110,6 @@ def _make_drivers(
 ) -> tuple[dict[str, Driver], dict[str, Any]]:
     drivers: dict[str, Driver] = {}
     fakes: dict[str, Any] = {}
-    if fake_dir is not None and fakes_mode == "instance":
-        fake_dir.mkdir(parents=True, exist_ok=True)
     for connector in connectors:
         if not isinstance(connector, Connector):
             continue

@@ -52,10 +52,13 @@ def missing_file(using: str = "default") -> str | None:
     return None if Path(name).exists() else name
 
 
-def database(using: str = "default") -> Check:
+def database(using: str = "default", *, say_why: bool = False) -> Check:
+    """The database answers; `say_why` names a missing SQLite file's path (the command's output),
+    else only that it is missing (an unauthenticated HTTP answer says no path of the host)."""
     missing = missing_file(using)
     if missing is not None:
-        return Check("database", False, f"the database file {missing} does not exist (check SANOMA_VAR_DIR or "
+        which = f"the database file {missing}" if say_why else "the database file"
+        return Check("database", False, f"{which} does not exist (check SANOMA_VAR_DIR or "
                                         "DATABASE_URL; `manage.py migrate` makes it)")
     try:
         with connections[using].cursor() as cursor:
@@ -101,8 +104,10 @@ def config(*, say_why: bool) -> Check:
 
 
 def readiness(*, say_why: bool = False) -> list[Check]:
-    """The database, then (when it answers) the migrations, and the config."""
-    checks = [database()]
+    """The database, then (when it answers) the migrations, and the config. `say_why` (the command,
+    run by the operator) says the paths and the config's own error; without it (`/readyz`, open to
+    anyone) the lines name no file of the host."""
+    checks = [database(say_why=say_why)]
     if checks[0].ok:
         checks.append(migrations())
     checks.append(config(say_why=say_why))

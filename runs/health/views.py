@@ -3,7 +3,7 @@
 `/healthz` answers 200 as soon as the process serves requests, reading nothing; `/readyz` answers
 200 when the database answers, every migration is applied and the config resolves, else 503 with
 the checks by name, each failed one saying what failed (without the config's own error, which
-names files: `manage.py health` prints it).
+names files, nor a missing database file's path: `manage.py health` prints them).
 
 Both take GET and HEAD only: any other method is 405 with a short JSON body naming them (and the
 `Allow` header), answered before the CSRF check, which would otherwise answer a POST with its HTML

@@ -24,6 +24,7 @@ class Chosen:
     workflow: str
     input: dict[str, Any]
     steps: list[str] = field(default_factory=list)  # each step as written, keyword first
+    problem: str = ""  # why no sandbox run can be seeded from it (starting one is refused so); "" when one can
 
     @property
     def input_json(self) -> str:

@@ -51,14 +51,18 @@ def _currency(op: Any, named: str | None) -> str:
     return code
 
 
+def _sandbox_refusal(op_id: str, *_: Any) -> str:
+    """Why a seed of spend refuses a sandbox run: its fakes are its own, but the spend table is the
+    company's, so a seeded amount would count against every real refund's budget today. Said up
+    front (`features.library.sandbox.sandbox_problem` reads it off the step's function)."""
+    return f"the spend it seeds would count as the company's real {op_id} spend today"
+
+
 def seed(world: Any, op_id: str, cents: int, starter: str = "", currency: str | None = None) -> None:
     op = _operation(world, op_id)
     code = _currency(op, currency)
     if getattr(world, "sandbox", False):
-        # A sandbox run's fakes are its own, but the spend table is the company's: a seeded amount
-        # would count against every real refund's budget today.
-        raise AssertionError(f"{op_id}'s spend cannot be seeded in a sandbox run: it would count as the "
-                             "company's real spend today")
+        raise AssertionError(f"{op_id}'s spend cannot be seeded in a sandbox run: {_sandbox_refusal(op_id)}")
     now = clock.now()
     number = SpendEntry.objects.filter(run_id__startswith="scenario-seed-").count() + 1
     SpendEntry.objects.create(
@@ -111,6 +115,9 @@ def spent_today(world: Any, op_id: str, cents: int) -> None:
 def spent_today_in(world: Any, op_id: str, cents: int, currency: str) -> None:
     _spent_today(world, op_id, cents, currency)
 
+
+for _seeds in (seed, seed_by, seed_in):
+    _seeds.sandbox_refusal = _sandbox_refusal  # type: ignore[attr-defined]
 
 SPEND_STEPS = [
     ("given", "{op} has spent {int} today", seed),

@@ -407,6 +407,8 @@ def test_the_inbox_lists_what_you_may_decide_with_what_it_lets_through(held, eng
     refund = items[1]
     assert refund["op"] == "acme.order.refund" and refund["input"] == {"order_id": "1", "amount": 10}
     assert refund["covers"] == ["acme.order.refund"]
+    assert refund["rules"] == ["runs.tests.test_api.refunds_need_bob"]  # its policy; a workflow's own approval: none
+    assert items[0]["rules"] == []
     assert refund["requested_by"] == "policy" and refund["title"] == "Refunds need bob"
     assert refund["run"] == {"run_id": held.id, "workflow": "refund", "status": "waiting", "started_by": "alice"}
     for user in ("carol", "alice"):

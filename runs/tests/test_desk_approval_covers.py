@@ -1,8 +1,10 @@
 """What an approval lets through besides its own call, said to its approver: an approved hold lets
-every later call of the operations it covers in the run through, held for the same approver,
-without asking again; the inbox row, the approval's page and the run's Approvals say so in words.
+every later call of the operations it covers in the run through that the same rules hold for the
+same approver, without asking again (another rule's hold asks again); the inbox row, the approval's
+page and the run's Approvals say so in words, naming the rules.
 
-On the example company (`company/`), whose refund the policy holds for finance-lead."""
+On the example company (`company/`), whose refund the policy holds for finance-lead (and, past the
+day's budget, by a second rule)."""
 from __future__ import annotations
 
 import re
@@ -15,7 +17,8 @@ from runs.tests.test_desk_approve import company, desk, refund  # noqa: F401 (co
 
 pytestmark = pytest.mark.django_db
 
-SAID = "Also lets through every later shop.order.refund of this run held for finance-lead, without asking again"
+SAID = ("Also lets through every later shop.order.refund of this run held for finance-lead by rule "
+        "refund-daily-budget or refunds-need-finance, without asking again")
 
 
 def test_the_inbox_row_says_the_approval_lets_later_calls_of_its_operation_through(company):  # noqa: F811
@@ -31,6 +34,8 @@ def test_the_approval_page_says_it_under_what_the_call_does(company):  # noqa: F
     approval = Approval.objects.get(run=run)
     page = desk("finance-lead").get(f"/admin/runs/approval/{approval.pk}/change/").content.decode()
     assert f'id="approval-covers-said"><strong>{SAID}.</strong>' in page
+    rules = '<code>refund-daily-budget</code>, <code>refunds-need-finance</code>'
+    assert f'<tr><th>rules</th><td id="approval-rules">{rules}</td></tr>' in page
 
 
 def test_the_run_page_names_what_an_approval_covers_and_links_a_decided_one_without_open(company):  # noqa: F811

@@ -164,15 +164,42 @@ def _health(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
 
 
 @pytest.mark.process
-def test_the_command_says_a_missing_sqlite_file_is_missing_and_does_not_make_it(tmp_path):
+def test_the_command_says_a_missing_sqlite_file_is_missing_and_makes_nothing(tmp_path):
     var = tmp_path / "var"
-    env = worker_env(db_url="", var_dir=var, version="", root=COMPANY)
+    # On instance fakes, with the metrics folder left to its default (<var>/metrics).
+    env = {k: v for k, v in worker_env(db_url="", var_dir=var, version="", root=COMPANY).items()
+           if k != "PROMETHEUS_MULTIPROC_DIR"}
     done = _health(env, "--worker")
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.splitlines()[0] == "database: FAILED"
     assert f"database: the database file {var / 'sanoma.sqlite3'} does not exist" in done.stderr
     assert "worker: the database does not exist" in done.stderr
-    assert not (var / "sanoma.sqlite3").exists()
+    # A probe makes nothing: not the database, nor the var folder, its fakes' or its metrics' folder.
+    assert not var.exists()
+    # /readyz, open to anyone, says the file is missing without naming where the host keeps it.
+    ask = ("from django.test import Client; answer = Client().get('/readyz'); "
+           "print(answer.status_code, answer.content.decode())")
+    shown = subprocess.run([sys.executable, str(REPO / "manage.py"), "shell", "-v", "0", "-c", ask], cwd=REPO,
+                           env=env, capture_output=True, text=True, timeout=120)
+    status, _, body = shown.stdout.strip().partition(" ")
+    assert status == "503", shown.stdout + shown.stderr
+    assert json.loads(body)["checks"]["database"] == {"ok": False, "problem": (
+        "the database file does not exist (check SANOMA_VAR_DIR or DATABASE_URL; `manage.py migrate` makes it)")}
+    assert str(tmp_path) not in body and not (var / "sanoma.sqlite3").exists()
+
+
+@pytest.mark.process
+def test_a_malformed_environment_is_one_failed_check_exit_1(tmp_path):
+    env = worker_env(db_url="notaurl", var_dir=tmp_path / "var", version="", root=COMPANY)
+    done = _health(env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = "DATABASE_URL: not a database URL: write sqlite:///<path> or postgresql://user@host:port/name"
+    assert done.stdout == "environment: FAILED\n"
+    assert done.stderr == f"CommandError: unhealthy: environment: {said}\n"
+    as_json = _health(env, "--json")
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout) == {"ok": False, "checks": {"environment": {"ok": False, "problem": said}}}
+    assert not (tmp_path / "var").exists()
 
 
 @pytest.mark.process

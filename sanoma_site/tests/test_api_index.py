@@ -40,7 +40,15 @@ def test_the_scenarios_are_listed_with_file_line_and_the_workflow_each_runs():
     assert shipped["name"] == "the warehouse says the order shipped"
     assert (shipped["workflow"], shipped["problem"]) == ("await-shipment", None)
     # each entry is a readable scenario with its workflow, or a problem placed at its file and line
-    assert all((s["workflow"] is None) == (s["problem"] is not None) for s in body["results"])
+    assert all(s["problem"] is not None for s in body["results"] if s["workflow"] is None)
+    # a readable one no sandbox run can be seeded from says why up front, in the words a start refuses with
+    budget = by_place[("scenarios/budget.feature", 37)]
+    assert (budget["workflow"], budget["problem"]) == ("refund", (
+        "The scenario's step 'Given shop.order.refund has spent 90000 today' (scenarios/budget.feature:38) "
+        "cannot seed a sandbox run: the spend it seeds would count as the company's real shop.order.refund spend "
+        "today"))
+    seedable = [s for s in body["results"] if s["workflow"] and s["file"] != "scenarios/budget.feature"]
+    assert seedable and all(s["problem"] is None for s in seedable)
     assert all(s["file"] and s["line"] for s in body["results"])
     only = client.get("/api/scenarios", {"workflow": "await-shipment", "limit": "500"}).json()
     assert only["results"] == [s for s in body["results"] if s["workflow"] == "await-shipment"]

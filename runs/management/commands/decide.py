@@ -23,6 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("--approval", help="the approval id (approval-2); default: the first pending")
         parser.add_argument("--id", dest="message_id", help="a message id: sending it again decides once")
         parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the run to read it")
+        parser.add_argument("--json", action="store_true",
+                            help="print the approval as JSON instead (as POST /api/runs/<id>/approvals answers it)")
 
     @guarded
     def handle(self, *args: Any, **options: Any) -> None:
@@ -35,11 +37,12 @@ class Command(BaseCommand):
             note=options["note"], approval_id=options["approval"], message_id=options["message_id"],
             timeout=0 if found is not None and not found.ok else options["timeout"],
         )
-        if state["status"] == "pending" and found is not None and not found.ok:
+        if options["json"]:
+            self.stdout.write(dumps(state))
+        elif state["status"] == "pending" and found is not None and not found.ok:
             self.stdout.write(f"{state['id']}: sent; still pending: the run applies it when a worker runs, and "
                               f"{found.missing} (start one: `manage.py worker`)")
         elif state["status"] == "pending":
             self.stdout.write(f"{state['id']}: sent; still pending (the run applies it when a worker runs)")
         else:
             self.stdout.write(f"{state['id']}: {state['status']} by {state['decided_by']}")
-        self.stdout.write(dumps(state))

@@ -53,7 +53,7 @@ class Command(BaseCommand):
         self._print(out)
 
     def _print(self, out: dict[str, Any]) -> None:
-        self.stdout.write(f"{out['op']}: policy {out.get('kind')} {out.get('version')}")
+        self.stdout.write(f"{out['op']}: {out.get('version') or 'no policy'} ({out.get('kind')})")
         for rule in out.get("policies", []):
             mark = "applies" if rule.get("satisfied") else "no"
             notes = ", ".join(f"@{k}({v})" for k, v in (rule.get("annotations") or {}).items() if k != "id")

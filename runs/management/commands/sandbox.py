@@ -26,7 +26,9 @@ class Command(BaseCommand):
         config = get_config()
         if not options["scenario"]:
             for chosen in reader().of_workflow(config, options["workflow"]):
-                self.stdout.write(f"{chosen.workflow:<24} {chosen.name}  ({chosen.file}:{chosen.line})")
+                # One that can never seed a sandbox run is listed with why, so nobody tries it.
+                cannot = f"\n{'':<24} cannot start: {chosen.problem}" if chosen.problem else ""
+                self.stdout.write(f"{chosen.workflow:<24} {chosen.name}  ({chosen.file}:{chosen.line}){cannot}")
             return
         if not options["user"]:
             raise CommandError("Say who starts the sandbox run: --as <username>")

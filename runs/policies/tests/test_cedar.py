@@ -450,5 +450,5 @@ def test_explain_lists_every_policy(tmp_path):
     assert rows["b.cedar:1"]["annotations"] == {"approve": "alice", "title": "Big refund"}
     assert rows["b.cedar:1"]["satisfied"] is True and rows["b.cedar:1"]["lifted_by"] == "approval-2"
     assert rows["b.cedar:4"]["satisfied"] is False and "nope" in rows["b.cedar:4"]["error"]
-    assert out["decision"]["kind"] == "allow" and out["version"] == policy.version
+    assert out["decision"]["kind"] == "allow" and out["version"] == "policy@" + policy.version.removeprefix("cedar:")
     assert out["request"]["principal"] == {"type": "User", "id": "bob"}

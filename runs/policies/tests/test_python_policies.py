@@ -281,7 +281,7 @@ def test_allow_all_is_not_defined_and_allows():
 def test_explain_python_policy():
     p = define_policy(lambda call: deny("locked"), version="v7")
     out = explain(p, make_call())
-    assert out["kind"] == "python" and out["version"] == "v7" and out["defined"] is True
+    assert out["kind"] == "python" and out["version"] == "policy@v7" and out["defined"] is True
     assert out["decision"]["reason"] == "locked"
 
     def broken(call):

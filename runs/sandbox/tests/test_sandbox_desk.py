@@ -40,6 +40,16 @@ def test_the_sandbox_page_lists_the_workflows_scenarios_and_starts_the_one_chose
     # Every scenario of the company that starts refund, once each (refund.feature's and budget.feature's).
     assert APPROVES in names and "finance rejects a refund" in names
     assert len(names) == len(set(names)) == len(reader().of_workflow(company, "refund"))
+    # One that seeds the day's spend can never start here: its choice is disabled, with why, before any try.
+    budget = "the refund that would pass the budget is held for finance"
+    [choice] = re.findall(rf'<input type="radio" name="_scenario" value="{budget}"[^>]*>', page)
+    assert choice.endswith(" disabled>")
+    assert ('<p class="help sanoma-scenario-problem">Cannot start: The scenario&#x27;s step &#x27;Given '
+            "shop.order.refund has spent 90000 today&#x27; (scenarios/budget.feature:38) cannot seed a sandbox run"
+            ) in page
+    cannot = [c for c in reader().of_workflow(company, "refund") if c.problem]
+    assert {c.file for c in cannot} == {"scenarios/budget.feature"}
+    assert len(re.findall(r" disabled>", page)) == len(re.findall("sanoma-scenario-problem", page)) == len(cannot)
     none = alice.post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund"})
     assert none.status_code == 400 and "Choose a scenario" in none.content.decode()
     started = alice.post("/admin/runs/run/sandbox/?workflow=refund", {"_workflow": "refund", "_scenario": APPROVES})

@@ -20,12 +20,14 @@ from runs.models import LedgerRecord, Run
 from runs.sandbox import services as sandbox
 from runs.sandbox.fakes import NO_FAKE
 from runs.sandbox.models import SandboxRun
+from runs.sandbox.scenarios import reader
 from runs.spend import ledger_check
 from runs.spend.models import SpendEntry
 
 pytestmark = pytest.mark.django_db
 
 APPROVES = "finance approves a refund"
+BUDGET = "the refund that would pass the budget is held for finance"
 
 
 def test_a_sandbox_run_of_a_scenario_runs_on_fakes_seeded_by_its_givens_and_passes_its_checks(company):
@@ -249,7 +251,13 @@ def test_a_sandbox_run_counts_no_real_spend_and_cannot_seed_it(company):
     assert (report.calls, report.differences) == (0, []) and not SpendEntry.objects.exists()
     # A scenario whose Given seeds the day's spend is refused: the spend table is the company's.
     with pytest.raises(InvalidInput) as refused:
-        sandbox.start_sandbox(scenario="the refund that would pass the budget is held for finance",
-                              started_by="alice")
-    assert "spend cannot be seeded in a sandbox run" in str(refused.value)
+        sandbox.start_sandbox(scenario=BUDGET, started_by="alice")
+    # Said once, the step placed from the config root, in the words the scenario's listing gives up front.
+    said = str(refused.value)
+    assert said == ("The scenario's step 'Given shop.order.refund has spent 90000 today' (scenarios/budget.feature:38) "
+                    "cannot seed a sandbox run: the spend it seeds would count as the company's real "
+                    "shop.order.refund spend today")
+    [listed] = [s for s in reader().of_workflow(company, "refund") if s.name == BUDGET]
+    assert listed.problem == said
+    assert all(not s.problem for s in reader().of_workflow(company, "refund") if s.file != "scenarios/budget.feature")
     assert not SpendEntry.objects.exists() and not SandboxRun.objects.exclude(pk=run.id).exists()
