@@ -117,7 +117,7 @@ def spent_today_in(world: Any, op_id: str, cents: int, currency: str) -> None:
 
 
 for _seeds in (seed, seed_by, seed_in):
-    _seeds.sandbox_refusal = _sandbox_refusal  # type: ignore[attr-defined]
+    _seeds.sandbox_refusal = _sandbox_refusal  # type: ignore[union-attr]  # read by features.library.sandbox
 
 SPEND_STEPS = [
     ("given", "{op} has spent {int} today", seed),
