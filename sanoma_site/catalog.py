@@ -27,6 +27,7 @@ from features.library.loader import load_scenarios
 from runs.approvals.selectors import starters
 from runs.config.describe import logo_data_url
 from runs.config.outline import outline_as_json, outline_of
+from runs.config.paths import root_path
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.workflows import Schedule, WorkflowDefinition
@@ -60,8 +61,10 @@ def _scenario_uses(config: ResolvedConfig) -> tuple[dict[str, list[str]], dict[s
     """Which scenarios mention each operation, and which run each workflow: `file:line name`."""
     by_op: dict[str, list[str]] = {}
     by_workflow: dict[str, list[str]] = {}
+    root = Path(config.root) if config.root else None
     for scenario in load_scenarios(config).scenarios:
-        where = f"{scenario.where} {scenario.name}"
+        # From the config root (scenarios/refund.feature:12), as the sandbox page and the API say it.
+        where = f"{root_path(scenario.location, root)}:{scenario.line} {scenario.name}"
         by_workflow.setdefault(scenario.workflow, []).append(where)
         for op_id in {step.op for step in scenario.steps if step.op}:
             by_op.setdefault(op_id, []).append(where)

@@ -5,15 +5,26 @@ from django.contrib import admin
 
 from runs.admin.base import ReadOnlyMixin
 from runs.approvals.announce_models import ApprovalAnnouncement
+from runs.display import moment
 
 
 @admin.register(ApprovalAnnouncement)
 class ApprovalAnnouncementAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("created_at", "run_id", "approval", "status", "attempts", "delivered_at", "reconciled")
+    list_display = ("created", "run_id", "approval", "status", "attempts", "delivered", "reconciled")
+    list_select_related = ("approval",)
     list_filter = ("status",)
     search_fields = ("run_id", "key")
     readonly_fields = ("approval", "run_id", "key", "op", "message", "status", "attempts", "next_at", "claimed_until",
-                       "created_at", "delivered_at", "output", "error", "reconciled")
+                       "created", "delivered", "output", "error", "reconciled")
+
+    # Moments as every desk page shows them (`2026-12-03 16:02:11 EET (3 minutes ago)`).
+    @admin.display(description="created", ordering="created_at")
+    def created(self, announcement: ApprovalAnnouncement) -> str:
+        return moment(announcement.created_at)
+
+    @admin.display(description="delivered", ordering="delivered_at")
+    def delivered(self, announcement: ApprovalAnnouncement) -> str:
+        return moment(announcement.delivered_at)
 
     def has_view_permission(self, request, obj=None) -> bool:  # operators only
         return bool(request.user.is_active and (request.user.is_superuser

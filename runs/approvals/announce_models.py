@@ -38,4 +38,5 @@ class ApprovalAnnouncement(models.Model):
         verbose_name = "approval announcement"
 
     def __str__(self) -> str:
-        return f"announcement of {self.approval_id} ({self.status})"
+        # As the desk names an approval (`approval-1 of refund-7`), not by its row's id.
+        return f"announcement of {self.approval.approval_id} of {self.run_id} ({self.status})"

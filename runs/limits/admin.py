@@ -29,6 +29,8 @@ class LimitOverrideForm(forms.ModelForm):
     class Meta:
         model = LimitOverride
         fields = ("target", "rate", "concurrency")
+        error_messages = {"target": {"unique": "This limit is already changed: open its override in the list and "
+                                               "edit it (or delete it to go back to the declared limit)."}}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -9,6 +9,7 @@ when one is missing.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -88,6 +89,9 @@ def test_a_held_direct_calls_page_offers_cancel_only_and_its_announcement_is_lis
     row = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#result_list tbody tr")))
     assert held.run_id in row.text
     assert row.find_element(By.CSS_SELECTOR, "td.field-status").text == "failed"
+    # Its moment as every desk page shows one (`2026-12-03 16:02:11 UTC (just now)`).
+    created = row.find_element(By.CSS_SELECTOR, ".field-created").text
+    assert re.match(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \S+ \(", created), created
 
 
 def test_a_workflows_catalog_page_shows_its_approval_sla_and_keep_and_the_icon_loads(live_server, desk, browser):

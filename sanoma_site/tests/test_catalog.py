@@ -44,7 +44,7 @@ def test_a_connectors_page_shows_each_operation_and_who_uses_it(company, root):
     assert 'id="op-shop.order.refund"' in page and 'class="sanoma-effect money"' in page
     assert "<code>amount_cents</code>" in page  # the input, as a table of fields
     assert "/admin/catalog/workflows/refund/" in page  # a workflow that uses it
-    assert "refund.feature" in page  # a scenario that mentions it
+    assert "scenarios/refund.feature:" in page and "company/scenarios/" not in page  # from the root
     assert "SHOP_API_URL" in page and "shop.product" in page  # credentials and resource types
     assert root.get("/admin/catalog/connectors/nope/").status_code == 404
 

@@ -123,3 +123,17 @@ def test_the_command_lists_sets_and_resets(company, capsys):
         call_command("limits", "reset", "meter", "--rate", "1/s", "--as", "olga")
     call_command("limits", "reset", "meter", "--as", "olga")
     assert capsys.readouterr().out.strip() == "meter: 30/min from the next call (as declared)"
+
+
+def test_the_desk_says_to_edit_a_limit_already_changed_rather_than_add_it_again(company, client):
+    from django.contrib.auth import get_user_model
+
+    olga = get_user_model().objects.get(username="olga")
+    olga.is_staff = True  # the desk is for staff accounts
+    olga.save()
+    client.force_login(olga)
+    services.set_override(target="meter", rate="10/s", by="olga")
+    page = client.post("/admin/runs/limitoverride/add/", {"target": "meter", "rate": "5/s", "concurrency": ""})
+    assert page.status_code == 200
+    assert "This limit is already changed: open its override in the list and edit it" in page.content.decode()
+    assert LimitOverride.objects.get(target="meter").rate == "10/s"  # nothing changed
