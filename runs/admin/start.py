@@ -15,6 +15,7 @@ from django.urls import reverse
 from connectors.errors import InvalidInput, IssueCode, SanomaError, describe_issues
 from runs import services
 from runs.admin.base import me, refusal
+from runs.approvals.permissions import check_can_start, principal_of
 from runs.config.registry import get_config
 from runs.config.resolution import input_schema
 from runs.validation import RUN_ID_RULE, is_valid_run_id, parse_json
@@ -246,6 +247,13 @@ class StartRunMixin(_RunAdminBase):
                 else:
                     self.message_user(request, f"Started {run.workflow} as run {run.id}", messages.SUCCESS)
                 return redirect("admin:runs_run_change", quote(run.pk))
-        context.update(title=f"Start {name}", workflow=definition, form=form,
+        # Who may not start it reads the form without a Start button, and is told why up front.
+        principal = principal_of(me(request))
+        try:
+            check_can_start(principal, name)
+            why_not = ""
+        except SanomaError as err:
+            why_not = f"{principal.id} may not start {name} ({err.code}): you may read its input here."
+        context.update(title=f"Start {name}", workflow=definition, form=form, why_not=why_not,
                        schema_json=json.dumps(input_schema(definition), indent=2))
         return TemplateResponse(request, "admin/runs/run/start.html", context)

@@ -398,6 +398,10 @@ def test_server_side_errors_show_on_their_fields(engine, people):
 
 
 def test_a_user_without_start_permission_is_told_so(engine, people):
+    # Up front: the form reads without a Start button, saying why.
+    page = browser(people["carol"]).get("/admin/runs/run/start/?workflow=nap").content.decode()
+    assert 'id="start-may-not">carol may not start nap (permission_denied)' in page and 'name="_start"' not in page
+    # And a post made anyway is refused, starting nothing.
     response = browser(people["carol"]).post("/admin/runs/run/start/", {"_workflow": "nap"})
     assert response.status_code == 200
     assert response.context["form"].non_field_errors() == ["carol may not start nap (permission_denied)"]
