@@ -457,3 +457,10 @@ def test_app_versions_are_read_only(engine, people):
 def test_the_site_root_redirects_to_the_admin(db):
     response = Client().get("/")
     assert response.status_code == 302 and response["Location"] == "/admin/"
+
+
+def test_a_page_someone_may_not_open_says_so_in_the_desks_frame(engine, people):
+    response = browser(people["carol"]).get("/admin/runs/appversion/")
+    assert response.status_code == 403
+    page = response.content.decode()
+    assert "You may not open this page" in page and 'href="/admin/"' in page and "Back to the desk" in page
