@@ -119,7 +119,7 @@ def test_a_message_is_sent_from_the_run_page(live_server, engine_for, browser, s
     wait.until(EC.staleness_of(send))
     # Not a bare 403 (the send posted the page's read-only form), but a refusal on a page that says
     # why beside the field and keeps what was typed.
-    assert "403 Forbidden" not in browser.page_source
+    assert "403 Forbidden" not in browser.page_source and "You may not open this page" not in browser.page_source
     problem = wait.until(EC.presence_of_element_located((By.ID, "message-problem")))
     assert problem.text.startswith("Not sent:")
     assert browser.find_element(By.ID, "id_topic").get_attribute("value") == "shipped"

@@ -244,7 +244,7 @@ def test_a_message_sent_from_a_run_page_and_a_refund_cancelled_out_of_the_approv
     payload.send_keys('{"carrier": "posti", "tracking": "POSTI1002"}')
     browser.find_element(By.ID, "send-message-button").click()
     assert f"Sent to {shipment_id} on “shipped”" in said(browser)
-    assert "403 Forbidden" not in browser.page_source
+    assert "403 Forbidden" not in browser.page_source and "You may not open this page" not in browser.page_source
     wait.until(lambda b: "run.finished" in b.find_element(By.ID, "ledger").text)
     [message] = RunMessage.objects.filter(run_id=shipment_id)
     assert (message.topic, message.sent_by) == ("shipped", "alice")
