@@ -43,6 +43,7 @@ def test_a_link_to_a_removed_run_leads_to_where_its_record_went(live_server, eng
     search = wait.until(EC.visibility_of_element_located((By.ID, "searchbar")))
     search.send_keys(run.id)
     browser.find_element(By.CSS_SELECTOR, "#changelist-search input[type=submit]").click()
+    wait.until(lambda b: "q=" in b.current_url)  # the searched page, not the list it was typed on
     rows = wait.until(EC.presence_of_all_elements_located((By.CSS_SELECTOR, "#result_list tbody tr")))
     assert len(rows) == 1 and run.id in rows[0].text and "brief" in rows[0].text
 

@@ -48,6 +48,8 @@ ITEMS = [
     Item("runs/tests/test_desk_browser.py::test_page[1200]", ("browser", "skipif")),
     Item("runs/tests/test_other.py::test_uses_chromium", (), ("browser", "shared_chromium")),
     Item("sanoma_site/tests/test_docs.py::test_page[index.md]"),
+    Item("sanoma_site/tests/test_docs.py::test_page[tutorial/first-company.md]"),
+    Item("sanoma_site/tests/test_docs.py::test_links"),
     Item("runs/tests/test_startcompany.py::TestIt::test_it", ("django_db",)),
     Item("runs/tests/test_models.py::test_a_model", ("parametrize",)),
     Item("runs/tests/test_replay_command.py::test_a_short_command", ("django_db",)),
@@ -56,7 +58,14 @@ ITEMS = [
 
 def test_a_test_waits_when_marked_process_or_browser_uses_chromium_or_is_in_a_waiting_file():
     assert [lane_of(i.nodeid, i.marks, i.fixturenames) for i in ITEMS] == [
-        WORK, WAITS, WAITS, WAITS, WAITS, WAITS, WORK, WORK]
+        WORK, WAITS, WAITS, WAITS, WORK, WAITS, WAITS, WAITS, WORK, WORK]
+
+
+def test_the_docs_pages_are_spread_over_both_lanes_by_a_hash_of_the_page():
+    pages = [f"sanoma_site/tests/test_docs.py::test_the_page_runs_as_written[guides/{n}.md]" for n in range(40)]
+    lanes = [lane_of(page, (), ()) for page in pages]
+    assert lanes == [lane_of(page, (), ()) for page in pages]  # the same page, the same lane, every run
+    assert 10 <= lanes.count(WAITS) <= 30
 
 
 def test_the_two_lanes_split_the_tests_without_dropping_or_repeating_one():
