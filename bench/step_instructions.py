@@ -25,13 +25,10 @@ import argparse
 import cProfile
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from urllib.parse import urlparse
 
-from telemetry_instructions import UNDER, counted, marks
+from telemetry_instructions import UNDER, counted, marks, rerun_under_callgrind
 
 STEPS = 10
 
@@ -92,12 +89,7 @@ def main() -> None:
         raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
     if args.profile:
         return profile(args.profile)
-    if os.environ.get(UNDER) is None:
-        with tempfile.TemporaryDirectory(prefix="sanoma-callgrind-") as folder:
-            command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                       f"--callgrind-out-file={folder}/cg.out", sys.executable, *sys.argv]
-            done = subprocess.run(command, env={**os.environ, UNDER: folder}, stderr=subprocess.DEVNULL)
-        sys.exit(done.returncode)
+    rerun_under_callgrind()
     measure(args.rounds, args.runs, os.environ[UNDER], args.metrics)
     return None
 

@@ -140,13 +140,20 @@ def main() -> None:
     args = parser.parse_args()
     if urlparse(os.environ.get("DATABASE_URL", "")).scheme not in ("postgres", "postgresql"):
         raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
-    if os.environ.get(UNDER) is None:
-        with tempfile.TemporaryDirectory(prefix="sanoma-callgrind-") as folder:
-            command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                       f"--callgrind-out-file={folder}/cg.out", sys.executable, *sys.argv]
-            done = subprocess.run(command, env={**os.environ, UNDER: folder}, stderr=subprocess.DEVNULL)
-        sys.exit(done.returncode)
+    rerun_under_callgrind()
     measure(args.rounds, args.runs, 10, os.environ[UNDER], same=args.same)
+
+
+def rerun_under_callgrind() -> None:
+    """Outside callgrind: run this same command again under it (counting off until the marks turn it
+    on) and exit with its status. Under it (UNDER set): return, to measure."""
+    if os.environ.get(UNDER) is not None:
+        return
+    with tempfile.TemporaryDirectory(prefix="sanoma-callgrind-") as folder:
+        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                   f"--callgrind-out-file={folder}/cg.out", sys.executable, *sys.argv]
+        done = subprocess.run(command, env={**os.environ, UNDER: folder}, stderr=subprocess.DEVNULL)
+    sys.exit(done.returncode)
 
 if __name__ == "__main__":
     main()
