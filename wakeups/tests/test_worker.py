@@ -308,8 +308,12 @@ def test_an_idle_worker_makes_less_than_a_transaction_a_second(site: Site) -> No
     # least three times a lease, so `health --worker` never finds a live worker's beat too old).
     site.worker("v1", SANOMA_WORKERS="2", SANOMA_LEASE_SECONDS="30").start(ready_within=PATIENCE)
     time.sleep(5.0)  # the start's own work (the cluster's processes, the first pass) done
-    first = _commits()
-    time.sleep(10.0)
-    time.sleep(1.5)  # the last transactions' counts flushed
-    made = _commits() - first - 3  # this test's own three reads
-    assert made <= 11, f"{made} transactions in 11.5 s of an idle worker"
+    windows = []
+    for _ in range(3):  # on a loaded machine the start's work can outlast 5 s: the next window is idle
+        first = _commits()
+        time.sleep(10.0)
+        time.sleep(1.5)  # the last transactions' counts flushed
+        windows.append(_commits() - first - 3)  # this test's own three reads
+        if windows[-1] <= 11:
+            break
+    assert min(windows) <= 11, f"{windows} transactions in windows of 11.5 s of an idle worker"

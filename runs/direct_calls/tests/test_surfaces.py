@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 import pytest
@@ -184,7 +185,7 @@ def test_the_command_says_on_stderr_what_it_waits_for_and_when_it_stops(engine):
     assert held.value.code == 3
     said = err.getvalue().splitlines()
     assert said[0] == "waiting up to 0.3 s for approval 'Refund needs finance' by finance-lead (run call-w) ..."
-    assert said[1] == "stopped waiting after 0 s: it is still held"
+    assert re.fullmatch(r"stopped waiting after \d+ s: it is still held", said[1]), said  # 0 s, or 1 on a busy machine
     assert out.getvalue().startswith("acme.order.refund is held for approval by finance-lead")
     # Without --wait, or once made, nothing is said about waiting.
     approvals.decide(run_id="call-w", decision="approve", by="finance-lead", timeout=0)
