@@ -12,7 +12,6 @@ from engine_bench.common import REPO
 from engine_bench.database import xact_commit
 from engine_bench.figures import p95
 
-
 STATS_SETTLE = 11.0  # seconds: PostgreSQL 15 reports an idle backend's counts 10 s late (PGSTAT_IDLE_INTERVAL)
 
 
