@@ -25,7 +25,9 @@ waited, holding it, for room in that queue: a transaction a task. Attached to th
 (its worker processes are busy with what they took) and then takes as many as the queue holds, so
 the cluster never holds more tasks than its worker processes and the queue (one fewer than
 django-q2's pusher held), and another host's idle worker is not left without the tasks a busy one
-could not start: with the queue of 2, one take for every two tasks while tasks are ready.
+could not start: with the queue of 2, one take for every two tasks while tasks are ready. A take
+that found fewer than it could take emptied the queue: the next one waits first (a NOTIFY ends the
+wait), instead of finding the queue empty at once, then waiting.
 """
 from __future__ import annotations
 
@@ -86,6 +88,7 @@ class ListeningORM(ORM):
         self._local: LocalQueue | None = None  # the cluster's local task queue (`attach`)
         self._room = 1  # how many tasks that queue holds
         self._stopping: Callable[[], bool] = lambda: False
+        self._drained = False  # the last take found fewer ready tasks than it could take
 
     def attach(self, local: LocalQueue, *, room: int, stopping: Callable[[], bool] = lambda: False) -> None:
         """Take for the cluster whose worker processes read `local`, a queue of `room` tasks at
@@ -98,14 +101,18 @@ class ListeningORM(ORM):
             bulk = self._room_free()
             if not bulk:
                 return None
-            taken = self._take(bulk)
             poll = float(Conf.POLL)
+            if self._drained:
+                # The last take emptied the queue (it found fewer than it could take): looking again
+                # at once would find it empty; the first wait comes before the look instead.
+                self._drained = False
+                self._wait_empty(poll)
+            taken = self._take(bulk)
             if taken:
                 self._idle_wait = poll
+                self._drained = len(taken) < bulk
                 return taken
-            wait = max(self._idle_wait, poll)
-            self._idle_wait = min(wait * 2, max(IDLE_WAIT_MAX, poll)) if self._listening() is not None else poll
-            self.wait(wait)
+            self._wait_empty(poll)
             return None
         connection = self.get_connection()
         tasks = connection.filter(key=self.list_key, lock__lt=timezone.now())[0:Conf.BULK]
@@ -118,6 +125,13 @@ class ListeningORM(ORM):
             return taken
         self.wait(float(Conf.POLL))
         return None
+
+    def _wait_empty(self, poll: float) -> None:
+        """The next wait on an empty queue: `poll`, then twice as long each time, up to
+        IDLE_WAIT_MAX while listening (a NOTIFY ends it)."""
+        wait = max(self._idle_wait, poll)
+        self._idle_wait = min(wait * 2, max(IDLE_WAIT_MAX, poll)) if self._listening() is not None else poll
+        self.wait(wait)
 
     def _room_free(self) -> int:
         """How many tasks the next take may take: Conf.BULK when not attached; attached, the local

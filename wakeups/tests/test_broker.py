@@ -300,3 +300,25 @@ def test_attached_a_wait_for_room_ends_when_the_cluster_stops(broker):
     assert time.monotonic() - started < broker_module.ROOM_WAIT
     local.get()
     local.close()
+
+
+@postgres_only
+def test_attached_a_take_that_emptied_the_queue_is_followed_by_a_wait_not_by_a_look(broker, monkeypatch):
+    """Runs that come slower than they are run: each take found the one task, and the next at once
+    found the queue empty. A take that found fewer than it could take emptied the queue, so the next
+    look comes after a wait (which a NOTIFY ends), one empty take fewer each time."""
+    local: multiprocessing.Queue = multiprocessing.get_context("fork").Queue(maxsize=2)
+    broker.attach(local, room=2)
+    _ready(1, "alone")
+    assert _args(broker.dequeue()) == ["alone-0"]  # one of the two it could take: the queue is empty now
+    waits: list[float] = []
+    monkeypatch.setattr(broker, "wait", waits.append)
+    poll = float(str(settings.Q_CLUSTER["poll"]))
+    with CaptureQueriesContext(connection) as looking:
+        assert broker.dequeue() is None
+    assert waits == [poll, poll * 2] and len(looking.captured_queries) == 1  # waited, looked once, waits on
+    _ready(1, "next")
+    waits.clear()
+    assert _args(broker.dequeue()) == ["next-0"]  # not drained by the empty take: it looks at once
+    assert waits == []
+    local.close()
