@@ -319,6 +319,7 @@ class Worker:
                     self.warn(f"worker stopping: {trouble}")
             if listener is not None:
                 listener.close()
+            controls.install(None)  # no loop listens for this process any more
         return restart
 
     @staticmethod
