@@ -26,7 +26,7 @@ It measures, in one run, side by side:
       queue polled every 10 ms with worker_concurrency=10
   (e) database transactions per step: COMMITs Django issues (a wrapper on the connection's commit)
       plus statements run in autocommit (each commits itself), counted during (b); and `xact_commit` of
-      pg_stat_database around (b) and (c)
+      pg_stat_database around (b) and (c) (less, in (c), the bench's own polls for the runs' end)
       (on PostgreSQL every autocommit statement is a transaction too)
   (f) the delay between a sleep's deadline and the run's resumption (`nap`: ctx.sleep(until) then
       ctx.now(), whose recorded time is the resumption), p50/p95 over 20 runs with a worker up
@@ -199,7 +199,8 @@ def main() -> None:
          f"{engine['commits']:.2f} / {engine['commits_marginal']:.2f}",
          f"statements {engine['statements']:.1f} / {engine['statements_marginal']:.1f}"),
         ("(e) pg xact_commit per step (in-process)", f"{engine['xacts']:.2f}", "incl. autocommit reads of claim/load"),
-        ("(e) pg xact_commit per step (with worker, whole system)", f"{c['xacts']:.2f}", "incl. broker, start, sweep"),
+        ("(e) pg xact_commit per step (with worker, whole system)", f"{c['xacts']:.2f}",
+         f"incl. broker, start, sweep; not the bench's polls ({c['xacts_with_polls']:.2f} with them)"),
         ("(g) step txn, general path (ORM, 5 round trips; SQLite)",
          f"{ms(anatomy['engine'])} (CPU {ms(anatomy['engine_cpu'])})",
          f"{anatomy['engine'] / engine['marginal']:.0%} of the marginal step"),

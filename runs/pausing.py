@@ -17,7 +17,7 @@ from connectors.errors import ErrorCode, InvalidInput, IssueCode, SanomaError, i
 from runs.approvals.permissions import Principal, permission_denied, principal_of, visible_runs
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock, pauses, transitions
+from runs.engine import clock, controls, pauses, transitions
 from runs.models import Pause, PauseKind, Run, RunStatus
 
 log = logging.getLogger("sanoma.pauses")
@@ -74,6 +74,7 @@ def pause(*, kind: Any, target: Any, reason: Any, by: str | Principal, config: R
         with transaction.atomic():
             made = Pause.objects.create(kind=kind, target=target, reason=reason.strip(), paused_by=principal.id,
                                         paused_at=clock.now())
+            controls.changed()  # the listening workers read the pauses again (runs.engine.controls)
     except IntegrityError:  # paused by someone else at the same moment: theirs stands
         raise SanomaError(f"{kind} {target} was just paused by someone else", code=ErrorCode.INVALID_INPUT) from None
     transaction.on_commit(pauses.forget)
@@ -98,6 +99,7 @@ def unpause(*, kind: Any, target: Any, by: str | Principal, reason: str = "",
         active.unpaused_by = principal.id
         active.unpause_reason = reason.strip() if isinstance(reason, str) else ""
         active.save(update_fields=["unpaused_at", "unpaused_by", "unpause_reason"])
+        controls.changed()
         waiting_for = pauses.waiting_for(active)
         if kind == PauseKind.WORKFLOW:
             resumed = transitions.unpark(waiting_for=waiting_for, now=now)

@@ -16,14 +16,28 @@ task ran). The run row, not the task, is the truth: a task lost with the process
 (killed before its advance claimed the run) leaves its run queued, and the sweep re-sends it
 (`wakeups.sweep.resend_lost`), as it does for any lost task; a run claimed and then abandoned is
 taken over once its lease expires.
+
+Several tasks are taken in that one statement when several are ready: the pusher (which runs the
+broker, in a process of its own) hands what it takes to the cluster's worker processes through a
+local queue of at most `queue_limit` tasks, and django-q2's pusher took one task at a time and then
+waited, holding it, for room in that queue: a transaction a task. Attached to the local queue
+(`attach`, done in `manage.py worker`), the broker waits instead until no task is left waiting in it
+(its worker processes are busy with what they took) and then takes as many as the queue holds, so
+the cluster never holds more tasks than its worker processes and the queue (one fewer than
+django-q2's pusher held), and another host's idle worker is not left without the tasks a busy one
+could not start: with the queue of 2, one take for every two tasks while tasks are ready. A take
+that found fewer than it could take emptied the queue: the next one waits first (a NOTIFY ends the
+wait), instead of finding the queue empty at once, then waiting.
 """
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from time import monotonic, sleep
-from typing import Any
+from typing import Any, Protocol
 
+import django_q.cluster
 from django.db import InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 from django_q.brokers.orm import ORM
@@ -41,6 +55,11 @@ RETRY_LISTEN = 30  # seconds of polling after LISTEN failed, before listening ag
 # after every task taken.
 IDLE_WAIT_MAX = 5.0
 CHECK_SECONDS = 60.0  # how often the broker's connection is looked at (its age), beside a failed take
+# Attached to the cluster's local queue: how often it is looked at while a task waits in it, and the
+# longest one dequeue waits for it to empty (then it returns nothing, and the pusher, having looked
+# whether the cluster is stopping, asks again).
+ROOM_POLL = 0.002
+ROOM_WAIT = 1.0
 
 # Take up to `bulk` ready tasks of a cluster's queue, oldest first, by deleting them: one statement.
 _TAKE_SQL = """
@@ -48,6 +67,12 @@ DELETE FROM django_q_ormq WHERE id IN (
     SELECT id FROM django_q_ormq WHERE key = %s AND lock < %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED
 ) RETURNING id, payload
 """
+
+
+class LocalQueue(Protocol):
+    """What the broker reads of the cluster's local task queue (a `multiprocessing.Queue`)."""
+
+    def qsize(self) -> int: ...
 
 
 class ListeningORM(ORM):
@@ -60,17 +85,34 @@ class ListeningORM(ORM):
         self._retry_at = 0.0  # after a failed LISTEN, poll until then
         self._idle_wait = 0.0  # the next wait on an empty queue while listening (see IDLE_WAIT_MAX)
         self._check_at = 0.0  # when the connection's age is looked at next (see `_take`)
+        self._local: LocalQueue | None = None  # the cluster's local task queue (`attach`)
+        self._room = 1  # how many tasks that queue holds
+        self._stopping: Callable[[], bool] = lambda: False
+        self._drained = False  # the last take found fewer ready tasks than it could take
+
+    def attach(self, local: LocalQueue, *, room: int, stopping: Callable[[], bool] = lambda: False) -> None:
+        """Take for the cluster whose worker processes read `local`, a queue of `room` tasks at
+        most: each take waits until no task waits there, then takes up to `room` (PostgreSQL).
+        `stopping` ends that wait (the cluster is stopping: the pusher must look)."""
+        self._local, self._room, self._stopping = local, max(1, room), stopping
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:
         if connections[str(Conf.ORM)].vendor == "postgresql":
-            taken = self._take()
+            bulk = self._room_free()
+            if not bulk:
+                return None
             poll = float(Conf.POLL)
+            if self._drained:
+                # The last take emptied the queue (it found fewer than it could take): looking again
+                # at once would find it empty; the first wait comes before the look instead.
+                self._drained = False
+                self._wait_empty(poll)
+            taken = self._take(bulk)
             if taken:
                 self._idle_wait = poll
+                self._drained = len(taken) < bulk
                 return taken
-            wait = max(self._idle_wait, poll)
-            self._idle_wait = min(wait * 2, max(IDLE_WAIT_MAX, poll)) if self._listening() is not None else poll
-            self.wait(wait)
+            self._wait_empty(poll)
             return None
         connection = self.get_connection()
         tasks = connection.filter(key=self.list_key, lock__lt=timezone.now())[0:Conf.BULK]
@@ -84,7 +126,30 @@ class ListeningORM(ORM):
         self.wait(float(Conf.POLL))
         return None
 
-    def _take(self) -> list[tuple[Any, Any]]:
+    def _wait_empty(self, poll: float) -> None:
+        """The next wait on an empty queue: `poll`, then twice as long each time, up to
+        IDLE_WAIT_MAX while listening (a NOTIFY ends it)."""
+        wait = max(self._idle_wait, poll)
+        self._idle_wait = min(wait * 2, max(IDLE_WAIT_MAX, poll)) if self._listening() is not None else poll
+        self.wait(wait)
+
+    def _room_free(self) -> int:
+        """How many tasks the next take may take: Conf.BULK when not attached; attached, the local
+        queue's size once no task waits in it (0 when one still does after ROOM_WAIT, or the
+        cluster is stopping)."""
+        if self._local is None:
+            return int(Conf.BULK)
+        ends = monotonic() + ROOM_WAIT
+        try:
+            while self._local.qsize() > 0:
+                if self._stopping() or monotonic() >= ends:
+                    return 0
+                sleep(ROOM_POLL)
+        except NotImplementedError:  # no qsize() on this platform (macOS): one task at a time
+            return int(Conf.BULK)
+        return self._room
+
+    def _take(self, bulk: int) -> list[tuple[Any, Any]]:
         """Take (delete) up to `bulk` ready tasks in one statement; their (id, payload)s, oldest first.
 
         django-q2's `get_connection()` closes old connections before every dequeue, and with
@@ -97,17 +162,17 @@ class ListeningORM(ORM):
             self._check_at = monotonic() + CHECK_SECONDS
             self.get_connection()
         try:
-            return self._take_once(alias)
+            return self._take_once(alias, bulk)
         except (OperationalError, InterfaceError):
             if connections[alias].in_atomic_block:
                 raise
             log.warning("the broker's connection failed; taking again on a new one", exc_info=True)
             connections[alias].close()
-            return self._take_once(alias)
+            return self._take_once(alias, bulk)
 
-    def _take_once(self, alias: str) -> list[tuple[Any, Any]]:
+    def _take_once(self, alias: str, bulk: int) -> list[tuple[Any, Any]]:
         with connections[alias].cursor() as cursor:
-            cursor.execute(_TAKE_SQL, [self.list_key, timezone.now(), int(Conf.BULK)])
+            cursor.execute(_TAKE_SQL, [self.list_key, timezone.now(), bulk])
             return sorted(cursor.fetchall())
 
     def acknowledge(self, task_id: Any) -> None:
@@ -153,3 +218,20 @@ class ListeningORM(ORM):
             except Exception:
                 pass
         self._listener = None
+
+
+_django_pusher = django_q.cluster.pusher
+
+
+def _pusher(task_queue: Any, event: Any, broker: Any = None) -> None:
+    """django-q2's pusher, its broker first attached to the cluster's local queue."""
+    if isinstance(broker, ListeningORM):
+        broker.attach(task_queue, room=int(Conf.QUEUE_LIMIT or 0) or int(Conf.BULK), stopping=event.is_set)
+    _django_pusher(task_queue, event, broker)
+
+
+def install() -> None:
+    """Make django-q2's sentinel start its pusher through `_pusher` (in the worker's parent, before
+    the cluster forks). django-q2 has no hook that hands the broker the local queue: its sentinel
+    starts `django_q.cluster.pusher(task_queue, event, broker)`, looked up when it starts one."""
+    django_q.cluster.pusher = _pusher

@@ -31,11 +31,11 @@ from runs import presence
 from runs.approvals import announce
 from runs.config.resolution import ResolvedConfig
 from runs.deploys import deploy
-from runs.engine import clock, secrets
+from runs.engine import clock, controls, secrets
 from runs.models import PresenceRole
 from runs.versions import loaded_policy, startup_report, sync_workflow_entries
 from runs.worker_lifecycle import restart_requested, worker_started
-from wakeups import checks
+from wakeups import broker, checks
 from wakeups.broker import ListeningORM
 from wakeups.declare import declared_wakeups
 from wakeups.idle import StopRule
@@ -229,10 +229,15 @@ class Worker:
         # Up, as far as commands waiting for a run can tell (runs.presence): said before the ready line.
         presence.beat(role=PresenceRole.WORKER, version=config.version)
         connections.close_all()  # the cluster forks: children must not share this process's sockets
+        # The pauses' and limits' changes this loop hears of, shared with the processes the cluster
+        # forks: while it listens they keep their copies without reading them (runs.engine.controls).
+        watch = controls.Watch() if listens() else None
+        controls.install(watch)
         # The ORM broker, woken by the NOTIFY every enqueue sends (PostgreSQL) instead of polling.
         # Cluster() installs its own SIGTERM/SIGINT handlers: ours replace them.
         cluster = Cluster(broker=ListeningORM(list_key=str(settings.Q_CLUSTER["name"])))
         checks.install()  # a task right after another skips its connection's SELECT 1 (wakeups/checks.py)
+        broker.install()  # the pusher takes as many tasks as its local queue has room for (wakeups/broker.py)
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, lambda signum, _frame: stop.append(signum))
         cluster.start()
@@ -243,7 +248,7 @@ class Worker:
             os.set_blocking(read_fd, False)
             os.set_blocking(write_fd, False)
             signal.set_wakeup_fd(write_fd)
-            listener = Listener([DEADLINE, RUNNABLE], wake_fd=read_fd)
+            listener = Listener([DEADLINE, RUNNABLE, controls.CHANNEL], wake_fd=read_fd)
         how = "waiting for the next deadline" if listener else f"sweeping every {settings.SANOMA_SWEEP_SECONDS}s"
         self.say(f"worker started: {settings.Q_CLUSTER['workers']} processes, {how}")
         firer = Firer(config)
@@ -285,7 +290,7 @@ class Worker:
                     else:
                         # Woken at least every LONGEST_WAIT for a restart asked for; a pass only when due.
                         turn = min(next_look, next_beat, time.monotonic() + LONGEST_WAIT)
-                        next_look = self._listen(listener, until=turn, look=next_look)
+                        next_look = self._listen(listener, until=turn, look=next_look, watch=watch)
                 except Exception:  # a database hiccup must not stop the worker
                     log.exception("the sweep failed; trying again")
                     connections.close_all()
@@ -293,9 +298,11 @@ class Worker:
                     if listener is not None:
                         try:
                             listener.close()
-                            listener = Listener([DEADLINE, RUNNABLE], wake_fd=listener.wake_fd)
+                            listener = Listener([DEADLINE, RUNNABLE, controls.CHANNEL], wake_fd=listener.wake_fd)
                         except Exception:
                             log.exception("listening again failed")
+                        if watch is not None:
+                            watch.changed()  # a change made while it was not listening went unheard
         finally:
             try:
                 presence.leave()
@@ -312,19 +319,30 @@ class Worker:
                     self.warn(f"worker stopping: {trouble}")
             if listener is not None:
                 listener.close()
+            controls.install(None)  # no loop listens for this process any more
         return restart
 
     @staticmethod
-    def _listen(listener: Listener, *, until: float, look: float) -> float:
+    def _listen(listener: Listener, *, until: float, look: float, watch: controls.Watch | None = None) -> float:
         """Wait on the NOTIFYs until `until` (time.monotonic()); when the next pass is due now.
 
         A run that suspends with a deadline (`sanoma_deadline`) makes the pass due at once: its
         deadline may be earlier than the one waited for. A run that becomes runnable
         (`sanoma_runnable`: the broker takes it) only brings the pass within LONGEST_WAIT, since a
-        lease to watch or a task to miss now exists; the wait goes on without a transaction."""
+        lease to watch or a task to miss now exists; the wait goes on without a transaction. A
+        pause's or a limit's change (`sanoma_controls`) is told to the `watch`."""
         while True:
-            notes = listener.wait(until - time.monotonic())
-            if not notes:  # the time is up, or a signal
+            if watch is not None:
+                watch.listening(True)
+            try:
+                heard = listener.wait(until - time.monotonic())
+            finally:
+                if watch is not None:
+                    watch.listening(False)
+            notes = [note for note in heard if note[0] != controls.CHANNEL]
+            if watch is not None and len(notes) < len(heard):
+                watch.changed()
+            if not notes:  # the time is up, a signal, or a control changed (the caller waits on)
                 return look
             if any(channel == DEADLINE for channel, _ in notes):
                 return 0.0

@@ -12,6 +12,8 @@ from engine_bench.common import REPO
 from engine_bench.database import xact_commit
 from engine_bench.figures import p95
 
+STATS_SETTLE = 11.0  # seconds: PostgreSQL 15 reports an idle backend's counts 10 s late (PGSTAT_IDLE_INTERVAL)
+
 
 def start_worker(env: dict[str, str], log: Path, workers: int):
     sys.path.insert(0, str(REPO))
@@ -24,27 +26,39 @@ def start_worker(env: dict[str, str], log: Path, workers: int):
 
 
 def with_worker(config: Any, runs: int, steps: int) -> dict[str, float]:
-    """(c): start `runs` runs while the worker is up; steps/s from first start to last end."""
+    """(c): start `runs` runs while the worker is up; steps/s from first start to last end. Its
+    transactions a step (`xacts`): the whole system's (the starts, the worker's), the bench's own
+    polls for the runs' end (20 a second) taken out (`xacts_with_polls` keeps them)."""
     from django.db.models import Max, Min
 
     from runs import services
     from runs.models import Run, RunStatus
 
+    # The worker's backends report their counts at most once a second while busy, and up to 10 s
+    # after they go idle: (c2)'s last second would land in this window, and this window's last in
+    # none. So the count is read after both have settled; the idle worker's own meanwhile (about
+    # 0.7 a second, 7 in 2 x 11 s) stays in it.
+    time.sleep(STATS_SETTLE)
     x0 = xact_commit()
     wall = time.perf_counter()
     for i in range(runs):
         services.start(workflow="steps", input={"n": steps}, started_by="bench", run_id=f"c-{i}", config=config)
     enqueued = time.perf_counter() - wall
     ends = time.monotonic() + 600
+    polls = 1  # the bench's own reads (each a transaction in autocommit), taken out of the system's count
     while Run.objects.filter(id__startswith="c-").exclude(status=RunStatus.FINISHED).exists():
         if time.monotonic() > ends:
             raise SystemExit("(c) did not finish within 600 s")
         time.sleep(0.05)
+        polls += 1
+    time.sleep(STATS_SETTLE)
     x1 = xact_commit()
     span = Run.objects.filter(id__startswith="c-").aggregate(first=Min("created_at"), last=Max("ended_at"))
     seconds = (span["last"] - span["first"]).total_seconds()
+    own = polls + 2  # the polls, and xact_commit()'s flush and snapshot statements before its read
     return {"steps_per_s": runs * steps / seconds, "runs_per_s": runs / seconds, "seconds": seconds,
-            "enqueue_per_s": runs / enqueued, "xacts": (x1 - x0) / (runs * steps)}
+            "enqueue_per_s": runs / enqueued, "xacts": (x1 - x0 - own) / (runs * steps),
+            "xacts_with_polls": (x1 - x0) / (runs * steps)}
 
 
 def queue_before_worker(config: Any, runs: int, steps: int, prefix: str = "q-") -> None:

@@ -25,7 +25,7 @@ from runs.approvals.permissions import Principal, permission_denied, principal_o
 from runs.collections.definition import DATA_VENDOR
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock, transitions
+from runs.engine import clock, controls, transitions
 from runs.limits import RATE_WAIT, SLOT_WAIT, overrides
 from runs.limits.models import LimitCursor, LimitHold, LimitOverride, LimitSlot
 from runs.models import Run, RunStatus
@@ -268,6 +268,7 @@ def set_override(*, target: Any, rate: Any = None, concurrency: Any = None, by: 
                                          "set_at": clock.now()})
             new_rate, _, _ = effective(declared, made)
             woken = _retime(target, old=old_rate, new=new_rate, fresh=False)
+            controls.changed()  # the listening workers read the overrides again (runs.engine.controls)
     except IntegrityError:  # set by someone else at the same moment: theirs stands
         raise SanomaError(f"the limit of {target} was just changed by someone else",
                           code=ErrorCode.INVALID_INPUT) from None
@@ -286,6 +287,7 @@ def reset(*, target: Any, by: str | Principal, config: ResolvedConfig | None = N
     with transaction.atomic():
         removed, _ = LimitOverride.objects.filter(target=target).delete()
         woken = _retime(target, old=None, new=None, fresh=True)
+        controls.changed()
     overrides.forget()
     log.debug("limit of %s reset by %s; %d waiting runs go again", target, principal.id, woken)
     return bool(removed)

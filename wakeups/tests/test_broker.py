@@ -3,6 +3,7 @@ for a task at once, instead of the pusher sleeping out its poll; on SQLite it po
 ORM broker does. Real database, real commits, a real LISTEN connection."""
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 from datetime import timedelta
@@ -236,3 +237,88 @@ def test_a_take_on_a_connection_the_server_closed_is_made_again_on_a_new_one(bro
         admin.execute("SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid])
     taken = broker.dequeue()
     assert taken and len(taken) == 1
+
+
+def _ready(n: int, prefix: str) -> None:
+    for i in range(n):
+        with transaction.atomic():
+            enqueue(f"{prefix}-{i}")
+
+
+def _args(taken: list | None) -> list[str]:
+    return [SignedPackage.loads(payload)["args"][0] for _, payload in taken or []]
+
+
+@postgres_only
+def test_attached_to_its_cluster_it_takes_as_many_ready_tasks_as_the_local_queue_holds_in_one_statement(broker):
+    """django-q2's pusher took one task a transaction; attached to the cluster's local queue (2
+    tasks here, as `queue_limit` sets it), the broker takes two at once while they are ready."""
+    local: multiprocessing.Queue = multiprocessing.get_context("fork").Queue(maxsize=2)
+    broker.attach(local, room=2)
+    _ready(3, "bulk")
+    with CaptureQueriesContext(connection) as taking:
+        taken = broker.dequeue()
+    assert len(taking.captured_queries) == 1
+    assert _args(taken) == ["bulk-0", "bulk-1"]  # oldest first
+    assert _args(broker.dequeue()) == ["bulk-2"]  # the rest, on the next take
+    local.close()
+
+
+@postgres_only
+def test_attached_it_takes_nothing_while_a_task_waits_in_the_local_queue_and_takes_once_a_worker_has_it(
+        broker, monkeypatch):
+    """While a task waits in the cluster's local queue (its worker processes are busy), a task
+    taken would wait too: the broker leaves it in the database, where another host's idle worker
+    may take it."""
+    monkeypatch.setattr(broker_module, "ROOM_WAIT", 0.3)
+    local: multiprocessing.Queue = multiprocessing.get_context("fork").Queue(maxsize=2)
+    broker.attach(local, room=2)
+    local.put({"waiting": "a task no worker process has taken yet"})
+    _ready(1, "held")
+    ends = time.monotonic() + 5.0
+    while local.qsize() == 0 and time.monotonic() < ends:  # the queue's feeder thread has put it
+        time.sleep(0.01)
+    with CaptureQueriesContext(connection) as looking:
+        assert broker.dequeue() is None
+    assert looking.captured_queries == []  # not even looked for
+    assert OrmQ.objects.count() == 1
+    threading.Timer(0.1, local.get).start()  # a worker process takes the waiting task
+    assert _args(broker.dequeue()) == ["held-0"]
+    local.close()
+
+
+@postgres_only
+def test_attached_a_wait_for_room_ends_when_the_cluster_stops(broker):
+    local: multiprocessing.Queue = multiprocessing.get_context("fork").Queue(maxsize=2)
+    stopping = threading.Event()
+    broker.attach(local, room=2, stopping=stopping.is_set)
+    local.put({"waiting": "a task"})
+    _ready(1, "stopping")
+    threading.Timer(0.1, stopping.set).start()
+    started = time.monotonic()
+    assert broker.dequeue() is None
+    assert time.monotonic() - started < broker_module.ROOM_WAIT
+    local.get()
+    local.close()
+
+
+@postgres_only
+def test_attached_a_take_that_emptied_the_queue_is_followed_by_a_wait_not_by_a_look(broker, monkeypatch):
+    """Runs that come slower than they are run: each take found the one task, and the next at once
+    found the queue empty. A take that found fewer than it could take emptied the queue, so the next
+    look comes after a wait (which a NOTIFY ends), one empty take fewer each time."""
+    local: multiprocessing.Queue = multiprocessing.get_context("fork").Queue(maxsize=2)
+    broker.attach(local, room=2)
+    _ready(1, "alone")
+    assert _args(broker.dequeue()) == ["alone-0"]  # one of the two it could take: the queue is empty now
+    waits: list[float] = []
+    monkeypatch.setattr(broker, "wait", waits.append)
+    poll = float(str(settings.Q_CLUSTER["poll"]))
+    with CaptureQueriesContext(connection) as looking:
+        assert broker.dequeue() is None
+    assert waits == [poll, poll * 2] and len(looking.captured_queries) == 1  # waited, looked once, waits on
+    _ready(1, "next")
+    waits.clear()
+    assert _args(broker.dequeue()) == ["next-0"]  # not drained by the empty take: it looks at once
+    assert waits == []
+    local.close()
