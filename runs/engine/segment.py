@@ -23,7 +23,7 @@ from runs import ledger
 from runs.approvals.announce import announce_asked
 from runs.approvals.permissions import grant_approver
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
+from runs.engine import clock, fastpath, faults, heartbeat, instances, reconnect, transitions
 from runs.engine.faults import FaultPoint
 from runs.engine.history import Replayed
 from runs.engine.stops import Cancelled, Diverged, LeaseLost, ReachedStep, Suspend
@@ -152,7 +152,8 @@ class Segment:
 
     def step(self, seq: int, kind: str, name: str, **fields: Any) -> Step:
         """A new step of this run, numbered `seq` (not yet written)."""
-        return Step(run=self.run, seq=seq, kind=kind, name=name, next_seq=self.next_seq, **fields)
+        return instances.new(Step, run_id=self.run.pk, seq=seq, kind=kind, name=name, next_seq=self.next_seq,
+                             related={"run": self.run}, **fields)
 
     def record(self, kind: LedgerKind, seq: int, body: dict[str, Any], *, key: str | None = None,
                actor: str | None = None) -> LedgerRecord:

@@ -41,10 +41,10 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F, Q
 
-from runs.engine import clock, history
+from runs.engine import bound, clock, history
 from runs.engine.dispatch import enqueue
 from runs.ledger import record_id
-from runs.ledger_chain import prepare as ledger_prepare
+from runs.ledger_chain import content_digest
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
 from runs.telemetry import metrics
 
@@ -68,9 +68,15 @@ class LeaseCheck(StrEnum):
     LOST = "lost"  # another worker holds it now, or the row is gone
 
 
+_vendor: str | None = None
+
+
 def one_statement() -> bool:
     """Whether the database takes the one-statement forms below (PostgreSQL)."""
-    return connection.vendor == "postgresql"
+    global _vendor
+    if _vendor is None:  # the default database's backend, fixed by the settings: asked once
+        _vendor = connection.vendor
+    return _vendor == "postgresql"
 
 
 def _json(value: object) -> str | None:
@@ -81,13 +87,11 @@ def execute_returning(sql: str, params: Sequence[Any]) -> bool:
     """Run one data-modifying statement; True when it returned a row."""
     # One statement is atomic on its own: in autocommit it is one round trip. Inside a caller's
     # transaction a savepoint keeps a refused insert from aborting the caller's work.
+    # Its parameters are bound by the server (`runs.engine.bound`): no quoting of each in Python.
     if connection.in_atomic_block:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchone() is not None
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone() is not None
+        with transaction.atomic():
+            return bound.returns_row(sql, params)
+    return bound.returns_row(sql, params)
 
 
 # ---- start ----------------------------------------------------------------------------------
@@ -431,8 +435,9 @@ def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: 
 
 def record_params(record: LedgerRecord) -> list[Any]:
     """A ledger record's columns in the order the one-statement inserts list them. `hash` carries
-    the content digest: the insert's trigger links it into the run's chain (see `runs.ledger`)."""
-    ledger_prepare(record, "default")
+    the content digest: the insert's trigger links it into the run's chain (see `runs.ledger`).
+    The one-statement forms are PostgreSQL's: `runs.ledger_chain.prepare` without asking again."""
+    record.chain_index, record.prev_hash, record.hash = 0, "", content_digest(record)
     return [record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow,
             record.kind, _json(record.body), _json(record.group), record.chain_index, record.prev_hash, record.hash]
 
