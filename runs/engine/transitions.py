@@ -393,6 +393,30 @@ RETURNING id
 """
 
 
+# The run's end as the head of a one-statement checkpoint (`runs.engine.fastpath.write_step_with_end`):
+# the end's own lease check (held by this worker, running), then the step and records after it.
+END_CTE_SQL = """
+    UPDATE runs_run SET status = %s, result = %s::jsonb, error = %s::jsonb, lease_owner = '', lease_until = NULL,
+        updated_at = %s, ended_at = %s
+    WHERE id = %s AND lease_owner = %s AND status = %s
+    RETURNING id
+"""
+
+
+def end_params(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any,
+               now: datetime) -> list[Any]:
+    """The parameters of END_CTE_SQL, in order (a run ends finished or failed)."""
+    if status not in (RunStatus.FINISHED, RunStatus.FAILED):
+        raise ValueError(f"a run ends finished or failed, not {status}")
+    return [status, _json(result), _json(error), now, now, run_id, worker_id, RunStatus.RUNNING]
+
+
+def ends_in_one_statement(*, parent_id: str | None, has_approvals: bool) -> bool:
+    """Whether a run's end is one statement (`end`): on PostgreSQL, with no parent to wake and no
+    approvals to withdraw."""
+    return one_statement() and parent_id is None and not has_approvals
+
+
 def end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any, now: datetime,
         record: LedgerRecord, parent_id: str | None = None, has_approvals: bool = True) -> bool:
     """running, held by `worker_id` -> finished or failed, with its closing record written in the
@@ -433,11 +457,16 @@ def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: 
     return True
 
 
+def ledger_prepare(record: LedgerRecord, using: str) -> None:
+    """`runs.ledger_chain.prepare` for the one-statement forms, which are PostgreSQL's: the content
+    digest in `hash`, for the trigger to link, without asking the connection its vendor again."""
+    record.chain_index, record.prev_hash, record.hash = 0, "", content_digest(record)
+
+
 def record_params(record: LedgerRecord) -> list[Any]:
     """A ledger record's columns in the order the one-statement inserts list them. `hash` carries
-    the content digest: the insert's trigger links it into the run's chain (see `runs.ledger`).
-    The one-statement forms are PostgreSQL's: `runs.ledger_chain.prepare` without asking again."""
-    record.chain_index, record.prev_hash, record.hash = 0, "", content_digest(record)
+    the content digest: the insert's trigger links it into the run's chain (see `runs.ledger`)."""
+    ledger_prepare(record, "default")
     return [record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow,
             record.kind, _json(record.body), _json(record.group), record.chain_index, record.prev_hash, record.hash]
 
