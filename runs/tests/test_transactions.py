@@ -15,8 +15,8 @@ from django.db import connection
 from django_q.models import OrmQ
 from pydantic import BaseModel
 
-from runs.config.workflows import define_workflow
 from runs import ledger
+from runs.config.workflows import define_workflow
 from runs.engine import clock, history, pauses, transitions
 from runs.engine.advance import Advanced, advance
 from runs.limits import overrides as limit_overrides
