@@ -109,11 +109,22 @@ def start(*, run: Run) -> None:
 
 # ---- claim ----------------------------------------------------------------------------------
 
-_CLAIM_SQL = """
+# The run's columns in its model's field order: the claim returns them, read into a `Run` as a
+# query's row is (`Model.from_db`, each field's converter), without a raw queryset's per-row
+# look at the cursor's description (most of a run's own CPU when it was `Run.objects.raw`).
+_RUN_FIELDS = Run._meta.concrete_fields
+_CLAIM_SQL = f"""
 UPDATE runs_run SET status = %s, lease_owner = %s, lease_until = %s, waiting_for = '', wake_at = NULL, updated_at = %s
 WHERE id = %s AND app_version = ANY(%s) AND status IN (%s, %s) AND (lease_until IS NULL OR lease_until < %s)
-RETURNING *
+RETURNING {", ".join(f'"{f.column}"' for f in _RUN_FIELDS)}
 """
+
+
+def _run_from_row(row: Sequence[Any]) -> Run:
+    values = [value if value is None or not hasattr(field, "from_db_value")
+              else field.from_db_value(value, None, connection)  # JSON columns come back as text
+              for field, value in zip(_RUN_FIELDS, row, strict=True)]
+    return Run.from_db(connection.alias, [f.attname for f in _RUN_FIELDS], values)
 
 
 def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime,
@@ -130,12 +141,13 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
     claim."""
     if one_statement():  # the claim returns the row: no read of it after
         with transaction.atomic():
-            claimed = list(Run.objects.raw(_CLAIM_SQL, [
-                RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions), RunStatus.QUEUED,
-                RunStatus.RUNNING, now]))
-            if not claimed:
+            with connection.cursor() as cursor:
+                cursor.execute(_CLAIM_SQL, [RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions),
+                                            RunStatus.QUEUED, RunStatus.RUNNING, now])
+                row = cursor.fetchone()
+            if row is None:
                 return None
-            run = claimed[0]
+            run = _run_from_row(row)
             run._claimed_history = history.load(run)  # type: ignore[attr-defined]  # see claimed_history
         return run
     updated = (

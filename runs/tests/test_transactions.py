@@ -122,6 +122,10 @@ def test_the_claim_reads_the_run_s_recorded_steps_in_its_transaction(engine):
     assert [(s.seq, s.kind, s.name, s.output) for s in loaded.steps.values()] == [
         (s.seq, s.kind, s.name, s.output) for s in Step.objects.filter(run_id=run.id).order_by("seq")]
     assert claimed.status == RunStatus.RUNNING and claimed.lease_owner == "w-2"
+    # The claimed run is the row as a query reads it, every field (its JSON decoded, its times aware).
+    fields = [f.attname for f in Run._meta.concrete_fields]
+    assert {f: getattr(claimed, f) for f in fields} == {f: getattr(Run.objects.get(pk=run.id), f) for f in fields}
+    assert not claimed._state.adding and claimed.input == {"n": 2}
     assert transitions.claimed_history(claimed) is None  # handed over once; a later load reads afresh
     assert transitions.claimed_history(Run.objects.get(pk=run.id)) is None
     # A second claim while the lease is held takes nothing.
