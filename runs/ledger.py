@@ -24,7 +24,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from runs.engine import clock
+from runs.engine import clock, instances
 from runs.ledger_chain import CONTENT_FIELDS, canonical, content_digest, content_of, link, prepare
 from runs.models import LedgerRecord, Run
 
@@ -61,7 +61,8 @@ def build(
 ) -> LedgerRecord:
     """A record about `run`. Its actor is who acted: the run's starter for what the run does, the
     decider for a decision or a refused one, whoever withdrew an approval."""
-    return LedgerRecord(
+    return instances.new(
+        LedgerRecord,
         record_id=record_id(run.id, kind, seq if key is None else key),
         run_id=run.id,
         seq=seq,

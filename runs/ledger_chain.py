@@ -39,13 +39,45 @@ def _normal(value: Any) -> Any:
     raise _NotPlain
 
 
+def _as_is(value: Any) -> bool:
+    """Whether `_normal` would give `value` back unchanged for JSON's purposes, so that JSON of
+    `value` itself is already its canonical form: text keys only, and no integral float (nor any
+    value JSON does not take). A look through the containers, building nothing: most records'
+    content is this, and `_normal`'s copy is the costlier part of a digest."""
+    kind = type(value)
+    if kind is dict:
+        values: Any = value.values()
+        if not all(type(k) is str for k in value):
+            return False
+    elif kind is list or kind is tuple:
+        values = value
+    else:
+        values = (value,)
+    for item in values:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict or kind is list or kind is tuple:
+            if not _as_is(item):
+                return False
+        elif kind is float:
+            if item.is_integer():
+                return False
+        elif not isinstance(item, str | int):
+            return False
+    return True
+
+
 def canonical(content: dict[str, Any]) -> str:
     """The canonical JSON of a record's content, as stored and read back: sorted keys, no spaces,
     ASCII only. Values JSON would change (keys that are not text, subclasses) go through JSON first."""
-    try:
-        plain = _normal(content)
-    except _NotPlain:
-        plain = _normal(json.loads(json.dumps(content)))
+    if _as_is(content):  # JSON of it as it is: the same text as of its normal form
+        plain: Any = content
+    else:
+        try:
+            plain = _normal(content)
+        except _NotPlain:
+            plain = _normal(json.loads(json.dumps(content)))
     return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 

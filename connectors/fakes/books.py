@@ -28,17 +28,25 @@ class _NotJson(Exception):
         self.path: list[str] = []
 
 
+_LEAVES = (str, bool, int, float)
+
+
 def _copy(value: Any) -> Any:
     """A deep copy made of dicts with string keys, lists, strings, numbers, booleans and None."""
-    if value is None or isinstance(value, (str, bool, int, float)):
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is bool or kind is float or isinstance(value, _LEAVES):
         return value
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            if not isinstance(key, str):
+            if type(key) is not str and not isinstance(key, str):
                 err = _NotJson(key)
                 err.path.append(f"[{key!r}] (a key)")
                 raise err
+            kind = type(item)
+            if item is None or kind is str or kind is int or kind is bool or kind is float:
+                out[key] = item  # a leaf, as `_copy` gives it back: no call for it
+                continue
             try:
                 out[key] = _copy(item)
             except _NotJson as err:

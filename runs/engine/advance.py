@@ -22,11 +22,11 @@ from runs import ledger
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.versioning import version_of
-from runs.engine import clock, faults, history, pauses, reconnect, transitions
+from runs.engine import clock, effects, faults, history, pauses, reconnect, transitions
 from runs.engine.context import RunContext
 from runs.engine.faults import FaultPoint
 from runs.engine.segment import Segment
-from runs.engine.stops import Cancelled, LeaseLost, Suspend
+from runs.engine.stops import Cancelled, LeaseLost, Rewind, Suspend
 from runs.errors import RunCode
 from runs.limits import overrides as limit_overrides
 from runs.models import Approval, DecisionMessage, LedgerKind, LedgerRecord, Run, RunStatus
@@ -136,7 +136,7 @@ def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_a
         attempts=(list(LedgerRecord.objects.filter(run_id=run.pk, kind__in=CALL_HISTORY_KINDS,
                                                    seq__gt=recorded.base)) if run.has_retries else []),
     )
-    deadline = segment.write_deadline
+    segment.input = recorded.input
 
     def parsed(input: Any) -> Any:
         try:
@@ -147,32 +147,65 @@ def _advance_claimed(run: Run, worker_id: str, config: ResolvedConfig, claimed_a
                                data={"issues": issues}) from None
 
     try:
-        output = history.run_generations(segment, recorded.input, lambda payload: definition.run(ctx, payload), parsed)
+        while True:
+            try:
+                return _run_body(run, worker_id, config, segment, lambda payload: definition.run(ctx, payload),
+                                 parsed)
+            except Rewind:
+                # A call's checkpoint written behind (`runs.engine.effects`) could not be written, at
+                # a suspension or with the run's end: the body runs again, and that call fails where
+                # the workflow made it.
+                segment.rewind()
+            except (LeaseLost, Cancelled) as stop:
+                log.info("run %s: advance stopped (%s)", run_id, type(stop).__name__, extra={"run_id": run_id})
+                return Advanced.LOST
+    finally:
+        segment.close()
+
+
+def _run_body(run: Run, worker_id: str, config: ResolvedConfig, segment: Segment, body: Callable[[Any], Any],
+              parsed: Callable[[Any], Any]) -> Advanced:
+    """Run the workflow's body from the top and end, suspend or hand back the run as it says."""
+    run_id = run.pk
+    deadline = segment.write_deadline
+    try:
+        output = history.run_generations(segment, segment.input, body, parsed)
     except Suspend as suspension:
-        segment.close()
+        segment.flush()  # a call's checkpoint waiting behind is written before the run waits
         return _suspend(run, worker_id, segment.signal_gen, suspension, deadline=deadline)
-    except (LeaseLost, Cancelled) as stop:
-        segment.close()
-        log.info("run %s: advance stopped (%s)", run_id, type(stop).__name__, extra={"run_id": run_id})
-        return Advanced.LOST
     except Exception as err:
-        segment.close()
         if reconnect.connection_lost(err) and reconnect.can_reconnect():
             # A read lost the database connection (the engine's writes ride that out themselves):
             # not the workflow's failure. The run goes back to the queue; its next advance replays.
             log.warning("run %s: the database connection was lost (%s); handing the run back", run_id,
                         str(err).strip().split("\n")[0], extra={"run_id": run_id})
             reconnect.discard()
+            segment.flush()
             return _suspend(run, worker_id, segment.signal_gen, Suspend("segment", requeue=True), deadline=deadline)
-        return _fail(run, worker_id, config, err, seq=segment.next_seq, deadline=deadline)
-    segment.close()
-    return _finish(run, worker_id, config, output, seq=segment.next_seq, deadline=deadline)
+        return _fail(run, worker_id, config, err, seq=segment.next_seq, deadline=deadline, segment=segment)
+    return _finish(run, worker_id, config, output, seq=segment.next_seq, deadline=deadline, segment=segment)
 
 
 def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: RunStatus, kind: LedgerKind,
          body: dict[str, Any], seq: int, deadline: Callable[[], float], result: Any = None,
-         error: Any = None) -> Advanced:
+         error: Any = None, segment: Segment | None = None) -> Advanced:
     record = ledger.build(run, kind=kind, seq=seq, body=body, app=config.app_name)
+    behind = segment.take_behind() if segment is not None else None
+    if segment is not None and behind is not None:
+        # The last call's checkpoint waits behind: it is written with the end, in one transaction.
+        try:
+            ended = effects.record(segment, behind.op, behind.checkpoint, call_seconds=behind.call_seconds,
+                                   first=lambda: _end_with_call(run, worker_id, segment, behind, status=status,
+                                                                record=record, result=result, error=error))
+        except effects.Unrecorded as failed:
+            segment.unrecorded_call(behind, failed.error)
+            raise Rewind(run.pk) from None
+        metrics.call_settled(behind.op, "ok")
+        if ended is not None:
+            if ended:
+                metrics.run_ended(run.workflow, status.value, error=error)
+            return Advanced(status.value) if ended else Advanced.LOST
+        # Written on its own (the end's lease check failed: a cancel or a lost lease raised by now).
     faults.point(FaultPoint.BEFORE_END)
 
     def write() -> bool:
@@ -190,25 +223,56 @@ def _end(run: Run, worker_id: str, config: ResolvedConfig, *, status: RunStatus,
     return Advanced(status.value) if ended else Advanced.LOST
 
 
+def _end_with_call(run: Run, worker_id: str, segment: Segment, behind: effects.Behind, *, status: RunStatus,
+                   record: LedgerRecord, result: Any, error: Any) -> bool | None:
+    """One try of the run's end with its last call's checkpoint, in one transaction (one statement
+    on PostgreSQL). True when written; None when the lease check matched nothing (the checkpoint
+    is then written on its own, which tells a cancel from a lost lease). A dropped connection is
+    ridden out here; an error the database answered is tried again by `effects.record`."""
+    checkpoint = behind.checkpoint
+    step, called = checkpoint.step, checkpoint.records[0]
+    assert step is not None
+    if faults.any_armed():  # the fault points of both writes, in the order they were made apart
+        faults.point(FaultPoint.BEFORE_CALL)
+        faults.point(FaultPoint.BEFORE_END)
+
+    def write() -> bool:
+        reconnect.unsaved(step, called, record)  # a try rolled back with the connection may have saved them
+        return segment.write_with_end(checkpoint, status=status, record=record, result=result, error=error)
+
+    def landed() -> bool | None:  # the step, its record, the end and its record commit together
+        return True if LedgerRecord.objects.filter(record_id=record.record_id).exists() else None
+
+    written = reconnect.ride_out(write, deadline=lambda: segment.write_deadline(behind.call_seconds), landed=landed,
+                                 what=f"run {run.pk}: writing step {step.seq} with its end ({status})")
+    if not written:
+        return None
+    segment.steps[step.seq] = step
+    metrics.step_written(run.workflow, step.kind)
+    if tracing.ON:
+        tracing.step_written(step)
+    return True
+
+
 def _finish(run: Run, worker_id: str, config: ResolvedConfig, output: Any, *, seq: int,
-            deadline: Callable[[], float]) -> Advanced:
+            deadline: Callable[[], float], segment: Segment | None = None) -> Advanced:
     try:
         result = to_jsonable_python(output.model_dump(mode="json") if hasattr(output, "model_dump") else output)
     except Exception as err:
         bad = SanomaError(f"The workflow returned a value that is not JSON: {err}", code=RunCode.BAD_RETURN_VALUE,
                           data={"type": type(output).__name__})
-        return _fail(run, worker_id, config, bad, seq=seq, deadline=deadline)
+        return _fail(run, worker_id, config, bad, seq=seq, deadline=deadline, segment=segment)
     return _end(run, worker_id, config, status=RunStatus.FINISHED, kind=LedgerKind.RUN_FINISHED,
-                body={"output": result}, seq=seq, result=result, deadline=deadline)
+                body={"output": result}, seq=seq, result=result, deadline=deadline, segment=segment)
 
 
 def _fail(run: Run, worker_id: str, config: ResolvedConfig, err: BaseException, *, seq: int,
-          deadline: Callable[[], float]) -> Advanced:
+          deadline: Callable[[], float], segment: Segment | None = None) -> Advanced:
     error = error_to_dict(err)
     if not isinstance(err, SanomaError) or err.code is None:
         log.info("run %s failed: %s", run.id, err, exc_info=not isinstance(err, SanomaError), extra={"run_id": run.id})
     return _end(run, worker_id, config, status=RunStatus.FAILED, kind=LedgerKind.RUN_FAILED, body={"error": error},
-                seq=seq, error=error, deadline=deadline)
+                seq=seq, error=error, deadline=deadline, segment=segment)
 
 
 def _suspend(run: Run, worker_id: str, signal_gen: int, suspension: Suspend, *,

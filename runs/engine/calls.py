@@ -29,12 +29,13 @@ from connectors.errors import (
 from connectors.operations import Operation
 from runs import ledger
 from runs.approvals.rules import rejection_error
-from runs.engine import calling, clock, doubts, faults, pauses, reconnect, secrets
+from runs.engine import calling, clock, doubts, effects, faults, pauses, secrets
 from runs.engine.faults import FaultPoint
 from runs.engine.holds import Holds
 from runs.engine.requests import NO_OPTIONS, CallOptions, parse_op_input
 from runs.engine.segment import Checkpoint, Segment
-from runs.engine.stops import Cancelled, LeaseLost, Suspend
+from runs.engine.stops import Suspend
+from runs.errors import RunCode
 from runs.limits import gate
 from runs.models import Approval, LedgerKind, LedgerRecord, StepKind
 from runs.policies.decisions import Decision, DecisionKind
@@ -43,7 +44,7 @@ from runs.telemetry import metrics, tracing
 
 log = logging.getLogger("sanoma.engine")
 
-LEDGER_RETRY_DELAYS = (0.05, 0.2, 0.8)
+LEDGER_RETRY_DELAYS = effects.LEDGER_RETRY_DELAYS
 
 
 class Effect(Protocol):
@@ -103,6 +104,8 @@ class Calls:
             if step.error is not None:
                 raise error_from_dict(step.error)
             return effect.replay(step.output)
+        if segment.unrecorded:
+            self._unrecorded(op, seq)
         segment.check_time()
         if tracing.ON:
             tracing.call_step(seq, op)
@@ -121,6 +124,21 @@ class Calls:
             effect.refuse(seq, decision, error, approval)
             raise error
         return effect.carry_out(seq, decision)
+
+    def _unrecorded(self, op: Operation, seq: int) -> None:
+        """The body runs again after a rewind (`runs.engine.effects`): the call at `seq`, whose
+        checkpoint could not be written, fails as it would have, and refuses every later call."""
+        failed = self.segment.unrecorded.pop(seq, None)
+        if failed is None:
+            return
+        op_id, error = failed
+        if op_id != op.id:
+            raise SanomaError(
+                f"Run {self.segment.run.id} no longer replays: step {seq} was call {op_id}, now call {op.id}. "
+                "A workflow must make the same calls in the same order on every replay",
+                code=RunCode.REPLAY_DIVERGED, data={"seq": seq, "was": f"call {op_id}", "now": f"call {op.id}"})
+        self.segment.poison(op_id)
+        raise error
 
     # ---- an operation's driver --------------------------------------------------------------
 
@@ -300,40 +318,20 @@ class Calls:
             self.segment.commit(checkpoint)
             metrics.call_settled(op, call_outcome(error, approval))
             return
-        # The vendor acted: retry the write before giving up, then refuse every further call, so a
+        # The vendor acted: its checkpoint waits behind the workflow's code when it may (written
+        # before the engine next acts, or with the run's end: `runs.engine.effects`); else it is
+        # written now, tried again before giving up; past that every further call is refused, so a
         # workflow that catches the failure cannot repeat the effect unrecorded.
-        self._commit_effect(op, checkpoint, call_seconds=duration_ms / 1000)
+        call_seconds = duration_ms / 1000
+        if self.segment.can_defer(checkpoint):
+            self.segment.defer(op, checkpoint, call_seconds=call_seconds)
+            return
+        try:
+            effects.record(self.segment, op, checkpoint, call_seconds=call_seconds)
+        except effects.Unrecorded as failed:
+            self.segment.poison(op.id)
+            raise failed.error from failed.error.__cause__
         metrics.call_settled(op, "ok")
-
-    def _commit_effect(self, op: Operation, checkpoint: Checkpoint, *, call_seconds: float) -> None:
-        """Write the checkpoint of a call the vendor carried out, trying again before giving up.
-
-        A dropped connection is ridden out by the segment's commit for as long as this worker's
-        lease lasts (counting the renewals of the heartbeat while the vendor answered). An error the
-        database answered is tried again after 50, 200 and 800 ms. Past either, every further call
-        of the run is refused, so a workflow that catches the failure cannot repeat the effect
-        unrecorded."""
-        delays = iter(LEDGER_RETRY_DELAYS)
-        run_id = self.segment.run.id
-        while True:
-            failure: BaseException
-            try:
-                self.segment.commit(checkpoint, call_seconds=call_seconds)
-                return
-            except (LeaseLost, Cancelled):
-                raise
-            except reconnect.Unreachable as gone:
-                failure, delay = gone, None
-            except Exception as err:
-                # A record that cannot be serialised fails the same way every time.
-                failure, delay = err, None if isinstance(err, (TypeError, ValueError)) else next(delays, None)
-            if delay is None:
-                self.segment.poison(op.id)
-                raise SanomaError(f"{op.id} succeeded, but the ledger could not record it: {failure}",
-                                  code=ErrorCode.LEDGER_WRITE_FAILED, data={"op": op.id}) from failure
-            log.warning("recording %s of run %s failed (%s); trying again", op.id, run_id,
-                        str(failure).strip().split("\n")[0], extra={"run_id": run_id})
-            clock.sleep(delay)
 
 
 def call_outcome(error: BaseException | None, approval: Approval | None) -> str:

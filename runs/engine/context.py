@@ -60,6 +60,7 @@ def builtin(name: str, *, declared: bool = True, needs_open: bool = True,
     def wrap(method: Callable[Concatenate[RunContext, P], R]) -> Callable[Concatenate[RunContext, P], R]:
         @functools.wraps(method)
         def checked(self: RunContext, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            self._segment.flush()  # a call's checkpoint waiting behind is written before anything else
             self._check_in_outline(name, sys._getframe(1))
             if declared and name not in self._definition.builtins:
                 raise self._not_available((name,))
@@ -353,6 +354,7 @@ class _OperationCall:
         self._op = op
 
     def __call__(self, payload: Any = None, *, timeout: Any = None, retry: Any = None, **options: Any) -> Any:
+        self._ctx._segment.flush()  # the previous call's checkpoint, if it waits behind: written first
         if options:
             # A keyword the engine does not know would otherwise be dropped without a word.
             names = ", ".join(sorted(options))

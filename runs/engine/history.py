@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.db import connection
 
+from runs.engine.stops import Rewind
 from runs.models import Run, Step, StepKind
 
 if TYPE_CHECKING:
@@ -155,10 +156,14 @@ class ContinuedAsNew(BaseException):
 
 def run_generations(segment: Segment, input: Any, run: Callable[[Any], Any], parse: Callable[[Any], Any]) -> Any:
     """Run the body (`run(parse(input))`) from the top; each time it continues as new, again from
-    the top with its new input, after its `continue` step, in the same advance."""
+    the top with its new input, after its `continue` step, in the same advance; after a rewind
+    (`runs.engine.effects`), again from the top with the same input."""
+    segment.input = input
     while True:
         try:
-            return run(parse(input))
+            return run(parse(segment.input))
         except ContinuedAsNew as new:
             segment.begin_generation(new.seq, new.generation)
-            input = new.input
+            segment.input = new.input
+        except Rewind:  # a checkpoint written behind failed: again from the top (`runs.engine.effects`)
+            segment.rewind()

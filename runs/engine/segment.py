@@ -19,17 +19,18 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from connectors.errors import SanomaError
+from connectors.operations import Operation
 from runs import ledger
 from runs.approvals.announce import announce_asked
 from runs.approvals.permissions import grant_approver
 from runs.config.resolution import ResolvedConfig
-from runs.engine import clock, fastpath, faults, heartbeat, reconnect, transitions
+from runs.engine import clock, effects, fastpath, faults, heartbeat, instances, reconnect, transitions
 from runs.engine.faults import FaultPoint
 from runs.engine.history import Replayed
-from runs.engine.stops import Cancelled, Diverged, LeaseLost, ReachedStep, Suspend
+from runs.engine.stops import Cancelled, Diverged, LeaseLost, ReachedStep, Rewind, Suspend
 from runs.engine.transitions import LeaseCheck
 from runs.errors import RunCode
-from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunTag, Step, StepKind
+from runs.models import Approval, LedgerKind, LedgerRecord, Run, RunMessage, RunStatus, RunTag, Step, StepKind
 from runs.sandbox.engine import SandboxAdvance, sandbox_advance
 from runs.spend.services import Settlement, settle_call
 from runs.telemetry import metrics, tracing
@@ -105,6 +106,13 @@ class Segment:
         self.signal_gen = run.signal_gen
         self._ended = False
         self._poisoned: str | None = None
+        # The input of the generation the body runs (set by `runs.engine.history.run_generations`).
+        self.input: Any = None
+        # A call's checkpoint written behind the workflow's code (`runs.engine.effects`), and the
+        # calls whose checkpoint could not be written: at a rewind, the call at that seq fails.
+        self.behind: effects.Behind | None = None
+        self.unrecorded: dict[int, tuple[str, SanomaError]] = {}
+        self._rewinding = False
         self._ends = time.monotonic() + segment_seconds
         self._lease = timedelta(seconds=settings.SANOMA_LEASE_SECONDS)
         # The claim just set the lease; step writes only check it until a third of it has passed.
@@ -152,7 +160,8 @@ class Segment:
 
     def step(self, seq: int, kind: str, name: str, **fields: Any) -> Step:
         """A new step of this run, numbered `seq` (not yet written)."""
-        return Step(run=self.run, seq=seq, kind=kind, name=name, next_seq=self.next_seq, **fields)
+        return instances.new(Step, run_id=self.run.pk, seq=seq, kind=kind, name=name, next_seq=self.next_seq,
+                             related={"run": self.run}, **fields)
 
     def record(self, kind: LedgerKind, seq: int, body: dict[str, Any], *, key: str | None = None,
                actor: str | None = None) -> LedgerRecord:
@@ -187,8 +196,61 @@ class Segment:
     def close(self) -> None:
         """The advance is over: any later call through its ctx (kept by a workflow) is refused."""
         self._ended = True
+        if self.behind is not None:  # every way out writes it first; never left holding the lease
+            heartbeat.end(self.behind.heartbeat)
+            self.behind = None
         if self.sandbox is not None:
             self.sandbox.close()
+
+    # ---- write-behind (`runs.engine.effects`) --------------------------------------------------
+
+    def defer(self, op: Operation, checkpoint: Checkpoint, *, call_seconds: float) -> None:
+        """Hold a carried-out call's checkpoint until the engine next acts for the run (`flush`),
+        or until the run ends with it (`take_behind`); the lease is kept meanwhile."""
+        self.flush()
+        self.behind = effects.Behind(op=op, checkpoint=checkpoint, call_seconds=call_seconds,
+                                     heartbeat=heartbeat.begin(self.run.pk, self.worker_id, self._lease))
+
+    def can_defer(self, checkpoint: Checkpoint) -> bool:
+        """A checkpoint that may wait: a step and its one record (no sandbox books, no money)."""
+        return checkpoint.one_record() and self.sandbox is None and self.replay_until is None
+
+    def flush(self) -> None:
+        """Write the checkpoint waiting behind, if any, before the engine does anything else.
+        One that cannot be written rewinds the body (`Rewind`), as does anything the body
+        tries while the rewind unwinds it (a `finally` that calls)."""
+        if self._rewinding:
+            raise Rewind(self.run.id)
+        behind = self.take_behind()
+        if behind is None:
+            return
+        try:
+            effects.record(self, behind.op, behind.checkpoint, call_seconds=behind.call_seconds)
+        except effects.Unrecorded as failed:
+            self.unrecorded_call(behind, failed.error)
+            raise Rewind(self.run.id) from None
+        metrics.call_settled(behind.op, "ok")
+
+    def take_behind(self) -> effects.Behind | None:
+        """The checkpoint waiting behind (no longer waiting: the caller writes it)."""
+        behind = self.behind
+        if behind is not None:
+            self.behind = None
+            heartbeat.end(behind.heartbeat)
+        return behind
+
+    def unrecorded_call(self, behind: effects.Behind, error: SanomaError) -> None:
+        """`behind` could not be written: rewind, so its call fails where the workflow made it."""
+        step = behind.checkpoint.step
+        assert step is not None  # only a step's checkpoint waits
+        self.unrecorded[step.seq] = (behind.op.id, error)
+        self._rewinding = True
+
+    def rewind(self) -> None:
+        """Start the body again from the top of its generation (see `runs.engine.effects`)."""
+        self._rewinding = False
+        self.next_seq = self.base + 1
+        self.group = None
 
     # ---- the lease ----------------------------------------------------------------------------
 
@@ -244,6 +306,8 @@ class Segment:
         A dropped connection is ridden out (`runs.engine.reconnect.ride_out`): the write is tried
         again on a new connection until the lease would run out, after looking whether it had
         landed with only its answer lost. Past that, `Unreachable` stops the advance."""
+        if self.behind is not None:  # what waits behind was first: it is written first
+            self.flush()
         step, records = checkpoint.step, checkpoint.records
         if faults.any_armed():
             point = point or (WRITE_POINTS.get(LedgerKind(records[0].kind)) if records else None)
@@ -335,6 +399,40 @@ class Segment:
         if step is not None:
             self.steps[step.seq] = step
 
+    def write_with_end(self, checkpoint: Checkpoint, *, status: RunStatus, record: LedgerRecord, result: Any,
+                       error: Any) -> bool:
+        """One try of a call's checkpoint written with the run's end (`runs.engine.effects`), in one
+        transaction: one statement on PostgreSQL when the end is one (no parent to wake, no
+        approvals to withdraw). False when this worker no longer holds a running run (nothing
+        written)."""
+        step = checkpoint.step
+        assert step is not None and checkpoint.one_record()
+        run = self.run
+        faults.point(FaultPoint.STEP_COMMIT)
+        now = clock.now()
+        step.created_at = now
+        try:
+            if fastpath.available() and transitions.ends_in_one_statement(parent_id=run.parent_id,
+                                                                          has_approvals=run.has_approvals):
+                return fastpath.write_step_with_end(step=step, record=checkpoint.records[0], worker_id=self.worker_id,
+                                                    now=now, status=status, result=result, error=error, end=record)
+            with transaction.atomic():
+                if not transitions.renew_lease(run_id=run.pk, worker_id=self.worker_id, now=now,
+                                               lease_until=now + self._lease):
+                    return False
+                step.save(force_insert=True)
+                checkpoint.records[0].save(force_insert=True)  # its step's unique (run, seq) guards it
+                if not transitions.end(run_id=run.pk, worker_id=self.worker_id, status=status, result=result,
+                                       error=error, now=now, record=record, parent_id=run.parent_id,
+                                       has_approvals=run.has_approvals):
+                    raise _NotEnded  # cannot be, under the lease just renewed: nothing is kept
+                return True
+        except IntegrityError as err:
+            # Another worker recorded this step first: the run is theirs now.
+            raise LeaseLost(f"{self.run.id}: {err}") from err
+        except _NotEnded:
+            return False
+
     def _write_fast(self, step: Step, record: LedgerRecord) -> bool:
         faults.point(FaultPoint.STEP_COMMIT)
         now = clock.now()
@@ -350,6 +448,10 @@ class Segment:
             if renew:
                 self._lease_renewed()
         return written
+
+
+class _NotEnded(Exception):
+    """The end matched no row after the checkpoint was written: the transaction is rolled back."""
 
 
 def shown(kind: str, name: str, group: dict[str, Any] | None = None) -> str:

@@ -44,3 +44,9 @@ class Diverged(BaseException):
         self.message = message or (f"step {seq} was {was}, now {now}" if was is not None
                                    else f"the run has no step {seq}; the code now makes {now} there")
         super().__init__(self.message)
+
+
+class Rewind(BaseException):
+    """A call's checkpoint written behind (`runs.engine.effects`) could not be written: the body
+    runs again from the top of its generation, in the same advance, and this time that call raises
+    the error it would have raised had it been written at once (`ledger_write_failed`)."""

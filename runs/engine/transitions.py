@@ -41,10 +41,10 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F, Q
 
-from runs.engine import clock, history
+from runs.engine import bound, clock, history
 from runs.engine.dispatch import enqueue
 from runs.ledger import record_id
-from runs.ledger_chain import prepare as ledger_prepare
+from runs.ledger_chain import content_digest
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
 from runs.telemetry import metrics
 
@@ -68,9 +68,15 @@ class LeaseCheck(StrEnum):
     LOST = "lost"  # another worker holds it now, or the row is gone
 
 
+_vendor: str | None = None
+
+
 def one_statement() -> bool:
     """Whether the database takes the one-statement forms below (PostgreSQL)."""
-    return connection.vendor == "postgresql"
+    global _vendor
+    if _vendor is None:  # the default database's backend, fixed by the settings: asked once
+        _vendor = connection.vendor
+    return _vendor == "postgresql"
 
 
 def _json(value: object) -> str | None:
@@ -81,13 +87,11 @@ def execute_returning(sql: str, params: Sequence[Any]) -> bool:
     """Run one data-modifying statement; True when it returned a row."""
     # One statement is atomic on its own: in autocommit it is one round trip. Inside a caller's
     # transaction a savepoint keeps a refused insert from aborting the caller's work.
+    # Its parameters are bound by the server (`runs.engine.bound`): no quoting of each in Python.
     if connection.in_atomic_block:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchone() is not None
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone() is not None
+        with transaction.atomic():
+            return bound.returns_row(sql, params)
+    return bound.returns_row(sql, params)
 
 
 # ---- start ----------------------------------------------------------------------------------
@@ -105,11 +109,22 @@ def start(*, run: Run) -> None:
 
 # ---- claim ----------------------------------------------------------------------------------
 
-_CLAIM_SQL = """
+# The run's columns in its model's field order: the claim returns them, read into a `Run` as a
+# query's row is (`Model.from_db`, each field's converter), without a raw queryset's per-row
+# look at the cursor's description (most of a run's own CPU when it was `Run.objects.raw`).
+_RUN_FIELDS = Run._meta.concrete_fields
+_CLAIM_SQL = f"""
 UPDATE runs_run SET status = %s, lease_owner = %s, lease_until = %s, waiting_for = '', wake_at = NULL, updated_at = %s
 WHERE id = %s AND app_version = ANY(%s) AND status IN (%s, %s) AND (lease_until IS NULL OR lease_until < %s)
-RETURNING *
+RETURNING {", ".join(f'"{f.column}"' for f in _RUN_FIELDS)}
 """
+
+
+def _run_from_row(row: Sequence[Any]) -> Run:
+    values = [value if value is None or not hasattr(field, "from_db_value")
+              else field.from_db_value(value, None, connection)  # JSON columns come back as text
+              for field, value in zip(_RUN_FIELDS, row, strict=True)]
+    return Run.from_db(connection.alias, [f.attname for f in _RUN_FIELDS], values)
 
 
 def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime,
@@ -126,12 +141,13 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
     claim."""
     if one_statement():  # the claim returns the row: no read of it after
         with transaction.atomic():
-            claimed = list(Run.objects.raw(_CLAIM_SQL, [
-                RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions), RunStatus.QUEUED,
-                RunStatus.RUNNING, now]))
-            if not claimed:
+            with connection.cursor() as cursor:
+                cursor.execute(_CLAIM_SQL, [RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions),
+                                            RunStatus.QUEUED, RunStatus.RUNNING, now])
+                row = cursor.fetchone()
+            if row is None:
                 return None
-            run = claimed[0]
+            run = _run_from_row(row)
             run._claimed_history = history.load(run)  # type: ignore[attr-defined]  # see claimed_history
         return run
     updated = (
@@ -389,6 +405,30 @@ RETURNING id
 """
 
 
+# The run's end as the head of a one-statement checkpoint (`runs.engine.fastpath.write_step_with_end`):
+# the end's own lease check (held by this worker, running), then the step and records after it.
+END_CTE_SQL = """
+    UPDATE runs_run SET status = %s, result = %s::jsonb, error = %s::jsonb, lease_owner = '', lease_until = NULL,
+        updated_at = %s, ended_at = %s
+    WHERE id = %s AND lease_owner = %s AND status = %s
+    RETURNING id
+"""
+
+
+def end_params(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any,
+               now: datetime) -> list[Any]:
+    """The parameters of END_CTE_SQL, in order (a run ends finished or failed)."""
+    if status not in (RunStatus.FINISHED, RunStatus.FAILED):
+        raise ValueError(f"a run ends finished or failed, not {status}")
+    return [status, _json(result), _json(error), now, now, run_id, worker_id, RunStatus.RUNNING]
+
+
+def ends_in_one_statement(*, parent_id: str | None, has_approvals: bool) -> bool:
+    """Whether a run's end is one statement (`end`): on PostgreSQL, with no parent to wake and no
+    approvals to withdraw."""
+    return one_statement() and parent_id is None and not has_approvals
+
+
 def end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: Any, now: datetime,
         record: LedgerRecord, parent_id: str | None = None, has_approvals: bool = True) -> bool:
     """running, held by `worker_id` -> finished or failed, with its closing record written in the
@@ -427,6 +467,12 @@ def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: 
         # Only the lease holder ends a run, once: its closing record cannot exist yet.
         record.save(force_insert=True)
     return True
+
+
+def ledger_prepare(record: LedgerRecord, using: str) -> None:
+    """`runs.ledger_chain.prepare` for the one-statement forms, which are PostgreSQL's: the content
+    digest in `hash`, for the trigger to link, without asking the connection its vendor again."""
+    record.chain_index, record.prev_hash, record.hash = 0, "", content_digest(record)
 
 
 def record_params(record: LedgerRecord) -> list[Any]:

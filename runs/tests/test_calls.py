@@ -184,6 +184,25 @@ def test_a_transient_ledger_failure_is_retried_and_a_final_one_is_not(engine_for
     assert run.status == "failed" and "could not record it: not serialisable" in run.error["message"]
 
 
+def test_a_last_call_whose_checkpoint_cannot_be_written_with_the_end_fails_where_the_workflow_made_it(engine_for):
+    # The last call's checkpoint waits behind the workflow's code and is written with the run's
+    # end; when that cannot be written, the call itself fails, inside the workflow's try.
+    def body(ctx, i):
+        try:
+            refund = ctx.acme.order.refund({"order_id": "1", "amount": 5})
+        except Exception as err:
+            return {"caught": str(err)}
+        return {"refund": refund.refund_id}
+
+    engine = engine_for(wf("unrecorded-last", body))
+    faults.arm(FaultPoint.STEP_COMMIT, TypeError("not serialisable"), times=1)
+    run = engine.run("unrecorded-last")
+    assert run.status == "finished"
+    assert run.result == {"caught": "acme.order.refund succeeded, but the ledger could not record it: not serialisable"}
+    assert len(engine.fake.state["refunds"]) == 1 and len(engine.fake.calls) == 1
+    assert not engine.records(run, "op.called")
+
+
 def test_opaque_fields_are_recorded_by_name_only(engine_for):
     engine = engine_for(wf("opaque", lambda ctx, i: ctx.acme.post.publish({"text": "hi"}).handle))
     run = engine.run("opaque")

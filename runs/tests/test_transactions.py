@@ -15,6 +15,7 @@ from django.db import connection
 from django_q.models import OrmQ
 from pydantic import BaseModel
 
+from runs import ledger
 from runs.config.workflows import define_workflow
 from runs.engine import clock, history, pauses, transitions
 from runs.engine.advance import Advanced, advance
@@ -75,13 +76,15 @@ def test_a_run_advanced_at_once_costs_its_steps_a_claim_and_an_end(engine):
     assert run.status == RunStatus.FINISHED and run.result == {"done": 3}
     assert Step.objects.filter(run=run).count() == 3
     if POSTGRESQL:
-        # The claim (with the run's steps read in its transaction), 3 checkpoints, the end.
-        assert count.transactions == 5, count.statements
-        assert len(count.statements) == 6, count.statements
+        # The claim (with the run's steps read in its transaction), 2 checkpoints, the last one
+        # with the end (one statement: `runs.engine.effects`).
+        assert count.transactions == 4, count.statements
+        assert len(count.statements) == 5, count.statements
+        assert "WITH lease AS" in count.statements[-1] and "called AS" in count.statements[-1]
     else:
-        # The claim, the run read back, its steps read, 3 checkpoints, the end.
-        assert count.transactions == 7, count.statements
-        assert count.commits == 4
+        # The claim, the run read back, its steps read, 2 checkpoints, the last one with the end.
+        assert count.transactions == 6, count.statements
+        assert count.commits == 3
 
 
 def test_the_end_of_a_run_is_one_statement_on_postgresql(engine):
@@ -119,8 +122,47 @@ def test_the_claim_reads_the_run_s_recorded_steps_in_its_transaction(engine):
     assert [(s.seq, s.kind, s.name, s.output) for s in loaded.steps.values()] == [
         (s.seq, s.kind, s.name, s.output) for s in Step.objects.filter(run_id=run.id).order_by("seq")]
     assert claimed.status == RunStatus.RUNNING and claimed.lease_owner == "w-2"
+    # The claimed run is the row as a query reads it, every field (its JSON decoded, its times aware).
+    fields = [f.attname for f in Run._meta.concrete_fields]
+    assert {f: getattr(claimed, f) for f in fields} == {f: getattr(Run.objects.get(pk=run.id), f) for f in fields}
+    assert not claimed._state.adding and claimed.input == {"n": 2}
     assert transitions.claimed_history(claimed) is None  # handed over once; a later load reads afresh
     assert transitions.claimed_history(Run.objects.get(pk=run.id)) is None
     # A second claim while the lease is held takes nothing.
     assert transitions.claim(run_id=run.id, worker_id="w-3", versions=[run.app_version], now=now,
                              lease_until=now) is None
+
+
+def _raises_after_its_last_call(ctx: Any, input: Steps) -> dict[str, Any]:
+    orders = [ctx.acme.order.get({"order_id": "1"}) for _ in range(input.n)]
+    return {"one_too_many": orders[input.n]}  # the workflow's own code fails: IndexError
+
+
+RAISES = define_workflow(name="raises-after", input=Steps, uses=[GET], run=_raises_after_its_last_call)
+
+
+def test_a_run_whose_code_raises_after_its_last_call_ends_failed_with_the_call_recorded(engine_for, monkeypatch):
+    monkeypatch.setattr(pauses, "REFRESH_SECONDS", 3600.0)
+    pauses.forget()
+    pauses.holding_start("raises-after")
+    monkeypatch.setattr(limit_overrides, "REFRESH_SECONDS", 3600.0)
+    limit_overrides.forget()
+    limit_overrides.current()
+    engine = engine_for(RAISES)
+    run = engine.start("raises-after", {"n": 2}, run_id="raises-after")
+    with counted() as count:
+        outcome = advance(run.id, worker_id="w-1", config=engine.config)
+    run.refresh_from_db()
+    assert outcome is Advanced.FAILED
+    assert run.status == RunStatus.FAILED and run.error["name"] == "IndexError", run.error
+    # Both calls recorded, the last one in the transaction that ended the run, before its end.
+    assert [(s.seq, s.kind) for s in Step.objects.filter(run=run).order_by("seq")] == [(1, "call"), (2, "call")]
+    kinds = list(LedgerRecord.objects.filter(run_id=run.id).order_by("chain_index").values_list("kind", flat=True))
+    assert kinds == ["run.started", "op.called", "op.called", "run.failed"]
+    assert not ledger.verify(run.id).breaks
+    assert len(engine.fake.calls) == 2
+    if POSTGRESQL:  # the claim, the first checkpoint, the second with the end
+        assert count.transactions == 3, count.statements
+    else:
+        assert count.commits == 2, count.statements
+    OrmQ.objects.all().delete()
