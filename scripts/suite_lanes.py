@@ -123,6 +123,11 @@ ONE_SUITE_FILES = {
     "sanoma_site/tests/test_logging.py": "its commands run in an environment of PATH, HOME and LANG only; "
                                          "`connection` is an attribute of a log record",
     "runs/limits/tests/test_limit_check.py": "`manage.py check` runs with PATH, HOME and LANG only",
+    "connectors/vendors/slack/tests/test_announcements.py": "its `manage.py check` runs with PATH, HOME and LANG "
+                                                            "only (its other tests use the database: on both)",
+    "runs/tests/test_health_probes.py": "its processes without the database are given a DATABASE_URL of their "
+                                        "own (none, a URL that does not parse, one that does not answer); "
+                                        "its in-process probes touch no database (a query raises there)",
 }
 
 
