@@ -115,6 +115,32 @@ ONE_SUITE_FILES = {
     "runs/tests/test_lint.py": "os.environ is text in the workflows it lints",
     "runs/tests/test_lint_checks.py": "os.environ is text in the workflows it lints",
     "changes/tests/test_datafiles.py": "os.environ is text in the data files it reads",
+    # Their commands (`metrics reset`, `shell -c`, `version`, `check`) never connect to a database:
+    # each file passes run with DATABASE_URL naming a PostgreSQL that does not answer.
+    "runs/tests/test_metrics_reset_command.py": "`manage.py metrics reset` empties a folder, no database",
+    "sanoma_site/tests/test_manage_pipe.py": "`manage.py shell -c` printing or raising, no database",
+    "sanoma_site/tests/test_manage_entry.py": "`./manage.py version`, no database",
+    "sanoma_site/tests/test_logging.py": "its commands run in an environment of PATH, HOME and LANG only; "
+                                         "`connection` is an attribute of a log record",
+    "runs/limits/tests/test_limit_check.py": "`manage.py check` runs with PATH, HOME and LANG only",
+    "connectors/vendors/slack/tests/test_announcements.py": "its `manage.py check` runs with PATH, HOME and LANG "
+                                                            "only (its other tests use the database: on both)",
+    "runs/tests/test_health_probes.py": "its processes without the database are given a DATABASE_URL of their "
+                                        "own (none, a URL that does not parse, one that does not answer); "
+                                        "its in-process probes touch no database (a query raises there)",
+}
+
+
+# Parametrized tests whose cases use no database of the suite and are long (the docs' pages: each a
+# shell session of `manage.py` processes on a SQLite database of the page's own, about 300 s of CPU
+# in all), each with why: their cases are spread over both suites, each case on one. The suite is the
+# next bit of the hash that picks the case's lane (`lane_of`), so each lane's cases are split over
+# both suites too. (They ran on the SQLite suite only, which then had 250 s of CPU more than
+# PostgreSQL's and ended last.)
+SPLIT_SUITE_TESTS = {
+    "sanoma_site/tests/test_docs.py::test_the_page_runs_as_written": "the pages' commands run with DATABASE_* "
+                                                                     "and SANOMA_* removed (docs_pages.py), on a "
+                                                                     "SQLite file in the page's folder",
 }
 
 
@@ -128,7 +154,9 @@ def suite_of(nodeid: str, marks: Iterable[str], fixtures: Iterable[str], source:
     marks = set(marks)
     if uses_suite_database(marks, fixtures):
         return BOTH
-    path = nodeid.split("::", 1)[0]
+    path, _, name = nodeid.partition("::")
+    if nodeid.split("[", 1)[0] in SPLIT_SUITE_TESTS and "[" in name:
+        return SUITES[(zlib.crc32(name.encode()) >> 1) % len(SUITES)]
     if path not in ONE_SUITE_FILES and (KEEP_MARKS.intersection(marks)
                                         or any(needle in source for needle in DATABASE_NEEDLES)):
         return BOTH

@@ -4,9 +4,9 @@ As a plugin (`-p scripts.test_cpu`, with SANOMA_TEST_CPU=<file>; `./test` writes
 var/test-reports/cpu-<database>-<lane>.tsv), it writes one line per test: its node id, its wall
 seconds, the CPU seconds of the pytest process (user + system) and those of the processes it
 started and waited for (a `manage.py` process, a worker once stopped, git; Chromium only when it
-quits, at the end of the session). A process a test leaves running is counted in the test that
-waits for it. The file's last line, `# session`, holds the whole process's totals (collection and
-the test database's making included).
+quits, at the end of the session: a line of its own, SESSION_END). A process a test leaves running
+is counted in the test that waits for it. The file's last line, `# session`, holds the whole
+process's totals (collection and the test database's making included).
 
     .venv/bin/python scripts/test_cpu.py var/test-reports            # per file, the 25 costliest
     .venv/bin/python scripts/test_cpu.py --top 60 var/test-reports/cpu-sqlite-waits.tsv
@@ -46,14 +46,41 @@ def _file() -> TextIO | None:
     return _out
 
 
+# The last test's teardown also ends the session's fixtures (the shared Chromium quits then, and its
+# CPU of the whole session is counted when it does: 40 to 60 s on a lane of ./test). It gets a line
+# of its own, SESSION_END, instead of being added to that test.
+SESSION_END = "(the session's fixtures ended: Chromium, servers)"
+_session_end: tuple[float, float, float] | None = None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: Any, nextitem: Any) -> Iterator[None]:
+    global _session_end
+    if nextitem is not None:
+        yield
+        return
+    own, children, started = *_cpu(), time.monotonic()
+    yield
+    own2, children2 = _cpu()
+    _session_end = (time.monotonic() - started, own2 - own, children2 - children)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
+    global _session_end
     own, children, started = *_cpu(), time.monotonic()
     yield
     out = _file()
     if out is not None:
         own2, children2 = _cpu()
-        out.write(f"{item.nodeid}\t{time.monotonic() - started:.3f}\t{own2 - own:.3f}\t{children2 - children:.3f}\n")
+        wall, own_cpu, children_cpu = time.monotonic() - started, own2 - own, children2 - children
+        if _session_end is not None:
+            end_wall, end_own, end_children = _session_end
+            wall, own_cpu, children_cpu = wall - end_wall, own_cpu - end_own, children_cpu - end_children
+        out.write(f"{item.nodeid}\t{wall:.3f}\t{own_cpu:.3f}\t{children_cpu:.3f}\n")
+        if _session_end is not None:
+            out.write(f"{SESSION_END}\t{_session_end[0]:.3f}\t{_session_end[1]:.3f}\t{_session_end[2]:.3f}\n")
+            _session_end = None
         out.flush()
 
 

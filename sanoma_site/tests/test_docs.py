@@ -1,8 +1,9 @@
 """The docs cannot lie: every page's marked blocks run as the page says (docs_pages.py), and the
 reference pages name every error code, command and setting there is.
 
-The pages' commands run on a SQLite database of their own, so they run once per `./test`: on the
-SQLite suite (the PostgreSQL suite would run the very same commands again).
+The pages' commands run on a SQLite database of their own, so each page runs once per `./test`: on
+one of its two suites, about half the pages on each (scripts/suite_lanes.py, SPLIT_SUITE_TESTS; the
+other suite would run the very same commands again). Run on its own, pytest runs every page.
 """
 from __future__ import annotations
 
@@ -16,10 +17,6 @@ import pytest
 
 from connectors.errors import all_codes
 from sanoma_site.tests.docs_pages import DOCS, PROJECT, DocsError, matches, pages_with_tests, parse_page, run_page
-
-ON_POSTGRESQL = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
-once = pytest.mark.skipif(ON_POSTGRESQL,
-                          reason="the docs' commands run on SQLite of their own: once, on the SQLite suite")
 
 
 def page(tmp_path: Path, text: str) -> Path:
@@ -36,7 +33,6 @@ def fails(path: Path, tmp_path: Path) -> str:
 
 # ---- the pages themselves -------------------------------------------------------------------------
 
-@once
 @pytest.mark.parametrize("doc", pages_with_tests(), ids=lambda p: str(p.relative_to(DOCS)))
 def test_the_page_runs_as_written(doc: Path, tmp_path: Path) -> None:
     run_page(doc, tmp_path)

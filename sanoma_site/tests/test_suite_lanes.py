@@ -127,8 +127,16 @@ def test_every_file_read_for_one_suite_is_a_test_file_here_and_holds_a_needle_or
         assert any(needle in text for needle in DATABASE_NEEDLES) or "skip" in text, path
 
 
-def test_the_docs_pages_keep_their_own_rule():
-    """The docs' pages run on the SQLite suite by their own mark (test_docs.once): on both suites here."""
+def test_the_docs_pages_run_once_each_spread_over_both_suites_and_within_each_over_both_lanes():
+    """Each page on one suite (the pages' commands use a SQLite file of their own), about half on each,
+    and each lane's pages on both suites; the file's other tests stay on both (they name DATABASE_URL)."""
     text = (REPO / "sanoma_site/tests/test_docs.py").read_text(encoding="utf-8")
     assert "sanoma_site/tests/test_docs.py" not in ONE_SUITE_FILES
-    assert suite_of("sanoma_site/tests/test_docs.py::test_page[index.md]", ["skipif"], [], text) == BOTH
+    pages = [f"sanoma_site/tests/test_docs.py::test_the_page_runs_as_written[guides/{n}.md]" for n in range(40)]
+    homes = [suite_of(page, ["parametrize"], ["tmp_path"], text) for page in pages]
+    assert homes == [suite_of(page, ["parametrize"], ["tmp_path"], text) for page in pages]  # fixed per page
+    assert set(homes) <= set(SUITES) and 10 <= homes.count("sqlite") <= 30
+    for lane in LANES:
+        assert {home for page, home in zip(pages, homes, strict=True) if lane_of(page, (), ()) == lane} == set(SUITES)
+    assert suite_of("sanoma_site/tests/test_docs.py::test_the_pages_with_tested_blocks_are_found", [], [],
+                    text) == BOTH
