@@ -172,7 +172,7 @@ INSERT INTO runs_rungroupobjectpermission (permission_id, group_id, content_obje
 INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group",
                                chain_index, prev_hash, hash)
     SELECT replace(l.record_id, l.run_id, c.id), c.id, l.seq, l.v, l.app, l.at, l.actor, l.workflow, l.kind,
-           l.body, l."group", 0, '', l.hash
+           l.body, l."group", -1, '', l.hash
     FROM parked_copy c JOIN runs_ledgerrecord l ON l.run_id = c.template
     ORDER BY c.g, l.chain_index;
 """

@@ -107,10 +107,33 @@ def chain_in_python(record: Any, using: str) -> None:
     record.hash = link(record.prev_hash, content_digest(record))
 
 
+# On PostgreSQL a record inserted with this chain_index asks the link trigger to link it; a record
+# inserted with its link already made (chain_index >= 0) is left as it is (`link_after`).
+ASK_TRIGGER = -1
+
+# How many records this process has had linked by anything but `link_after` (the trigger or
+# `chain_in_python`): a writer that keeps its run's last link in memory (the engine's checkpoint)
+# knows it may be stale once this has moved.
+linked_elsewhere = 0
+
+
 def prepare(record: Any, using: str) -> None:
-    """Before inserting: the content digest goes in `hash` (PostgreSQL's trigger chains it), or the
+    """Before inserting: the content digest goes in `hash` for PostgreSQL's trigger to chain, or the
     whole link is made here (any other database)."""
+    global linked_elsewhere
+    linked_elsewhere += 1
     if connections[using].vendor == "postgresql":
-        record.chain_index, record.prev_hash, record.hash = 0, "", content_digest(record)
+        record.chain_index, record.prev_hash, record.hash = ASK_TRIGGER, "", content_digest(record)
     else:
         chain_in_python(record, using)
+
+
+def link_after(record: Any, last: tuple[int, str]) -> tuple[int, str]:
+    """Link `record` right after its run's record `last` = (chain_index, hash), as the trigger
+    would; the new last. Only for a writer that knows `last` is its run's last record: an insert
+    linked after any other is refused by the unique (run_id, chain_index) index when that index is
+    taken, and named by `ledger verify` otherwise."""
+    index, prev_hash = last
+    record.chain_index, record.prev_hash = index + 1, prev_hash
+    record.hash = link(prev_hash, content_digest(record))
+    return record.chain_index, record.hash

@@ -366,6 +366,10 @@ for _index, _key in enumerate(SANOMA_SECRETS_KEY, start=1):
             f"SANOMA_SECRETS_KEY: key {_index} is not a Fernet key (32 url-safe base64-encoded bytes: "
             "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
         )
+# The engine's hot-path statements (a step's checkpoint) are prepared once per database connection
+# and planned once (`runs.engine.bound`); off for a connection pooler that does not keep prepared
+# statements (PgBouncer before 1.21, or without max_prepared_statements, in transaction mode).
+SANOMA_PREPARED_STATEMENTS = _read(env.bool, "SANOMA_PREPARED_STATEMENTS", True)
 # Separation of duties: a run's starter may not decide its approvals unless this is on (site-wide).
 SANOMA_ALLOW_SELF_APPROVAL = _read(env.bool, "SANOMA_ALLOW_SELF_APPROVAL", False)
 # The life of a change (changes/lifecycle): the repository changes are merged into (unset: the live

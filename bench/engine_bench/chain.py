@@ -15,25 +15,33 @@ _PLAIN_INDEX = itertools.count(10**6)  # chain_index of records written with the
 
 @contextmanager
 def chain_off() -> Iterator[None]:
-    """The ledger as before its hash chain: no link trigger, no digest in Python. Each record still
+    """The ledger as before its hash chain: no link trigger, no digest or link in Python, no lock of
+    the run row in the lease check. Each record still
     gets a distinct chain_index (a counter), so the (run_id, chain_index) unique index that replaced
     the run_id index is maintained in both modes."""
     from django.db import connection
 
     from runs import ledger_chain
-    from runs.engine import transitions
+    from runs.engine import fastpath, transitions
 
     def plain(record: Any, using: str) -> None:
         record.chain_index, record.prev_hash, record.hash = next(_PLAIN_INDEX), "", ""
 
-    originals = ledger_chain.prepare, transitions.ledger_prepare
+    def plain_after(record: Any, last: tuple[int, str]) -> tuple[int, str]:
+        plain(record, "default")
+        return record.chain_index, record.hash
+
+    originals = ledger_chain.prepare, transitions.ledger_prepare, transitions.link_after, fastpath._CHECKING
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE runs_ledgerrecord DISABLE TRIGGER runs_ledgerrecord_chain")
     ledger_chain.prepare = transitions.ledger_prepare = plain
+    transitions.link_after = plain_after
+    # The lease check's lock on the run row is the chain's (one writer of a run's chain at a time).
+    fastpath._CHECKING = fastpath._CHECKING.replace("FOR NO KEY UPDATE", "")
     try:
         yield
     finally:
-        ledger_chain.prepare, transitions.ledger_prepare = originals
+        ledger_chain.prepare, transitions.ledger_prepare, transitions.link_after, fastpath._CHECKING = originals
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE runs_ledgerrecord ENABLE TRIGGER runs_ledgerrecord_chain")
 

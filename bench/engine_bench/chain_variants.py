@@ -94,7 +94,7 @@ def chain_variants(template_run: str, records: int, rounds: int) -> dict[str, di
                     cpu, started = backend_cpu(), time.perf_counter()
                     for i in range(records):
                         content = f"{run_id}:{i}"  # stands for the content digest the engine sends
-                        cursor.execute(_INSERT, [run_id, content, i, _BODY, i if mode == "off" else 0,
+                        cursor.execute(_INSERT, [run_id, content, i, _BODY, i if mode == "off" else -1,
                                                  hashlib.sha256(content.encode()).hexdigest()])
                     found[mode]["wall"].append((time.perf_counter() - started) / records)
                     spent = backend_cpu()

@@ -10,7 +10,10 @@ cancelled run from a lost lease. Measured in `bench/engine.py`. The lease part i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
+
+from django.db import IntegrityError
 
 from runs.engine import transitions
 from runs.models import LedgerRecord, RunStatus, Step
@@ -24,7 +27,7 @@ WITH lease AS ({lease}), step AS (
 INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group",
     chain_index, prev_hash, hash)
 SELECT %s, run_id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM step
-RETURNING id
+RETURNING chain_index, hash
 """
 _RENEWING = _SQL.format(lease=transitions.LEASE_RENEW_SQL)
 _CHECKING = _SQL.format(lease=transitions.LEASE_CHECK_SQL)
@@ -47,7 +50,7 @@ WITH lease AS ({transitions.END_CTE_SQL}), step AS (
 INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group",
     chain_index, prev_hash, hash)
 SELECT %s, run_id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM called
-RETURNING id
+RETURNING chain_index, hash
 """
 
 
@@ -64,28 +67,66 @@ def _step_params(step: Step) -> list[object]:
             step.next_seq, step.created_at]
 
 
+# A run's last record as (chain_index, hash): a checkpoint's record is linked after it.
+Last = tuple[int, str]
+
+
 def write_step(*, step: Step, record: LedgerRecord, worker_id: str, lease_until: datetime, now: datetime,
-               renew: bool) -> bool:
-    """Check (or renew) the lease and write the step and its record together; False when the
-    lease is no longer this worker's, or the run no longer running."""
-    params = [
-        *transitions.lease_params(run_id=step.run_id, worker_id=worker_id, now=now, lease_until=lease_until,
-                                  renew=renew),
-        *_step_params(step),
-        *transitions.record_params(record),
-    ]
-    return transitions.execute_returning(_RENEWING if renew else _CHECKING, params)
+               renew: bool, after: Last | None = None) -> Last | None:
+    """Check (or renew) the lease and write the step and its record together; the record's link
+    (its run's last record now), or None when the lease is no longer this worker's, or the run no
+    longer running. With `after`, the record is linked here after it (no trigger's lock and read);
+    when another writer has linked a record after it since, the write is made again for the
+    trigger to link."""
+    def params(after: Last | None) -> list[object]:
+        return [
+            *transitions.lease_params(run_id=step.run_id, worker_id=worker_id, now=now, lease_until=lease_until,
+                                      renew=renew),
+            *_step_params(step),
+            *transitions.record_params(record, after),
+        ]
+
+    return _linked(_RENEWING if renew else _CHECKING, params, after)
 
 
 def write_step_with_end(*, step: Step, record: LedgerRecord, worker_id: str, now: datetime,
-                        status: RunStatus, result: object, error: object, end: LedgerRecord) -> bool:
+                        status: RunStatus, result: object, error: object, end: LedgerRecord,
+                        after: Last | None = None) -> Last | None:
     """End the run held by this worker, writing its last step and that step's record before the
-    end's record, in one statement; False when this worker no longer holds a running run."""
-    params = [
-        *transitions.end_params(run_id=step.run_id, worker_id=worker_id, status=status, result=result, error=error,
-                                now=now),
-        *_step_params(step),
-        *transitions.record_params(record),
-        *transitions.record_params(end),
-    ]
-    return transitions.execute_returning(_ENDING, params)
+    end's record, in one statement; the end record's link, or None when this worker no longer
+    holds a running run. `after` as for `write_step`."""
+    def params(after: Last | None) -> list[object]:
+        called = transitions.record_params(record, after)
+        return [
+            *transitions.end_params(run_id=step.run_id, worker_id=worker_id, status=status, result=result,
+                                    error=error, now=now),
+            *_step_params(step),
+            *called,
+            *transitions.record_params(end, None if after is None else (record.chain_index, record.hash)),
+        ]
+
+    return _linked(_ENDING, params, after)
+
+
+def _linked(sql: str, params: Callable[[Last | None], list[object]], after: Last | None) -> Last | None:
+    if after is not None:
+        try:
+            row = transitions.execute_first_row(sql, params(after))
+        except IntegrityError as err:
+            if not chain_taken(err):
+                raise
+            # Another writer (a decision, a cancel) linked a record after `after`: the trigger links.
+            row = transitions.execute_first_row(sql, params(None))
+    else:
+        row = transitions.execute_first_row(sql, params(None))
+    if row is None:
+        return None
+    index, hash = row
+    assert index is not None and hash is not None
+    return int(index), hash
+
+
+def chain_taken(err: IntegrityError) -> bool:
+    """Whether `err` is the ledger's refusal of a second record at one place of a run's chain."""
+    diag = getattr(err.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == "ledger_run_chain"

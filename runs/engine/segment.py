@@ -16,11 +16,11 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from connectors.errors import SanomaError
 from connectors.operations import Operation
-from runs import ledger
+from runs import ledger, ledger_chain
 from runs.approvals.announce import announce_asked
 from runs.approvals.permissions import grant_approver
 from runs.config.resolution import ResolvedConfig
@@ -117,6 +117,11 @@ class Segment:
         self._lease = timedelta(seconds=settings.SANOMA_LEASE_SECONDS)
         # The claim just set the lease; step writes only check it until a third of it has passed.
         self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
+        # The run's last ledger record as this advance's last one-statement checkpoint wrote it,
+        # and `ledger_chain.linked_elsewhere` then: the next checkpoint's record is linked after it
+        # in Python, unless this process has had a record linked any other way since.
+        self._last_record: fastpath.Last | None = None
+        self._last_mark = -1
 
     # ---- steps --------------------------------------------------------------------------------
 
@@ -414,8 +419,9 @@ class Segment:
         try:
             if fastpath.available() and transitions.ends_in_one_statement(parent_id=run.parent_id,
                                                                           has_approvals=run.has_approvals):
-                return fastpath.write_step_with_end(step=step, record=checkpoint.records[0], worker_id=self.worker_id,
-                                                    now=now, status=status, result=result, error=error, end=record)
+                return fastpath.write_step_with_end(
+                    step=step, record=checkpoint.records[0], worker_id=self.worker_id, now=now, status=status,
+                    result=result, error=error, end=record, after=self._taken_last_record()) is not None
             with transaction.atomic():
                 if not transitions.renew_lease(run_id=run.pk, worker_id=self.worker_id, now=now,
                                                lease_until=now + self._lease):
@@ -439,15 +445,26 @@ class Segment:
         step.created_at = now
         renew = time.monotonic() >= self._renew_after
         try:
-            written = fastpath.write_step(step=step, record=record, worker_id=self.worker_id,
-                                          lease_until=now + self._lease, now=now, renew=renew)
+            linked = fastpath.write_step(step=step, record=record, worker_id=self.worker_id,
+                                         lease_until=now + self._lease, now=now, renew=renew,
+                                         after=self._taken_last_record())
         except IntegrityError as err:
             raise LeaseLost(f"{self.run.id}: {err}") from err
-        if written:
-            self.steps[step.seq] = step
-            if renew:
-                self._lease_renewed()
-        return written
+        if linked is None:
+            return False
+        self.steps[step.seq] = step
+        if renew:
+            self._lease_renewed()
+        if not connection.in_atomic_block:  # committed: a caller's transaction could still roll it back
+            self._last_record, self._last_mark = linked, ledger_chain.linked_elsewhere
+        return True
+
+    def _taken_last_record(self) -> fastpath.Last | None:
+        """The run's last record as this advance last wrote it, while nothing else in this process
+        has linked a record since (then the trigger links the next); forgotten until the write
+        that uses it succeeds."""
+        last, self._last_record = self._last_record, None
+        return last if self._last_mark == ledger_chain.linked_elsewhere else None
 
 
 class _NotEnded(Exception):

@@ -41,10 +41,11 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F, Q
 
+from runs import ledger_chain
 from runs.engine import bound, clock, history
 from runs.engine.dispatch import enqueue
 from runs.ledger import record_id
-from runs.ledger_chain import content_digest
+from runs.ledger_chain import content_digest, link_after
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
 from runs.telemetry import metrics
 
@@ -85,13 +86,18 @@ def _json(value: object) -> str | None:
 
 def execute_returning(sql: str, params: Sequence[Any]) -> bool:
     """Run one data-modifying statement; True when it returned a row."""
+    return execute_first_row(sql, params) is not None
+
+
+def execute_first_row(sql: str, params: Sequence[Any]) -> tuple[str | None, ...] | None:
+    """Run one data-modifying statement; the first row it returned (values as text), or None."""
     # One statement is atomic on its own: in autocommit it is one round trip. Inside a caller's
     # transaction a savepoint keeps a refused insert from aborting the caller's work.
     # Its parameters are bound by the server (`runs.engine.bound`): no quoting of each in Python.
     if connection.in_atomic_block:
         with transaction.atomic():
-            return bound.returns_row(sql, params)
-    return bound.returns_row(sql, params)
+            return bound.first_row(sql, params)
+    return bound.first_row(sql, params)
 
 
 # ---- start ----------------------------------------------------------------------------------
@@ -170,6 +176,9 @@ def claimed_history(run: Run) -> history.History | None:
 # The lease part of a step's one-statement checkpoint (see `runs.engine.fastpath`): either renew
 # the lease, or, while it is fresh, only check it (no write to the run row and its indexes). A
 # lease that has not expired cannot be claimed by another worker, so the check is enough.
+# Either takes the run row's lock (the check FOR NO KEY UPDATE, as the ledger's link trigger does),
+# so the record the statement inserts is its run's next: a writer of the same run's chain waits
+# for this one to commit, then reads its record as the last (`runs.ledger`).
 LEASE_RENEW_SQL = """
     UPDATE runs_run SET lease_until = %s, updated_at = %s
     WHERE id = %s AND lease_owner = %s AND status = %s
@@ -178,6 +187,7 @@ LEASE_RENEW_SQL = """
 LEASE_CHECK_SQL = """
     SELECT id FROM runs_run
     WHERE lease_until > %s AND id = %s AND lease_owner = %s AND status = %s
+    FOR NO KEY UPDATE
 """
 
 
@@ -472,13 +482,18 @@ def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: 
 def ledger_prepare(record: LedgerRecord, using: str) -> None:
     """`runs.ledger_chain.prepare` for the one-statement forms, which are PostgreSQL's: the content
     digest in `hash`, for the trigger to link, without asking the connection its vendor again."""
-    record.chain_index, record.prev_hash, record.hash = 0, "", content_digest(record)
+    ledger_chain.linked_elsewhere += 1
+    record.chain_index, record.prev_hash, record.hash = ledger_chain.ASK_TRIGGER, "", content_digest(record)
 
 
-def record_params(record: LedgerRecord) -> list[Any]:
-    """A ledger record's columns in the order the one-statement inserts list them. `hash` carries
-    the content digest: the insert's trigger links it into the run's chain (see `runs.ledger`)."""
-    ledger_prepare(record, "default")
+def record_params(record: LedgerRecord, after: tuple[int, str] | None = None) -> list[Any]:
+    """A ledger record's columns in the order the one-statement inserts list them. Linked here
+    right after `after` (its run's last record, (chain_index, hash)) when it is given; otherwise
+    `hash` carries the content digest, for the insert's trigger to link (see `runs.ledger`)."""
+    if after is None:
+        ledger_prepare(record, "default")
+    else:
+        link_after(record, after)
     return [record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow,
             record.kind, _json(record.body), _json(record.group), record.chain_index, record.prev_hash, record.hash]
 

@@ -1,0 +1,121 @@
+"""A step's checkpoint statement is prepared once per database connection on PostgreSQL, and
+planned once: a run of many steps does not make PostgreSQL plan each checkpoint again
+(`runs.engine.bound`). With `SANOMA_PREPARED_STATEMENTS` off nothing is prepared and runs are
+the same."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+from django_q.models import OrmQ
+from pydantic import BaseModel
+
+from runs import ledger
+from runs.config.workflows import define_workflow
+from runs.engine.advance import Advanced, advance
+from runs.models import Run, RunStatus, Step
+from runs.tests.fixtures import GET
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's"),
+]
+
+
+class Steps(BaseModel):
+    n: int = 0
+
+
+def _calls(ctx: Any, input: Steps) -> dict[str, int]:
+    for _ in range(input.n):
+        ctx.acme.order.get({"order_id": "1"})
+    return {"done": input.n}
+
+
+CALLS = define_workflow(name="calls", input=Steps, uses=[GET], run=_calls)
+
+
+@pytest.fixture
+def engine(engine_for):
+    made = engine_for(CALLS)
+    yield made
+    OrmQ.objects.all().delete()
+
+
+def _prepared() -> list[tuple[str, str, int, int]]:
+    """The engine's statements the server holds for this connection: name, text, plans."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name, statement, generic_plans, custom_plans FROM pg_prepared_statements "
+                       "WHERE name LIKE 'sanoma\\_%' ORDER BY name")
+        return list(cursor.fetchall())
+
+
+def _verifies(run_id: str) -> None:
+    checked = ledger.verify(run_id)
+    assert checked.records and not checked.breaks, checked
+
+
+def _finished(engine: Any, n: int, run_id: str) -> Run:
+    run = engine.start("calls", {"n": n}, run_id=run_id)
+    assert advance(run.id, worker_id="w-1", config=engine.config) is Advanced.FINISHED
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINISHED and run.result == {"done": n}
+    return run
+
+
+def test_a_checkpoint_is_prepared_once_and_planned_once_for_many_steps(engine):
+    connection.close()  # a fresh server session: nothing of the engine's prepared yet
+    _finished(engine, 12, "twelve-steps")
+    _finished(engine, 12, "twelve-more")
+    held = _prepared()
+    checkpoints = [row for row in held if "INSERT INTO runs_step" in row[1] and "runs_ledgerrecord" in row[1]]
+    # The plain checkpoint (lease checked), and the last call's with the run's end.
+    assert len(checkpoints) == 2, held
+    plain = max(checkpoints, key=lambda row: row[2] + row[3])
+    # 22 executions of one prepared statement (11 calls a run before the one with the end); the
+    # server planned it a few times, then kept one generic plan for the rest.
+    assert plain[2] + plain[3] == 22
+    assert plain[2] >= 15, f"planned for each execution: {plain}"
+    _verifies("twelve-more")
+
+
+def test_after_a_reconnect_the_statements_are_prepared_again(engine):
+    _finished(engine, 3, "before")
+    connection.close()
+    assert _prepared() == []  # a new server session holds none
+    run = _finished(engine, 3, "after")
+    assert Step.objects.filter(run=run).count() == 3
+    assert _prepared(), "the new connection's statements were not prepared"
+
+
+def test_with_prepared_statements_off_nothing_is_prepared_and_runs_are_the_same(engine):
+    connection.close()
+    with override_settings(SANOMA_PREPARED_STATEMENTS=False):
+        run = _finished(engine, 5, "unprepared")
+    assert _prepared() == []
+    assert Step.objects.filter(run=run).count() == 5
+    _verifies("unprepared")
+
+
+def test_a_statement_the_server_lost_is_prepared_again_on_the_next_step(engine, caplog):
+    """A pooler that hands the connection another server session loses the statements: the step
+    that finds its statement gone fails with the server's error, the log says which setting to turn
+    off, and the next statement is prepared again."""
+    _finished(engine, 2, "warm")
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")  # as a new server session behind a pooler would be
+    run = engine.start("calls", {"n": 3}, run_id="lost")
+    with caplog.at_level("ERROR", logger="sanoma.engine"):
+        first = advance(run.id, worker_id="w-1", config=engine.config)
+    assert "SANOMA_PREPARED_STATEMENTS=false" in caplog.text
+    run.refresh_from_db()
+    if first is not Advanced.FINISHED:  # the lost statement's step is taken again by the next advance
+        run.lease_until = None
+        run.save(update_fields=["lease_until"])
+        assert advance(run.id, worker_id="w-2", config=engine.config) is Advanced.FINISHED
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINISHED and run.result == {"done": 3}
+    assert Step.objects.filter(run=run).count() == 3
+    _verifies("lost")
