@@ -52,7 +52,9 @@ def step_anatomy(config: Any, steps: int) -> dict[str, float]:
                     created_at=clock.now())
         body = {"op": "bench.step.do", "effect": "write", "input": {"n": seq}, "decision": {"kind": "allow"},
                 "duration_ms": 0, "output": {"n": seq, "done": seq}, "attempt": 1}
-        return step, ledger.build(run, kind="op.called", seq=seq, body=body, app=config.app_name)
+        record = ledger.build(run, kind="op.called", seq=seq, body=body, app=config.app_name)
+        ledger.prepare(record, "default")  # the digest, for the link trigger (raw inserts ask it to link)
+        return step, record
 
     def engine() -> None:
         step, record = objects()

@@ -1,4 +1,5 @@
-"""One statement of the engine's hot path, sent with its parameters bound by the server.
+"""The engine's hot statements (a step's checkpoint, a run's claim and the read of its steps),
+sent with their parameters bound by the server and prepared once per connection.
 
 Django's PostgreSQL cursor binds parameters on the client (`server_side_binding` is off by
 default, for connection poolers): each parameter is quoted into the statement's text in Python,
@@ -21,7 +22,9 @@ Everything else is Django's: the connection is opened, health-checked and thread
 `OperationalError` with no SQLSTATE, as `runs.engine.reconnect` reads it), and
 `connection.execute_wrapper`s see the statement. Where Django would log or trace the statement
 (`DEBUG`, `assertNumQueries`, tracing on), where a parameter is of a type not handled here, or
-where psycopg would first open the transaction itself, it goes through Django's cursor instead.
+where psycopg would open the transaction some other way than a plain `BEGIN` (an isolation level
+set on the connection), it goes through Django's cursor instead. Rows come back read by the
+connection's own loaders, as Django's cursor reads them (`rows`), or as text (`first_row`).
 """
 from __future__ import annotations
 
@@ -39,13 +42,14 @@ from runs.telemetry import tracing
 
 try:
     from psycopg import errors as _pg_errors
+    from psycopg.adapt import Transformer
     from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
 except ImportError:  # pragma: no cover - psycopg is pinned
     _pg_errors = None  # type: ignore[assignment]
 
 # Parameter types, as PostgreSQL's oids: text goes as "unknown", typed by where it stands (as
 # psycopg sends it), so `id = $1` compares with the column's own type and uses its index.
-_UNKNOWN, _BOOL, _INT8, _FLOAT8, _TIMESTAMP, _TIMESTAMPTZ = 0, 16, 20, 701, 1114, 1184
+_UNKNOWN, _BOOL, _INT8, _FLOAT8, _TIMESTAMP, _TIMESTAMPTZ, _TEXT_ARRAY = 0, 16, 20, 701, 1114, 1184, 1009
 
 _INT8_LIMIT = 2**63  # a larger integer goes through Django's cursor (psycopg sends it as numeric)
 
@@ -92,6 +96,10 @@ def _dumped(params: Sequence[Any]) -> tuple[list[bytes | None], list[int]]:
         elif kind is float:
             value(repr(param).encode())
             typed(_FLOAT8)
+        elif kind is list and all(type(item) is str for item in param):  # text[]: `= ANY(%s)`
+            value(("{" + ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                                  for item in param) + "}").encode())
+            typed(_TEXT_ARRAY)
         elif isinstance(param, str):  # a StrEnum (a record's kind): its text
             value(str.encode(param))
             typed(_UNKNOWN)
@@ -111,42 +119,75 @@ def returns_row(sql: str, params: Sequence[Any]) -> bool:
 def first_row(sql: str, params: Sequence[Any]) -> tuple[str | None, ...] | None:
     """Run one statement on the default connection; the first row it returned, each value as its
     text (None for NULL), or None when it returned none."""
+    result = _executed(sql, params)
+    if result is None:  # through Django's cursor
+        found = _through_django(sql, params, all_rows=False)
+        return None if not found else tuple(None if value is None else str(value) for value in found[0])
+    if result.status == ExecStatus.TUPLES_OK and result.ntuples > 0:
+        return tuple(None if (value := result.get_value(0, column)) is None else value.decode()
+                     for column in range(result.nfields))
+    return None
+
+
+def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Run one statement on the default connection; the rows it returned, their values read as
+    Django's cursor reads them (the connection's own loaders: JSON as text, aware datetimes)."""
+    result = _executed(sql, params)
+    if result is None:
+        return _through_django(sql, params, all_rows=True)
+    if result.status != ExecStatus.TUPLES_OK or not result.ntuples:
+        return []
+    loader = Transformer(connections[DEFAULT_DB_ALIAS].connection)
+    loader.set_pgresult(result)
+    return loader.load_rows(0, result.ntuples, tuple)
+
+
+def _executed(sql: str, params: Sequence[Any]) -> Any:
+    """The statement's result from libpq, or None when it is to go through Django's cursor."""
     db = connections[DEFAULT_DB_ALIAS]
     if _pg_errors is None or db.vendor != "postgresql" or db.queries_logged or tracing.ON:
-        return _through_django(db, sql, params)
+        return None
     try:
         values, types = _dumped(params)
     except _Unhandled:
-        return _through_django(db, sql, params)
+        return None
     # What `db.cursor()` checks before handing out a cursor.
     db.close_if_health_check_failed()
     db.ensure_connection()
     db.validate_thread_sharing()
     raw = db.connection
     if not raw.autocommit and raw.pgconn.transaction_status != TransactionStatus.INTRANS:
-        return _through_django(db, sql, params)  # psycopg opens the transaction (BEGIN) first
-    returned: list[tuple[str | None, ...] | None] = []
+        if (raw.pgconn.transaction_status != TransactionStatus.IDLE or raw.isolation_level is not None
+                or raw.read_only is not None or raw.deferrable is not None):
+            return None  # psycopg opens this transaction its own way
+        # The transaction's first statement: opened as psycopg opens it (a plain BEGIN).
+        db.validate_no_broken_transaction()
+        with db.wrap_database_errors:
+            begun = raw.pgconn.exec_(b"BEGIN")
+            if begun.status != ExecStatus.COMMAND_OK:
+                _raise(raw, begun)
+    returned: list[Any] = []
 
     def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
         db.validate_no_broken_transaction()
         with db.wrap_database_errors:
             result = _run(db, raw.pgconn, sql, values, types)
             if result.status == ExecStatus.FATAL_ERROR:
-                if raw.pgconn.status != ConnStatus.OK:  # the server is gone: as psycopg says it
-                    message = result.error_message.decode("utf-8", "replace").strip()
-                    raise _pg_errors.OperationalError(message or "the connection to the server was lost")
-                raise _pg_errors.error_from_result(result, encoding="utf-8")
-            if result.status == ExecStatus.TUPLES_OK and result.ntuples > 0:
-                returned.append(tuple(None if (value := result.get_value(0, column)) is None else value.decode()
-                                      for column in range(result.nfields)))
-            else:
-                returned.append(None)
+                _raise(raw, result)
+            returned.append(result)
 
     executor = execute
     for wrapper in reversed(db.execute_wrappers):  # as Django's cursor calls them
         executor = functools.partial(wrapper, executor)
     executor(sql, params, False, {"connection": db, "cursor": None})
     return returned[0]
+
+
+def _raise(raw: Any, result: Any) -> None:
+    if raw.pgconn.status != ConnStatus.OK:  # the server is gone: as psycopg says it
+        message = result.error_message.decode("utf-8", "replace").strip()
+        raise _pg_errors.OperationalError(message or "the connection to the server was lost")
+    raise _pg_errors.error_from_result(result, encoding="utf-8")
 
 
 def _run(db: Any, pgconn: Any, sql: str, values: list[bytes | None], types: list[int]) -> Any:
@@ -188,8 +229,12 @@ def prepared_here(db: Any, pgconn: Any) -> dict[tuple[str, tuple[int, ...]], byt
     return held[1]
 
 
-def _through_django(db: Any, sql: str, params: Sequence[Any]) -> tuple[str | None, ...] | None:
-    with db.cursor() as cursor:
+def _through_django(sql: str, params: Sequence[Any], *, all_rows: bool) -> list[tuple[Any, ...]]:
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute(sql, params)
+        if cursor.description is None:
+            return []
+        if all_rows:
+            return list(cursor.fetchall())
         row = cursor.fetchone()
-    return None if row is None else tuple(None if value is None else str(value) for value in row)
+        return [] if row is None else [row]

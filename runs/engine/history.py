@@ -20,8 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from django.db import connection
-
+from runs.engine import bound
 from runs.engine.stops import Rewind
 from runs.models import Run, Step, StepKind
 
@@ -79,23 +78,24 @@ class History:
     generation: int = 1
 
 
+_STEPS = Step._meta.db_table
+_LOAD_SQL = (
+    f"SELECT seq, kind, name, output, error, next_seq FROM {_STEPS} WHERE run_id = %s AND seq >= "
+    f"COALESCE((SELECT seq FROM {_STEPS} WHERE run_id = %s AND kind = %s ORDER BY seq DESC LIMIT 1), 0) "
+    "ORDER BY seq")
+
+
 def load(run: Run) -> History:
     """The run's current generation, read in one query: its `continue` step (if any) and the
     steps after it. The boundary is found walking the (run, seq) index back from the end, so its
-    cost is the generation's, not the run's whole history's. Plain SQL, portable to SQLite: the
-    rows come back as tuples, their JSON decoded here (Django's JSONField would decode it too,
-    through more layers)."""
+    cost is the generation's, not the run's whole history's. Plain SQL, portable to SQLite (on
+    PostgreSQL prepared once per connection, `runs.engine.bound`): the rows come back as tuples,
+    their JSON decoded here (Django's JSONField would decode it too, through more layers)."""
     claimed = getattr(run, "_claimed_history", None)
     if claimed is not None:  # read by the claim, in its transaction (runs.engine.transitions.claim)
         run._claimed_history = None  # type: ignore[attr-defined]  # once: a later load reads afresh
         return claimed
-    table = Step._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT seq, kind, name, output, error, next_seq FROM {table} WHERE run_id = %s AND seq >= "
-            f"COALESCE((SELECT seq FROM {table} WHERE run_id = %s AND kind = %s ORDER BY seq DESC LIMIT 1), 0) "
-            "ORDER BY seq", [run.pk, run.pk, StepKind.CONTINUE.value])
-        rows = cursor.fetchall()
+    rows = bound.rows(_LOAD_SQL, [run.pk, run.pk, StepKind.CONTINUE.value])
     # Building many objects at once sets the garbage collector walking them all, again and again,
     # though none is garbage: a long history is built with it paused (measured: 135 -> 56 ms of CPU
     # for 20,000 steps).

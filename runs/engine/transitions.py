@@ -147,13 +147,12 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
     claim."""
     if one_statement():  # the claim returns the row: no read of it after
         with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute(_CLAIM_SQL, [RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions),
+            # Prepared once per connection and bound by the server, as a step's checkpoint is.
+            found = bound.rows(_CLAIM_SQL, [RunStatus.RUNNING, worker_id, lease_until, now, run_id, list(versions),
                                             RunStatus.QUEUED, RunStatus.RUNNING, now])
-                row = cursor.fetchone()
-            if row is None:
+            if not found:
                 return None
-            run = _run_from_row(row)
+            run = _run_from_row(found[0])
             run._claimed_history = history.load(run)  # type: ignore[attr-defined]  # see claimed_history
         return run
     updated = (
