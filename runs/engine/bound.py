@@ -81,18 +81,20 @@ def _dumped(params: Sequence[Any]) -> tuple[list[bytes | None], list[int]]:
         if kind is str:
             value(param.encode())
             typed(_UNKNOWN)
-        elif kind is int and -_INT8_LIMIT <= param < _INT8_LIMIT:
-            value(b"%d" % param)
-            typed(_INT8)
         elif param is None:
             value(None)
             typed(_UNKNOWN)
-        elif kind is datetime:
-            value(param.isoformat().encode())
-            typed(_TIMESTAMP if param.tzinfo is None else _TIMESTAMPTZ)
         elif kind is bool:
             value(b"t" if param else b"f")
             typed(_BOOL)
+        elif isinstance(param, int):  # an int, or an IntEnum: its number
+            if not -_INT8_LIMIT <= param < _INT8_LIMIT:
+                raise _Unhandled
+            value(b"%d" % param)
+            typed(_INT8)
+        elif kind is datetime:
+            value(param.isoformat().encode())
+            typed(_TIMESTAMP if param.tzinfo is None else _TIMESTAMPTZ)
         elif kind is float:
             value(repr(param).encode())
             typed(_FLOAT8)
@@ -103,9 +105,6 @@ def _dumped(params: Sequence[Any]) -> tuple[list[bytes | None], list[int]]:
         elif isinstance(param, str):  # a StrEnum (a record's kind): its text
             value(str.encode(param))
             typed(_UNKNOWN)
-        elif isinstance(param, int) and not isinstance(param, bool) and -_INT8_LIMIT <= param < _INT8_LIMIT:
-            value(b"%d" % param)
-            typed(_INT8)
         else:
             raise _Unhandled
     return values, types

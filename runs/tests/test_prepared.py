@@ -123,3 +123,20 @@ def test_a_statement_the_server_lost_is_prepared_again_on_the_next_step(engine, 
     assert run.status == RunStatus.FINISHED and run.result == {"done": 3}
     assert Step.objects.filter(run=run).count() == 3
     _verifies("lost")
+
+
+def test_values_go_to_the_server_as_they_are_and_come_back_as_django_reads_them():
+    """Text with quotes, backslashes and commas, in a list (the claim's versions), an aware
+    datetime and JSON come back as Django's own cursor gives them."""
+    from datetime import UTC, datetime
+
+    from runs.engine import bound
+
+    texts = ['a"b', "c\\d", "e,f", "{g}", ""]
+    moment = datetime(2026, 12, 5, 6, 30, 1, 123456, tzinfo=UTC)
+    sql = "SELECT %s::text[], %s::timestamptz, %s::jsonb, %s::int8, %s::bool"
+    params = [texts, moment, '{"k": [1, 2.5]}', 7, True]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        by_django = cursor.fetchall()
+    assert bound.rows(sql, params) == by_django == [(texts, moment, '{"k": [1, 2.5]}', 7, True)]
