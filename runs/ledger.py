@@ -25,11 +25,11 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from runs.engine import clock, instances
-from runs.ledger_chain import CONTENT_FIELDS, canonical, content_digest, content_of, link, prepare
+from runs.ledger_chain import CONTENT_FIELDS, canonical, content_digest, content_of, digest_and_body, link, prepare
 from runs.models import LedgerRecord, Run
 
 __all__ = ["CONTENT_FIELDS", "Break", "Verified", "append", "build", "canonical", "check_chain", "content_digest",
-           "content_of", "link", "prepare", "record_id", "records_of", "verify"]
+           "content_of", "digest_and_body", "link", "prepare", "record_id", "records_of", "verify"]
 
 log = logging.getLogger("sanoma.ledger")
 

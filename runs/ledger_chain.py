@@ -68,17 +68,24 @@ def _as_is(value: Any) -> bool:
     return True
 
 
+# The canonical form's encoder, made once (json.dumps with these options makes one per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def _plain(value: Any) -> Any:
+    """`value` as the canonical form encodes it: itself when JSON of it is already canonical."""
+    if _as_is(value):  # JSON of it as it is: the same text as of its normal form
+        return value
+    try:
+        return _normal(value)
+    except _NotPlain:
+        return _normal(json.loads(json.dumps(value)))
+
+
 def canonical(content: dict[str, Any]) -> str:
     """The canonical JSON of a record's content, as stored and read back: sorted keys, no spaces,
     ASCII only. Values JSON would change (keys that are not text, subclasses) go through JSON first."""
-    if _as_is(content):  # JSON of it as it is: the same text as of its normal form
-        plain: Any = content
-    else:
-        try:
-            plain = _normal(content)
-        except _NotPlain:
-            plain = _normal(json.loads(json.dumps(content)))
-    return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return _CANONICAL.encode(_plain(content))
 
 
 def content_of(record: Any) -> dict[str, Any]:
@@ -89,6 +96,26 @@ def content_of(record: Any) -> dict[str, Any]:
 
 def content_digest(record: Any) -> str:
     return hashlib.sha256(canonical(content_of(record)).encode("ascii")).hexdigest()
+
+
+_BESIDE_BODY = tuple(name for name in CONTENT_FIELDS if name != "body")
+
+
+def digest_and_body(record: Any) -> tuple[str, str | None]:
+    """The record's content digest (as `content_digest`), and the JSON text of its body when that
+    text is its body as it is (sorted keys, ASCII escapes): one encoding of the body serves the
+    digest and the insert. None when the canonical form rewrites something in the body (an integral
+    float, a key that is not text): the insert then sends JSON of the body as it is."""
+    body = record.body
+    if type(body) is not dict or not _as_is(body):
+        return content_digest(record), None
+    body_text = _CANONICAL.encode(body)
+    beside = _CANONICAL.encode(_plain({name: getattr(record, name) for name in _BESIDE_BODY}))
+    # The content's keys sorted: "body" comes between "at" and "group", whose text starts the first
+    # `,"group":` (a quote inside an encoded string is always escaped).
+    cut = beside.index(',"group":')
+    text = f'{beside[:cut]},"body":{body_text}{beside[cut:]}'
+    return hashlib.sha256(text.encode("ascii")).hexdigest(), body_text
 
 
 def link(prev_hash: str, digest: str) -> str:
@@ -132,8 +159,10 @@ def link_after(record: Any, last: tuple[int, str]) -> tuple[int, str]:
     """Link `record` right after its run's record `last` = (chain_index, hash), as the trigger
     would; the new last. Only for a writer that knows `last` is its run's last record: an insert
     linked after any other is refused by the unique (run_id, chain_index) index when that index is
-    taken, and named by `ledger verify` otherwise."""
+    taken, and named by `ledger verify` otherwise. The body's JSON text, when the digest's serves
+    the insert too, is left in `record.body_text` (`digest_and_body`)."""
     index, prev_hash = last
+    digest, record.body_text = digest_and_body(record)
     record.chain_index, record.prev_hash = index + 1, prev_hash
-    record.hash = link(prev_hash, content_digest(record))
+    record.hash = link(prev_hash, digest)
     return record.chain_index, record.hash

@@ -45,7 +45,7 @@ from runs import ledger_chain
 from runs.engine import bound, clock, history
 from runs.engine.dispatch import enqueue
 from runs.ledger import record_id
-from runs.ledger_chain import content_digest, link_after
+from runs.ledger_chain import link_after
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
 from runs.telemetry import metrics
 
@@ -482,19 +482,23 @@ def ledger_prepare(record: LedgerRecord, using: str) -> None:
     """`runs.ledger_chain.prepare` for the one-statement forms, which are PostgreSQL's: the content
     digest in `hash`, for the trigger to link, without asking the connection its vendor again."""
     ledger_chain.linked_elsewhere += 1
-    record.chain_index, record.prev_hash, record.hash = ledger_chain.ASK_TRIGGER, "", content_digest(record)
+    digest, record.body_text = ledger_chain.digest_and_body(record)  # type: ignore[attr-defined]
+    record.chain_index, record.prev_hash, record.hash = ledger_chain.ASK_TRIGGER, "", digest
 
 
 def record_params(record: LedgerRecord, after: tuple[int, str] | None = None) -> list[Any]:
     """A ledger record's columns in the order the one-statement inserts list them. Linked here
     right after `after` (its run's last record, (chain_index, hash)) when it is given; otherwise
     `hash` carries the content digest, for the insert's trigger to link (see `runs.ledger`)."""
+    record.body_text = None  # type: ignore[attr-defined]  # set by the digest when its JSON of the body serves
     if after is None:
         ledger_prepare(record, "default")
     else:
         link_after(record, after)
+    body = record.body_text  # type: ignore[attr-defined]
     return [record.record_id, record.seq, record.v, record.app, record.at, record.actor, record.workflow,
-            record.kind, _json(record.body), _json(record.group), record.chain_index, record.prev_hash, record.hash]
+            record.kind, _json(record.body) if body is None else body, _json(record.group), record.chain_index,
+            record.prev_hash, record.hash]
 
 
 # ---- stamp ----------------------------------------------------------------------------------

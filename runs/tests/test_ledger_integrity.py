@@ -5,6 +5,7 @@ do to the ledger is tried here under that role; the owner's bypass is tried on a
 """
 from __future__ import annotations
 
+import json
 import threading
 from io import StringIO
 from typing import Any
@@ -13,6 +14,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, connections, transaction
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runs import ledger, services
 from runs.approvals import services as approvals
@@ -298,3 +301,29 @@ def test_the_admin_shows_a_runs_chain_as_verified_or_names_the_break(engine_for)
     _bypass([f"UPDATE runs_ledgerrecord SET body = '{{}}' WHERE record_id = '{edited}'"])
     page = client.get(url).content.decode()
     assert f"BROKEN: run {run.id}: record {edited} (#1) was changed after it was written" in page
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=st.dictionaries(st.text(max_size=8), _JSON, max_size=5), actor=st.text(max_size=10),
+       app=st.text(max_size=6), group=st.none() | st.dictionaries(st.text(max_size=4), _JSON, max_size=2),
+       seq=st.integers(min_value=0, max_value=2**31), at=st.integers(min_value=0, max_value=2**62))
+def test_the_checkpoint_s_digest_made_with_its_body_s_text_is_the_canonical_one(body, actor, app, group, seq, at):
+    """The engine's checkpoint encodes a record's body once, for its digest and for the insert: the
+    digest is the canonical form's, and the text it sends is the body as it is."""
+    record = ledger_chain_record(body=body, actor=actor, app=app, group=group, seq=seq, at=at)
+    digest, body_text = ledger.digest_and_body(record)
+    assert digest == ledger.content_digest(record)
+    if body_text is not None:
+        assert json.loads(body_text) == body
+        assert body_text == json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def ledger_chain_record(**fields: Any) -> LedgerRecord:
+    return LedgerRecord(record_id="r:op.called:1", run_id='r"un\\1', v=1, workflow="w", kind="op.called", **fields)

@@ -135,7 +135,7 @@ def test_values_go_to_the_server_as_they_are_and_come_back_as_django_reads_them(
     texts = ['a"b', "c\\d", "e,f", "{g}", ""]
     moment = datetime(2026, 12, 5, 6, 30, 1, 123456, tzinfo=UTC)
     sql = "SELECT %s::text[], %s::timestamptz, %s::jsonb, %s::int8, %s::bool"
-    params = [texts, moment, '{"k": [1, 2.5]}', 7, True]
+    params: list[Any] = [texts, moment, '{"k": [1, 2.5]}', 7, True]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         by_django = cursor.fetchall()
