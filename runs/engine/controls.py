@@ -74,11 +74,12 @@ def changes() -> int:
 def fresh(*, changes: int, read_at: float, refresh: float) -> bool:
     """Whether a copy read at `read_at` (time.monotonic()) with `changes` seen may be used without
     a read: younger than `refresh` and no change seen since, or vouched for by the watch."""
+    young = time.monotonic() - read_at < refresh
     if _watch is None:
-        return time.monotonic() - read_at < refresh
-    if _watch.changes() != changes:
-        return False
-    return time.monotonic() - read_at < refresh or _watch.vouches(changes=changes, read_at=read_at, within=refresh)
+        return young
+    if young:
+        return _watch.changes() == changes
+    return _watch.vouches(changes=changes, read_at=read_at, within=refresh)  # it compares the changes too
 
 
 def changed() -> None:
