@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 from django.utils import timezone
 from django.utils.html import escape, format_html
@@ -57,6 +58,18 @@ def moment(value: datetime | int | float | None, *, ago: bool = True) -> SafeStr
         shown = f"{shown} ({relative(when)})"
     return format_html('<time datetime="{}" title="{}">{}</time>', when.isoformat(),
                        when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), shown)
+
+
+def moment_column(field: str, description: str, *, sortable: bool = True, ago: bool = True) -> Any:
+    """A list's column showing the model's `field` as `moment` shows it, sorted by it unless
+    `sortable` is False: `created = moment_column("created_at", "created")` in a ModelAdmin."""
+    from django.contrib import admin
+
+    def shown(model_admin: Any, row: Any) -> SafeString | str:
+        return moment(getattr(row, field), ago=ago)
+
+    shown.__name__ = field
+    return admin.display(description=description, ordering=field if sortable else None)(shown)
 
 
 def duration(ms: int | float | None) -> str:

@@ -11,7 +11,7 @@ from django.template.response import TemplateResponse
 from connectors.errors import SanomaError
 from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin
 from runs.config.registry import get_config
-from runs.display import moment
+from runs.display import moment, moment_column
 from wakeups.models import ScheduleState, WakeupRow
 from wakeups.selectors import ScheduleView, schedules
 from wakeups.services import run_now
@@ -29,13 +29,8 @@ class WakeupRowAdmin(ReadOnlyMixin, admin.ModelAdmin):
                  "schedule or deadline); none until a worker has stopped")
         return super().changelist_view(request, {"title": title, **(extra_context or {})})
 
-    @admin.display(description="wakes the worker at", ordering="at")
-    def wakes(self, row: WakeupRow) -> str:
-        return moment(row.at)
-
-    @admin.display(description="the worker stopped at", ordering="stopped_at")
-    def stopped(self, row: WakeupRow) -> str:
-        return moment(row.stopped_at)
+    wakes = moment_column("at", "wakes the worker at")
+    stopped = moment_column("stopped_at", "the worker stopped at")
 
 
 @admin.register(ScheduleState)

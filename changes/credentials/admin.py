@@ -21,7 +21,7 @@ from changes.credentials import selectors, services
 from changes.credentials.models import Credential, CredentialChange
 from connectors.errors import SanomaError
 from runs.admin.base import ReadOnlyMixin, me, refusal
-from runs.display import moment
+from runs.display import moment, moment_column
 
 
 class ValueForm(forms.Form):
@@ -129,6 +129,4 @@ class CredentialChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
 
-    @admin.display(description="at", ordering="at")
-    def when(self, row: CredentialChange) -> str:
-        return moment(row.at)
+    when = moment_column("at", "at")

@@ -33,7 +33,7 @@ from runs.admin.base import LIVE_SECONDS, ReadOnlyMixin, is_staff, me, refusal, 
 from runs.approvals.extras import Extra
 from runs.config import paths as shown_paths
 from runs.config.registry import get_config
-from runs.display import moment, short_id, version
+from runs.display import moment, moment_column, short_id, version
 from runs.models import Approval, Run
 
 BASE = "main"
@@ -229,9 +229,7 @@ class ChangeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         waiting = getattr(row, "run_waiting_for", "")
         return f"{status} ({waiting})" if waiting else status
 
-    @admin.display(description="opened", ordering="opened_at")
-    def opened(self, row: ChangeRun) -> str:
-        return moment(row.opened_at)
+    opened = moment_column("opened_at", "opened")
 
     @admin.display(description="merged")
     def merged(self, row: ChangeRun) -> str:

@@ -21,7 +21,7 @@ from runs.approvals import selectors as approval_selectors
 from runs.approvals import services as approvals
 from runs.approvals.extras import extras_of
 from runs.approvals.permissions import check_can_view, is_operator
-from runs.display import ids_shortened, moment, tokens
+from runs.display import ids_shortened, moment, moment_column, tokens
 from runs.models import Approval, ApprovalStatus
 from runs.sandbox.admin import badge
 from runs.sandbox.selectors import sandbox_data, sandbox_of, sandbox_run_ids
@@ -218,9 +218,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def started_by(self, approval: Approval) -> str:
         return approval.run.started_by
 
-    @admin.display(description="asked", ordering="requested_at")
-    def requested(self, approval: Approval) -> str:
-        return moment(approval.requested_at)
+    requested = moment_column("requested_at", "asked")
 
     @admin.display(description="lets through")
     def lets_through(self, approval: Approval) -> str:

@@ -17,7 +17,7 @@ from runs.admin.base import ReadOnlyMixin, is_staff, me, run_link
 from runs.admin.common import pretty_json
 from runs.collections import selectors
 from runs.config.registry import get_config
-from runs.display import moment
+from runs.display import moment_column
 from runs.models import CollectionRecord
 
 
@@ -53,9 +53,7 @@ class CollectionRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def has_view_permission(self, request: HttpRequest, obj: CollectionRecord | None = None) -> bool:
         return is_staff(request) and selectors.may_read(me(request))
 
-    @admin.display(description="updated", ordering="updated_at")
-    def updated(self, record: CollectionRecord) -> str:
-        return moment(record.updated_at)
+    updated = moment_column("updated_at", "updated")
 
     @admin.display(description="written by run", ordering="updated_by_run")
     def run(self, record: CollectionRecord) -> str:

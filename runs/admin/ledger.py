@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from runs.admin.base import ReadOnlyMixin, is_staff, me, run_link
 from runs.admin.common import pretty_json
 from runs.approvals.permissions import check_can_view
-from runs.display import moment
+from runs.display import moment_column
 from runs.models import LedgerRecord
 from runs.selectors import ledger_records, run_of
 
@@ -44,9 +44,7 @@ class LedgerRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def run(self, record: LedgerRecord) -> str:
         return run_link(record.run_id)
 
-    @admin.display(description="at", ordering="at")
-    def when(self, record: LedgerRecord) -> str:
-        return moment(record.at)  # epoch milliseconds, shown as every moment of the desk is
+    when = moment_column("at", "at")  # epoch milliseconds, shown as every moment of the desk is
 
     @admin.display(description="record")
     def body_json(self, record: LedgerRecord) -> str:

@@ -21,7 +21,7 @@ from runs import pausing
 from runs.admin.base import is_staff, me, refusal, run_link
 from runs.approvals.permissions import Principal
 from runs.config.registry import get_config
-from runs.display import moment
+from runs.display import moment_column
 from runs.models import Pause
 
 
@@ -94,13 +94,8 @@ class PauseAdmin(admin.ModelAdmin):
     def state(self, pause: Pause) -> str:
         return "active" if pause.active else "lifted"
 
-    @admin.display(description="paused at", ordering="paused_at")
-    def paused(self, pause: Pause) -> str:
-        return moment(pause.paused_at)
-
-    @admin.display(description="unpaused at", ordering="unpaused_at")
-    def unpaused(self, pause: Pause) -> str:
-        return moment(pause.unpaused_at)
+    paused = moment_column("paused_at", "paused at")
+    unpaused = moment_column("unpaused_at", "unpaused at")
 
     # The "runs held" column names only the runs the person looking may see. A display method has
     # no request, so the views below set who is looking while their page is rendered.

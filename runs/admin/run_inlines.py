@@ -13,7 +13,7 @@ from runs.admin.common import pretty_json
 from runs.approvals.permissions import check_can_view
 from runs.approvals.rules import POLICY_ACTOR
 from runs.approvals.selectors import covered_ops, decided_said
-from runs.display import dotted, moment
+from runs.display import dotted, moment, moment_column
 from runs.engine.transitions import RUNTIME_ACTOR
 from runs.models import Approval, ApprovalStatus, Step, StepKind
 
@@ -31,9 +31,7 @@ class StepInline(ReadOnlyMixin, admin.TabularInline):
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return obj is None or check_can_view(me(request), obj, raise_error=False)
 
-    @admin.display(description="recorded")
-    def recorded(self, step: Step) -> str:
-        return moment(step.created_at, ago=False)
+    recorded = moment_column("created_at", "recorded", sortable=False, ago=False)
 
     @admin.display(description="output")
     def output_json(self, step: Step) -> str:
@@ -61,9 +59,7 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
               "decided", "note")
     readonly_fields = fields
 
-    @admin.display(description="decided at")
-    def decided(self, approval: Approval) -> str:
-        return moment(approval.decided_at)
+    decided = moment_column("decided_at", "decided at", sortable=False)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return obj is None or check_can_view(me(request), obj, raise_error=False)

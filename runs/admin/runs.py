@@ -48,7 +48,7 @@ from runs.approvals.selectors import (
     with_pending_count,
 )
 from runs.direct_calls.workflow import CALL_WORKFLOW
-from runs.display import moment
+from runs.display import moment, moment_column
 from runs.models import Run, RunStatus
 from runs.sandbox.admin import SandboxFilter, SandboxStartMixin, badge
 from runs.sandbox.selectors import sandbox_run_ids
@@ -144,21 +144,10 @@ class RunAdmin(ReadOnlyMixin, StartRunMixin, SandboxStartMixin, CompareRunsMixin
                        "parent_link",
                        "children_links", "started", "updated", "ended", "wakes")
 
-    @admin.display(description="started", ordering="created_at")
-    def started(self, run: Run) -> str:
-        return moment(run.created_at)
-
-    @admin.display(description="updated")
-    def updated(self, run: Run) -> str:
-        return moment(run.updated_at)
-
-    @admin.display(description="ended")
-    def ended(self, run: Run) -> str:
-        return moment(run.ended_at)
-
-    @admin.display(description="wakes at")
-    def wakes(self, run: Run) -> str:
-        return moment(run.wake_at)
+    started = moment_column("created_at", "started")
+    updated = moment_column("updated_at", "updated", sortable=False)
+    ended = moment_column("ended_at", "ended", sortable=False)
+    wakes = moment_column("wake_at", "wakes at", sortable=False)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_staff(request)

@@ -20,7 +20,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from runs.admin.base import ReadOnlyMixin
-from runs.display import moment
+from runs.display import moment, moment_column
 from runs.models import ENDED_STATUSES, AppVersion, Run
 from runs.version_states import DeployVersion, VersionState, deploy_versions
 from runs.versions import UNCOMMITTED
@@ -80,13 +80,8 @@ class AppVersionAdmin(ReadOnlyMixin, admin.ModelAdmin):
             return "(none: deployed from uncommitted changes)"
         return "(none: not a git repository)"
 
-    @admin.display(description="started", ordering="first_started_at")
-    def started(self, version: AppVersion) -> str:
-        return moment(version.first_started_at)
-
-    @admin.display(description="promoted", ordering="promoted_at")
-    def promoted(self, version: AppVersion) -> str:
-        return moment(version.promoted_at)
+    started = moment_column("first_started_at", "started")
+    promoted = moment_column("promoted_at", "promoted")
 
     @admin.display(description="retired", ordering="retired_at")
     def retired(self, version: AppVersion) -> str:

@@ -5,7 +5,7 @@ from django.contrib import admin
 
 from runs.admin.base import ReadOnlyMixin
 from runs.approvals.announce_models import ApprovalAnnouncement
-from runs.display import moment
+from runs.display import moment_column
 
 
 @admin.register(ApprovalAnnouncement)
@@ -18,13 +18,8 @@ class ApprovalAnnouncementAdmin(ReadOnlyMixin, admin.ModelAdmin):
                        "created", "delivered", "output", "error", "reconciled")
 
     # Moments as every desk page shows them (`2026-12-03 16:02:11 EET (3 minutes ago)`).
-    @admin.display(description="created", ordering="created_at")
-    def created(self, announcement: ApprovalAnnouncement) -> str:
-        return moment(announcement.created_at)
-
-    @admin.display(description="delivered", ordering="delivered_at")
-    def delivered(self, announcement: ApprovalAnnouncement) -> str:
-        return moment(announcement.delivered_at)
+    created = moment_column("created_at", "created")
+    delivered = moment_column("delivered_at", "delivered")
 
     def has_view_permission(self, request, obj=None) -> bool:  # operators only
         return bool(request.user.is_active and (request.user.is_superuser

@@ -15,7 +15,7 @@ from django.http import HttpRequest
 from connectors.errors import SanomaError
 from runs.admin.base import is_staff, me
 from runs.config.registry import get_config
-from runs.display import moment
+from runs.display import moment_column
 from runs.limits import selectors, services
 from runs.limits.models import LimitOverride
 
@@ -91,9 +91,7 @@ class LimitOverrideAdmin(admin.ModelAdmin):
             return "as declared"
         return "off" if override.concurrency == 0 else str(override.concurrency)
 
-    @admin.display(description="set at", ordering="set_at")
-    def set(self, override: LimitOverride) -> str:
-        return moment(override.set_at)
+    set = moment_column("set_at", "set at")
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
         extra = {**(extra_context or {}), "limits": selectors.limits_in_force(get_config()),
