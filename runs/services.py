@@ -121,7 +121,8 @@ def start_or_get(
     """`start`, also saying whether this call created the run (False: an idempotent repeat).
 
     One transaction: the starter's and the workflow's checks read in it, then the run, its task
-    (and NOTIFY) and its `run.started` record written together."""
+    (and NOTIFY) and its `run.started` record written together. On PostgreSQL the usual start is
+    that transaction as one statement (`_start_in_one_statement`)."""
     config = config or get_config()
     input = {} if input is None else input
     if transitions.one_statement() and dispatch.enqueues_in_one_statement():

@@ -99,7 +99,8 @@ def execute_returning(sql: str, params: Sequence[Any]) -> bool:
 def start(*, run: Run) -> None:
     """Insert a new queued run and enqueue it. Raises IntegrityError when the id is taken.
 
-    Call inside the transaction that also writes its `run.started` record.
+    Call inside the transaction that also writes its `run.started` record. On PostgreSQL
+    `start_in_one_statement` (below) is the same writes, and the starter's checks, as one statement.
     """
     run.status = RunStatus.QUEUED
     run.save(force_insert=True)

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 from guardian.shortcuts import assign_perm
+from prometheus_client import REGISTRY
 from pydantic import BaseModel
 
 from connectors.errors import SanomaError, error_code
@@ -24,6 +25,7 @@ from runs.approvals.permissions import principal_of, start_permission_id, workfl
 from runs.config.workflows import define_workflow
 from runs.engine import dispatch
 from runs.models import LedgerRecord, Run
+from runs.telemetry import metrics
 from runs.testing import make_user
 from runs.tests.transaction_count import counted
 from wakeups.listen import RUNNABLE, Listener
@@ -190,3 +192,21 @@ def test_a_start_rolled_back_with_its_callers_transaction_leaves_nothing(engine)
         services.start(workflow="order", input={}, started_by="alice", run_id="rolled-back", config=engine.config)
         raise RuntimeError("the caller fails after the start")
     assert not Run.objects.filter(pk="rolled-back").exists() and not OrmQ.objects.exists()
+
+
+def _started_count() -> float:
+    metrics.flush()  # as a scrape does
+    return REGISTRY.get_sample_value("sanoma_runs_started_total", {"workflow": "order"}) or 0.0
+
+
+def test_a_start_is_counted_once_when_it_commits_and_a_repeat_or_a_rolled_back_one_not_at_all(engine):
+    before = _started_count()
+    services.start(workflow="order", input={}, started_by="alice", run_id="counted", config=engine.config)
+    assert _started_count() - before == 1  # in autocommit: committed with its statement
+    services.start(workflow="order", input={}, started_by="alice", run_id="counted", config=engine.config)
+    with pytest.raises(SanomaError):
+        services.start(workflow="order", input={}, started_by="nobody-here", config=engine.config)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        services.start(workflow="order", input={}, started_by="alice", run_id="rolled-back", config=engine.config)
+        raise RuntimeError("the caller fails after the start")
+    assert _started_count() - before == 1
