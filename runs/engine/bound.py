@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -40,12 +41,23 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from runs.telemetry import tracing
 
-try:
-    from psycopg import errors as _pg_errors
-    from psycopg.adapt import Transformer
-    from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
-except ImportError:  # pragma: no cover - psycopg is pinned
-    _pg_errors = None  # type: ignore[assignment]
+# psycopg's errors, loaders and libpq's statuses, imported with the first statement sent here on
+# PostgreSQL (`_load_psycopg`): a process on SQLite never imports psycopg.
+_pg_errors: Any = None
+Transformer: Any = None
+ConnStatus: Any = None
+ExecStatus: Any = None
+TransactionStatus: Any = None
+_Jsonb: Any = None
+
+
+def _load_psycopg() -> None:
+    global _pg_errors, Transformer, ConnStatus, ExecStatus, TransactionStatus, _Jsonb
+    from psycopg import adapt, errors, pq
+    from psycopg.types import json as pg_json
+
+    _pg_errors, Transformer, _Jsonb = errors, adapt.Transformer, pg_json.Jsonb
+    ConnStatus, TransactionStatus, ExecStatus = pq.ConnStatus, pq.TransactionStatus, pq.ExecStatus
 
 # Parameter types, as PostgreSQL's oids: text goes as "unknown", typed by where it stands (as
 # psycopg sends it), so `id = $1` compares with the column's own type and uses its index.
@@ -105,6 +117,9 @@ def _dumped(params: Sequence[Any]) -> tuple[list[bytes | None], list[int]]:
         elif isinstance(param, str):  # a StrEnum (a record's kind): its text
             value(str.encode(param))
             typed(_UNKNOWN)
+        elif kind is _Jsonb:  # a JSON field's value as Django adapts it: its text (cast by the statement)
+            value((param.dumps or json.dumps)(param.obj).encode())
+            typed(_UNKNOWN)
         else:
             raise _Unhandled
     return values, types
@@ -144,8 +159,10 @@ def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 def _executed(sql: str, params: Sequence[Any]) -> Any:
     """The statement's result from libpq, or None when it is to go through Django's cursor."""
     db = connections[DEFAULT_DB_ALIAS]
-    if _pg_errors is None or db.vendor != "postgresql" or db.queries_logged or tracing.ON:
+    if db.vendor != "postgresql" or db.queries_logged or tracing.ON:
         return None
+    if ExecStatus is None:
+        _load_psycopg()
     try:
         values, types = _dumped(params)
     except _Unhandled:

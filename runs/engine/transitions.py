@@ -189,10 +189,9 @@ def start_in_one_statement(*, run: Run, record: LedgerRecord, groups: Sequence[s
 
 
 def _fetch_one(sql: str, params: Sequence[Any]) -> Sequence[Any] | None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row: Sequence[Any] | None = cursor.fetchone()
-        return row
+    # Prepared once per connection and bound by the server (`runs.engine.bound`), as a step's checkpoint is.
+    found = bound.rows(sql, params)
+    return found[0] if found else None
 
 
 # ---- claim ----------------------------------------------------------------------------------
