@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -115,6 +115,9 @@ class Verified:
     runs: int
     records: int
     breaks: list[Break]
+    # Each chain's last record, (run_id, chain_index, hash), in run order: what to keep elsewhere
+    # to show later that no record was removed from a chain's end.
+    heads: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 _VERIFY_FIELDS = (*CONTENT_FIELDS, "chain_index", "prev_hash", "hash")
@@ -125,6 +128,8 @@ def check_chain(records: Iterable[dict[str, Any]]) -> Break | None:
     expected_prev = ""
     for position, record in enumerate(records):
         where = (record["run_id"], record["record_id"], record["chain_index"])
+        if not record["hash"]:
+            return Break(*where, "has no hash: it was written without the chain, or its hash was removed")
         if record["chain_index"] != position:
             missing = "is missing" if record["chain_index"] > position else "appears twice"
             return Break(*where, f"does not follow the previous record: record #{position} {missing}")
@@ -155,13 +160,15 @@ def verify(run_id: str | None = None, *, using: str = "default") -> Verified:
     """Check every run's chain (or one run's): how many runs and records, and each run's first break."""
     runs = count = 0
     breaks: list[Break] = []
+    heads: list[tuple[str, int, str]] = []
     for chain in _chains(run_id, using):
         runs += 1
         count += len(chain)
         broken = check_chain(chain)
         if broken is not None:
             breaks.append(broken)
-    return Verified(runs=runs, records=count, breaks=breaks)
+        heads.append((chain[-1]["run_id"], chain[-1]["chain_index"], chain[-1]["hash"]))
+    return Verified(runs=runs, records=count, breaks=breaks, heads=heads)
 
 
 def records_of(run_id: str) -> list[dict[str, Any]]:

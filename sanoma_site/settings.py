@@ -52,9 +52,11 @@ def _read(parse: Callable[..., _T | None], name: str, default: _T, **kwargs: Any
     try:
         value = parse(name, default, **kwargs)
     except EnvError as err:
-        reasons = getattr(err, "error_messages", None) or [str(err)]
+        reasons = [str(r).rstrip(".") for r in getattr(err, "error_messages", None) or [str(err)]]
+        if parse == env.bool:
+            reasons.append("use true or false (also 1/0, yes/no, on/off)")
         shown = "" if name in _SECRET_VARIABLES else f"={env.str(name, '')!r}"
-        _problems.append(f"{name}{shown}: {' '.join(str(r) for r in reasons)}")
+        _problems.append(f"{name}{shown}: {'; '.join(reasons)}")
         return default
     return default if value is None else value
 
@@ -70,7 +72,7 @@ def _refuse(problems: list[str]) -> None:
     Left uncaught (manage.py, a plain `python -c`), it is printed as its one line rather than a
     traceback through Django's import machinery, which says nothing about the environment.
     """
-    message = "The environment is not valid: " + "; ".join(p.replace("\n", " ") for p in problems)
+    message = "The environment is not valid: " + "; ".join(p.replace("\n", " ") for p in problems) + "."
     previous = sys.excepthook
 
     def print_one_line(kind: type[BaseException], value: BaseException, trace: TracebackType | None) -> None:

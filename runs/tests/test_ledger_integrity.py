@@ -91,7 +91,7 @@ def test_verify_passes_on_an_untouched_ledger_with_decisions_withdrawals_and_can
     assert ok, err
     assert out.strip() == f"verified: 3 chains, {result.records} records"
     out, err, ok = verify_output("--run", decided.id)
-    assert ok and out.strip() == f"verified: 1 chains, {len(chain_of(decided.id))} records"
+    assert ok and out.strip() == f"verified: 1 chain, {len(chain_of(decided.id))} records"
 
 
 @pytest.mark.django_db
@@ -327,3 +327,26 @@ def test_the_checkpoint_s_digest_made_with_its_body_s_text_is_the_canonical_one(
 
 def ledger_chain_record(**fields: Any) -> LedgerRecord:
     return LedgerRecord(record_id="r:op.called:1", run_id='r"un\\1', v=1, workflow="w", kind="op.called", **fields)
+
+
+def test_a_record_written_without_the_chain_is_named_as_such():
+    """A record with no hash (written with the chain off, as `bench/engine.py`'s (h) writes its
+    comparison runs) is named for what it is, not as a record missing before it."""
+    record = ledger_chain_record(body={"x": 1}, actor="a", app="a", group=None, seq=1, at=1)
+    first = {**ledger.content_of(record), "chain_index": 0, "prev_hash": ""}
+    first["hash"] = ledger.link("", ledger.content_digest(first))
+    unlinked = {**first, "record_id": "r:op.called:2", "chain_index": 1000600, "prev_hash": "", "hash": ""}
+    broken = ledger.check_chain([first, unlinked])
+    assert broken is not None and broken.chain_index == 1000600
+    assert broken.reason == "has no hash: it was written without the chain, or its hash was removed"
+    assert ledger.check_chain([first]) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_verify_heads_prints_each_chain_s_last_record_to_keep_elsewhere(engine_for):
+    engine = engine_for(flow)
+    runs = sorted([engine.run("ledgered").id, engine.run("ledgered").id])
+    out, _, ok = verify_output("--heads")
+    lines = out.strip().splitlines()
+    assert ok and lines[-1] == f"verified: 2 chains, {sum(len(chain_of(r)) for r in runs)} records"
+    assert lines[:-1] == [f"{r} {chain_of(r)[-1]['chain_index']} {chain_of(r)[-1]['hash']}" for r in runs]

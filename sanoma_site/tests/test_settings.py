@@ -147,12 +147,13 @@ def test_the_decoded_socket_host_connects_through_the_socket(load_settings, djan
 @pytest.mark.parametrize(
     ("environ", "named"),
     [
-        ({"SANOMA_LEASE_SECONDS": "abc"}, "SANOMA_LEASE_SECONDS='abc': Not a valid number."),
+        ({"SANOMA_LEASE_SECONDS": "abc"}, "SANOMA_LEASE_SECONDS='abc': Not a valid number"),
         ({"SANOMA_SEGMENT_SECONDS": "0"}, "SANOMA_SEGMENT_SECONDS='0': must be greater than 0"),
-        ({"SANOMA_WORKERS": "two"}, "SANOMA_WORKERS='two': Not a valid integer."),
+        ({"SANOMA_WORKERS": "two"}, "SANOMA_WORKERS='two': Not a valid integer"),
         ({"SANOMA_FAKES": "instances"}, "SANOMA_FAKES='instances': must be empty (real drivers) or instance"),
-        ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG='maybe': Not a valid boolean."),
-        ({"SANOMA_LOG_LEVEL": "LOUD"}, "SANOMA_LOG_LEVEL='LOUD': Not a valid log level."),
+        ({"DJANGO_DEBUG": "maybe"},
+         "DJANGO_DEBUG='maybe': Not a valid boolean; use true or false (also 1/0, yes/no, on/off)"),
+        ({"SANOMA_LOG_LEVEL": "LOUD"}, "SANOMA_LOG_LEVEL='LOUD': Not a valid log level"),
         ({"SANOMA_LOG_FORMAT": "xml"}, "SANOMA_LOG_FORMAT='xml': must be plain or json"),
         ({"DJANGO_ENV": "prod"}, "DJANGO_ENV='prod': must be development or production"),
         ({"DATABASE_URL": "mysql://root:hunter2@db/acme"}, "DATABASE_URL: scheme 'mysql' is not supported"),

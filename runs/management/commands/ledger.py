@@ -32,7 +32,13 @@ class Command(BaseCommand):
         verify.add_argument("--run", dest="run_id", default=None, help="only this run's chain")
         verify.add_argument("--export", dest="exports", type=Path, action="append", default=[],
                             help="an export file (runs-YYYY-MM-DD.jsonl) or a folder of them; may be repeated")
-        verify.add_argument("--database", default="default")
+        verify.add_argument("--database", default="default",
+                            help="the database to read, as named in DATABASES (default: default; owner: "
+                                 "DATABASE_OWNER_URL's)")
+        verify.add_argument("--heads", action="store_true",
+                            help="also print each chain's last record (run, index, hash), one a line: keep them "
+                                 "where the database's owner cannot write, to show later that no run's last "
+                                 "records were removed")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["exports"]:
@@ -55,7 +61,10 @@ class Command(BaseCommand):
                 self.stderr.write(f"BROKEN {broken}")
             raise CommandError(f"{len(result.breaks)} of {result.runs} chains broken "
                                f"({result.records} records checked); the first broken record of each is named above")
-        self.stdout.write(f"verified: {result.runs} chains, {result.records} records")
+        if options["heads"]:
+            for run_id, index, hash in result.heads:
+                self.stdout.write(f"{run_id} {index} {hash}")
+        self.stdout.write(f"verified: {_n(result.runs, 'chain')}, {_n(result.records, 'record')}")
 
     def _verify_exports(self, paths: list[Path]) -> None:
         checked = verify_paths(paths)
