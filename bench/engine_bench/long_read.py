@@ -59,8 +59,8 @@ class Phase:
 
     def line(self) -> str:
         c, d = self.claims, self.dequeues
-        # Each claim plus the dequeue read timed just before it (the same turn): what a worker pays
-        # for both on a turn, p95 of the sums (not the sum of the two p95s).
+        # Each claim plus the dequeue read timed just before it (the same turn): the two as one turn
+        # pays them, the p95 of the sums (not the sum of the two p95s).
         summed = [a + b for a, b in zip(c, d, strict=True)]
         dead = ", ".join(f"{table} {n:,}" for table, n in self.dead_tuples.items())
         return (f"{self.name}: {len(c)} claims, p50 {percentile(c, 0.5) * 1000:.2f} ms, p95 {p95(c) * 1000:.2f} ms, "
