@@ -1,12 +1,13 @@
 """What a checkpointed step costs, beside a bare insert and DBOS Transact. Prints figures; not a test.
 
-Usage (PostgreSQL only; the database named is DROPPED and created afresh, so give it its own name):
+Usage (PostgreSQL only; the database named is DROPPED and created afresh, so give it its own name;
+(d) also drops and makes `<name>_dbos_direct` and `<name>_dbos_queue`, one for each DBOS mode):
 
     .venv/bin/pip install -r bench/requirements.txt        # dbos (d) and py-spy, for the bench only
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/sanoma_bench .venv/bin/python bench/engine.py
-    ... bench/engine.py --quick          # smaller batches, about a minute
+    ... bench/engine.py --quick          # smaller batches: about 2-3 minutes on 2 cores
     ... bench/engine.py --profile FILE   # also cProfile the in-process steps (b) into FILE (pstats)
-    ... bench/engine.py --skip-dbos      # without (d)
+    ... bench/engine.py --skip-dbos      # without (d) (then no dbos package needed, no _dbos_* databases)
     ... bench/engine.py --chain-variants # only (k): the link trigger's cost, and an alternative
 
 It measures, in one run, side by side:
@@ -71,7 +72,7 @@ from urllib.parse import urlparse
 from engine_bench.anatomy import step_anatomy
 from engine_bench.chain import hash_chain_cost
 from engine_bench.chain_variants import chain_variants
-from engine_bench.common import NOTES, ms
+from engine_bench.common import NOTES, bench_database_url, database_help, ms
 from engine_bench.database import bare_insert
 from engine_bench.dbos import dbos, dbos_child
 from engine_bench.figures import Aim, aim_lines
@@ -79,6 +80,20 @@ from engine_bench.in_process import in_process, start_runs
 from engine_bench.puts import collection_puts, collections_config, messages_delivered
 from engine_bench.setup import prepare
 from engine_bench.worker import drained_by_worker, queue_before_worker, sleep_resumption, start_worker, with_worker
+
+# The example database of --help and of the refusal without DATABASE_URL, and the others the bench makes.
+EXAMPLE_DB = "sanoma_bench"
+ALSO_MADE = ("so are <name>_dbos_direct and <name>_dbos_queue (DBOS Transact's, one for each mode of (d); "
+             "not with --skip-dbos, --only-collections or --chain-variants)")
+PACKAGES = ("The bench's own packages (dbos for (d); py-spy): `.venv/bin/pip install -r bench/requirements.txt`. "
+            "What each measure (a)-(k) is: this script's docstring and docs/architecture/measured.md.")
+
+
+def put_aim(puts: dict[str, float]) -> Aim:
+    """The collection put's aim, printed the same in the full run and with --only-collections."""
+    ratio = puts["put"] / puts["step"]
+    return Aim("a collection put / a step (earlier aim)", ratio, 1.5, True,
+               f"{ratio:.2f}x (marginal {puts['put_marginal'] / puts['step_marginal']:.2f}x)", "x")
 
 
 def print_chain_variants(config: object, records: int, rounds: int) -> None:
@@ -94,9 +109,14 @@ def print_chain_variants(config: object, records: int, rounds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller batches")
-    parser.add_argument("--skip-dbos", action="store_true")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     epilog=database_help("engine.py", EXAMPLE_DB, ALSO_MADE, PACKAGES),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller batches: about 2-3 minutes on 2 cores")
+    parser.add_argument("--skip-dbos", action="store_true",
+                        help="without (d), DBOS Transact's two modes: no dbos package needed, no _dbos_* "
+                             "databases made; the aim against DBOS is then n/a")
     parser.add_argument("--only-collections", action="store_true",
                         help="only (i) collection puts and (j) messages (after a warm-up)")
     parser.add_argument("--chain-variants", action="store_true",
@@ -110,9 +130,7 @@ def main() -> None:
     args = parser.parse_args()
     # A SIGTERM (timeout, kill) unwinds like an error, so no worker process started here is left behind.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    url = os.environ.get("DATABASE_URL", "")
-    if urlparse(url).scheme not in ("postgres", "postgresql"):
-        raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
+    url = bench_database_url("engine.py", EXAMPLE_DB, ALSO_MADE, PACKAGES)
     if args.dbos_child:
         return dbos_child(args.dbos_child, args.runs, args.steps)
 
@@ -134,8 +152,7 @@ def main() -> None:
           f"finished having read it; {messages['statements']:.0f} statements, {messages['commits']:.0f} "
           "transactions each)")
     if args.only_collections:
-        put_verdict = "MET" if put_ratio <= 1.5 else "MISSED"
-        print(f"\naim: {'a collection put at most 1.5x a step'.ljust(36)} {put_verdict.ljust(6)} {put_ratio:.2f}x")
+        print("\n" + "\n".join(aim_lines([put_aim(puts)])))
         return None
     engine = in_process(config, b_runs, 10, rounds, args.profile, reference=lambda: bare_insert(b_runs * 10))
     bare = statistics.median(engine["reference"])
@@ -260,8 +277,7 @@ def main() -> None:
         Aim("sleep deadline -> resumed, p95", f["p95"], 100, True, f"{f['p95']:.0f} ms (p50 {f['p50']:.0f})", " ms"),
         Aim("one commit per marginal step (earlier aim)", engine["commits_marginal"], 1.0 + 1e-9, True,
             f"{engine['commits_marginal']:.2f} ({engine['commits']:.2f} with per-run cost)"),
-        Aim("a collection put / a step (earlier aim)", put_ratio, 1.5, True,
-            f"{put_ratio:.2f}x (marginal {puts['put_marginal'] / puts['step_marginal']:.2f}x)", "x"),
+        put_aim(puts),
     ]
     print("\nDBOS-py's best mode here: " + (
         "not measured" if dbos_best is None else

@@ -72,12 +72,28 @@ os.environ["SANOMA_APP_VERSION"] = "bench-parked"
 os.environ.setdefault("SANOMA_DB_STATEMENT_TIMEOUT_SECONDS", "0")
 
 import django  # noqa: E402
-
-if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-    raise SystemExit("bench/parked.py runs on PostgreSQL: set DATABASE_URL to a database of its own (it is dropped)")
+from engine_bench.common import bench_database_url, database_help  # noqa: E402
 from engine_bench.database import recreate_database  # noqa: E402
 
-recreate_database(os.environ["DATABASE_URL"])
+EXAMPLE_DB = "sanoma_parked"  # the database of --help's example and of the refusal without DATABASE_URL
+
+
+def options_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog=database_help("parked.py", EXAMPLE_DB),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="0,10000,100000", help="parked runs at each measure (ascending)")
+    parser.add_argument("--page", type=int, default=50, help="runs of each kind there before the first measure")
+    parser.add_argument("--reps", type=int, default=15, help="repetitions of each figure (best and median printed)")
+    parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the read queries")
+    parser.add_argument("--slowest", action="store_true",
+                        help="at the largest size, print each figure's three slowest reads (the database's time)")
+    return parser
+
+
+# The options are read before the database is touched: --help (or a wrong option) drops nothing.
+OPTIONS = options_parser().parse_args()
+recreate_database(bench_database_url("parked.py", EXAMPLE_DB))
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
@@ -403,14 +419,7 @@ def verdict(base: float, now: float, slack: float = 20) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="0,10000,100000", help="parked runs at each measure (ascending)")
-    parser.add_argument("--page", type=int, default=50, help="runs of each kind there before the first measure")
-    parser.add_argument("--reps", type=int, default=15, help="repetitions of each figure (best and median printed)")
-    parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the read queries")
-    parser.add_argument("--slowest", action="store_true",
-                        help="at the largest size, print each figure's three slowest reads (the database's time)")
-    options = parser.parse_args()
+    options = OPTIONS
     sizes = sorted(int(s) for s in options.sizes.split(","))
     setup_people()
     config = get_config()

@@ -30,10 +30,24 @@ os.environ["SANOMA_FAKES"] = "instance"
 os.environ["SANOMA_APP_VERSION"] = "bench-proof"
 
 import django  # noqa: E402
+from engine_bench.common import database_help  # noqa: E402
+from engine_bench.database import recreate_database  # noqa: E402
 
+EXAMPLE_DB = "sanoma_bench_proof"  # the database of --help's example
+EPILOG = ("Without DATABASE_URL it runs on SQLite in a fresh folder. On PostgreSQL:\n\n"
+          + database_help("proof_cost.py", EXAMPLE_DB))
+
+
+def options_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000, help="parked runs in each set (default 1000)")
+    return parser
+
+
+# The options are read before the database is touched: --help (or a wrong option) drops nothing.
+OPTIONS = options_parser().parse_args()
 if os.environ.get("DATABASE_URL"):
-    from engine_bench.database import recreate_database
-
     recreate_database(os.environ["DATABASE_URL"])
 django.setup()
 
@@ -81,9 +95,7 @@ def prove_set(config, runs: list[Run]) -> tuple[float, int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=1000, help="parked runs in each set (default 1000)")
-    options = parser.parse_args()
+    options = OPTIONS
     call_command("migrate", verbosity=0)
     make_user("bench", perms=["runs.start_workflow"])
     config = get_config()

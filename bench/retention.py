@@ -46,11 +46,30 @@ os.environ["SANOMA_FAKES"] = "instance"
 os.environ["SANOMA_APP_VERSION"] = "bench-retention"
 
 ADVANCER = "--advancer" in sys.argv
-if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-    raise SystemExit("bench/retention.py runs on PostgreSQL: set DATABASE_URL to a database of its own (it is dropped)")
-if not ADVANCER:
-    from engine_bench.database import recreate_database
+from engine_bench.common import bench_database_url, database_help  # noqa: E402
+from engine_bench.database import recreate_database  # noqa: E402
 
+EXAMPLE_DB = "sanoma_retention_bench"  # the database of --help's example and of the refusal without DATABASE_URL
+EPILOG = database_help("retention.py", EXAMPLE_DB,
+                       note="The bench connects as the database's owner, as retention must.")
+
+
+def options_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--baseline", type=float, default=10.0)
+    parser.add_argument("--batch-seconds", type=float, default=1.0, help="as manage.py retention's")
+    parser.add_argument("--pause", type=float, default=0.0, help="as manage.py retention's")
+    parser.add_argument("--advancer", nargs=2, metavar=("OUT", "STOP"), help=argparse.SUPPRESS)  # its child
+    return parser
+
+
+# The options are read before the database is touched: --help (or a wrong option) drops nothing.
+OPTIONS = options_parser().parse_args()
+bench_database_url("retention.py", EXAMPLE_DB)
+if not ADVANCER:
     recreate_database(os.environ["DATABASE_URL"])
 
 import django  # noqa: E402
@@ -146,14 +165,7 @@ def figures(samples: list[tuple[float, float, float]], start: float, end: float)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=100_000)
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--baseline", type=float, default=10.0)
-    parser.add_argument("--batch-seconds", type=float, default=1.0, help="as manage.py retention's")
-    parser.add_argument("--pause", type=float, default=0.0, help="as manage.py retention's")
-    parser.add_argument("--advancer", nargs=2, metavar=("OUT", "STOP"))
-    args = parser.parse_args()
+    args = OPTIONS
     if args.advancer:
         advancer(Path(args.advancer[0]), Path(args.advancer[1]))
         return

@@ -3,7 +3,7 @@
 Usage (PostgreSQL only; the database named is DROPPED and created afresh, so give it its own name):
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/sanoma_bench_scale .venv/bin/python bench/scale.py
-    ... bench/scale.py --quick              # 200-run batches, a 20 s hold: about two minutes
+    ... bench/scale.py --quick              # 200-run batches, a 20 s hold: about 80 s on 2 cores
     ... bench/scale.py --workers 1,2        # only these worker counts
     ... bench/scale.py --skip-workers       # only the claim under a long read (or --skip-claims)
     ... bench/scale.py --transactions       # (t) first; --only-transactions for (t) alone
@@ -24,8 +24,9 @@ It measures, in one run:
       this process starts) while 2 worker processes drain a backlog of runs alongside: first with
       nothing else open, then while another connection holds a REPEATABLE READ transaction open
       (an admin report's query, then idle in its transaction) for `--hold` seconds (60); beside
-      each claim, the read of the worker's broker dequeue; dead rows left in the run, step and task
-      tables. Aim: a claim's p95 under 10 ms while the long transaction is open.
+      each claim, the read of the worker's broker dequeue, and "a claim plus its turn's dequeue
+      read" (the two summed per turn, then the p95 of the sums); dead rows left in the run, step and
+      task tables. Aim: a claim's p95 under 10 ms while the long transaction is open.
   (t) with --transactions: the transactions of a worker's own machinery (2 processes), idle for
       --idle seconds (30), then busy with 200 10-step runs started while it is up (100 --quick): by
       `xact_commit`, and from the server's statement log, by kind (engine_bench/machinery.py).
@@ -45,13 +46,17 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-from engine_bench.common import REPO
+from engine_bench.common import REPO, bench_database_url, database_help
 from engine_bench.database import with_db
 from engine_bench.figures import Aim, aim_lines, p95
 from engine_bench.setup import prepare
 
 OTHERS = {"history": "scale_history.py", "parked": "parked.py"}  # the history and parked-runs benches
 QUICK_ARGS = {"history": "--quick", "parked": "--sizes 0,10000 --reps 5"}
+EXAMPLE_DB = "sanoma_bench_scale"  # the database of --help's example and of the refusal without DATABASE_URL
+ALSO_MADE = ("with --history, <name>_history (bench/scale_history.py's); with --parked, <name>_parked "
+             "(bench/parked.py's): each dropped and made afresh by its script")
+NOTE = "With --quick: about 80 s on 2 cores (with --history or --parked, their time too)."
 STARTING_ENV = dict(os.environ)  # before the bench's own settings: the other scripts make theirs
 
 
@@ -70,7 +75,9 @@ def run_other(script: str, url: str, suffix: str, args: str = "", folder: Path =
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     epilog=database_help("scale.py", EXAMPLE_DB, ALSO_MADE, NOTE),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller batches, a 20 s hold")
     parser.add_argument("--workers", default="1,2,4,8", help="worker counts for (s), comma-separated")
     parser.add_argument("--runs", type=int, help="10-step runs per worker count (default 500; --quick 200)")
@@ -89,9 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     # A SIGTERM (timeout, kill) unwinds like an error, so no worker process started here is left behind.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    url = os.environ.get("DATABASE_URL", "")
-    if urlparse(url).scheme not in ("postgres", "postgresql"):
-        raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
+    url = bench_database_url("scale.py", EXAMPLE_DB, ALSO_MADE)
     counts = [int(n) for n in args.workers.split(",") if n.strip()]
     runs = args.runs or (200 if args.quick else 500)
     hold = args.hold or (20.0 if args.quick else 60.0)

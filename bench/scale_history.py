@@ -45,10 +45,29 @@ os.environ["SANOMA_APP_VERSION"] = "bench-history"
 os.environ.setdefault("SANOMA_LOG_LEVEL", "WARNING")
 
 import django  # noqa: E402
+from engine_bench.common import database_help  # noqa: E402
+from engine_bench.database import recreate_database  # noqa: E402
 
+EXAMPLE_DB = "sanoma_bench_history"  # the database of --help's example
+EPILOG = ("Without DATABASE_URL it runs on SQLite in a fresh folder. On PostgreSQL:\n\n"
+          + database_help("scale_history.py", EXAMPLE_DB))
+
+
+def options_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="rounds 1, 100 and 1,000 only")
+    parser.add_argument("--wakes", type=int, default=5, help="wakes measured at each size (median)")
+    parser.add_argument("--sizes", help="the rounds to measure, comma-separated")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the wakes at the last size into FILE")
+    parser.add_argument("--model-rows", action="store_true",
+                        help="replay Step model instances, as the engine did before it read rows (to compare)")
+    return parser
+
+
+# The options are read before the database is touched: --help (or a wrong option) drops nothing.
+OPTIONS = options_parser().parse_args()
 if os.environ.get("DATABASE_URL"):
-    from engine_bench.database import recreate_database
-
     recreate_database(os.environ["DATABASE_URL"])
 django.setup()
 
@@ -124,14 +143,7 @@ def loading(run_id: str, count: int = 5) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="rounds 1, 100 and 1,000 only")
-    parser.add_argument("--wakes", type=int, default=5, help="wakes measured at each size (median)")
-    parser.add_argument("--sizes", help="the rounds to measure, comma-separated")
-    parser.add_argument("--profile", metavar="FILE", help="cProfile the wakes at the last size into FILE")
-    parser.add_argument("--model-rows", action="store_true",
-                        help="replay Step model instances, as the engine did before it read rows (to compare)")
-    options = parser.parse_args()
+    options = OPTIONS
     if options.model_rows:
         def load_models(run: Run) -> history.History:
             return history.current(run.input, {step.seq: step for step in run.steps.all()})

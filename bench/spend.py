@@ -27,12 +27,26 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sanoma_site.settings")
 os.environ.setdefault("SANOMA_VAR_DIR", "/tmp/var_spend_bench")
-if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-    raise SystemExit("bench/spend.py runs on PostgreSQL: set DATABASE_URL to a database of its own (it is dropped)")
-
+from engine_bench.common import bench_database_url, database_help  # noqa: E402
 from engine_bench.database import recreate_database  # noqa: E402
 
-recreate_database(os.environ["DATABASE_URL"])
+EXAMPLE_DB = "sanoma_spend_bench"  # the database of --help's example and of the refusal without DATABASE_URL
+EPILOG = database_help("spend.py", EXAMPLE_DB)
+
+
+def options_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--refunds", type=int, default=40)
+    parser.add_argument("--threads", type=int, default=8)
+    return parser
+
+
+# The options are read before the database is touched: --help (or a wrong option) drops nothing.
+OPTIONS = options_parser().parse_args()
+recreate_database(bench_database_url("spend.py", EXAMPLE_DB))
 
 import django  # noqa: E402
 
@@ -115,12 +129,7 @@ def race(config, refunds: int, threads: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=20_000)
-    parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--refunds", type=int, default=40)
-    parser.add_argument("--threads", type=int, default=8)
-    args = parser.parse_args()
+    args = OPTIONS
     call_command("migrate", verbosity=0)
     make_user("alice", perms=["runs.start_workflow"])
     folder = Path(tempfile.mkdtemp())

@@ -26,7 +26,6 @@ import cProfile
 import os
 import statistics
 import time
-from urllib.parse import urlparse
 
 from telemetry_instructions import UNDER, counted, marks, rerun_under_callgrind
 
@@ -79,14 +78,17 @@ def profile(path: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from engine_bench.common import bench_database_url, database_help
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     epilog=database_help("step_instructions.py", "sanoma_bench_steps"),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--profile", metavar="FILE", help="only a cProfile of 1,000 steps, into FILE")
     parser.add_argument("--metrics", action="store_true", help="metrics on (counts then grow with the load)")
     args = parser.parse_args()
-    if urlparse(os.environ.get("DATABASE_URL", "")).scheme not in ("postgres", "postgresql"):
-        raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
+    bench_database_url("step_instructions.py", "sanoma_bench_steps")
     if args.profile:
         return profile(args.profile)
     rerun_under_callgrind()

@@ -31,7 +31,7 @@ import sys
 import time
 from urllib.parse import urlparse
 
-from engine_bench.common import ms
+from engine_bench.common import bench_database_url, database_help, ms
 from engine_bench.in_process import CPU_SPENT, advance_all, start_runs
 from engine_bench.setup import prepare
 
@@ -105,14 +105,14 @@ def fired_per_call_step(times: int = 20000) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     epilog=database_help("telemetry.py", "sanoma_bench_telemetry"),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller batches")
     parser.add_argument("--rounds", type=int, help="rounds (default 15; --quick 6)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    url = os.environ.get("DATABASE_URL", "")
-    if urlparse(url).scheme not in ("postgres", "postgresql"):
-        raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
+    url = bench_database_url("telemetry.py", "sanoma_bench_telemetry")
     # Many short rounds: the median of per-round ratios shrugs off a burst of load better than few long ones.
     runs, steps = (20, 10) if args.quick else (30, 10)
     rounds = args.rounds or (6 if args.quick else 15)

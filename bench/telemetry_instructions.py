@@ -32,7 +32,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from urllib.parse import urlparse
 
 UNDER = "SANOMA_BENCH_UNDER_CALLGRIND"
 MODES = ("none", "metrics")
@@ -132,14 +131,17 @@ def measure(rounds: int, runs: int, steps: int, folder: str, *, same: bool = Fal
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from engine_bench.common import bench_database_url, database_help
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     epilog=database_help("telemetry_instructions.py", "sanoma_bench_instr"),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--same", action="store_true",
                         help="both modes with metrics off: the whole step's round-to-round noise, nothing else")
     args = parser.parse_args()
-    if urlparse(os.environ.get("DATABASE_URL", "")).scheme not in ("postgres", "postgresql"):
-        raise SystemExit("Set DATABASE_URL=postgresql://user@host:port/<a bench database>; see the docstring")
+    bench_database_url("telemetry_instructions.py", "sanoma_bench_instr")
     rerun_under_callgrind()
     measure(args.rounds, args.runs, 10, os.environ[UNDER], same=args.same)
 

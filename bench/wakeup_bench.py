@@ -115,7 +115,10 @@ def main() -> None:
     options = parser.parse_args()
     parts = set(options.only or PARTS)
     if connection.vendor != "postgresql":
-        raise SystemExit("bench/wakeup_bench.py measures PostgreSQL: set DATABASE_URL=postgresql://...")
+        raise SystemExit("bench/wakeup_bench.py measures PostgreSQL: set DATABASE_URL, e.g.\n\n"
+                         "  DATABASE_URL=postgresql://postgres@127.0.0.1:5432/sanoma_bench "
+                         ".venv/bin/python bench/wakeup_bench.py\n\n"
+                         "(the database is migrated and its runs kept, not dropped)")
     call_command("migrate", verbosity=0)
     seed_from_datafiles(declared_resources())
     config = get_config()
