@@ -40,7 +40,7 @@ from runs.collections.definition import (
     not_found,
     prefix_end,
 )
-from runs.engine import clock
+from runs.engine import bound, clock
 
 if TYPE_CHECKING:  # the models' types only: see the module's docstring
     from runs.models import CollectionRecord, CollectionWrite
@@ -156,16 +156,15 @@ PUT_SQL = {kind: _PUT_SQL.format(change=change) for kind, change in _PUT_CHANGES
 
 
 def _one_row(sql: str, params: dict[str, Any]) -> Any:
-    """Run one statement; its first row's first value, or None. Atomic on its own (one round trip in
-    autocommit); inside a caller's transaction a savepoint keeps a refused insert from aborting it."""
+    """Run one statement; its first row's first value (as text), or None. Atomic on its own (one
+    round trip in autocommit); inside a caller's transaction a savepoint keeps a refused insert
+    from aborting it. Prepared once per connection, as the engine's own statements are."""
+    text, values = bound.positional(sql, params)
     if connection.in_atomic_block:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
+        with transaction.atomic():
+            row = bound.first_row(text, values)
     else:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
+        row = bound.first_row(text, values)
     return None if row is None else row[0]
 
 
@@ -182,6 +181,8 @@ def put_one_statement(collection: str, key: str, record: dict[str, Any], if_vers
         if done is None:
             raise
         return done
+    if version is not None:
+        version = int(version)
     if version is None:  # the stored version differs, unless this very write already happened
         done = _written(context)
         if done is not None:

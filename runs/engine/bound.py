@@ -32,7 +32,8 @@ import functools
 import itertools
 import json
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -123,6 +124,20 @@ def _dumped(params: Sequence[Any]) -> tuple[list[bytes | None], list[int]]:
         else:
             raise _Unhandled
     return values, types
+
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+_positional: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+
+def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """A statement with named placeholders (`%(name)s`, as Django's cursor takes them) as one with
+    `%s` ones, and its parameters in their order (a name used twice is sent twice)."""
+    found = _positional.get(sql)
+    if found is None:
+        found = _positional[sql] = (_NAMED.sub("%s", sql), tuple(_NAMED.findall(sql)))
+    text, names = found
+    return text, [params[name] for name in names]
 
 
 def returns_row(sql: str, params: Sequence[Any]) -> bool:
