@@ -144,3 +144,11 @@ def test_values_go_to_the_server_as_they_are_and_come_back_as_django_reads_them(
         cursor.execute(sql, params)
         by_django = cursor.fetchall()
     assert bound.rows(sql, params) == by_django == [(texts, moment, '{"k": [1, 2.5]}', 7, True)]
+
+
+def test_named_placeholders_go_in_their_order_a_name_used_twice_sent_twice():
+    from runs.engine import bound
+
+    sql = "SELECT %(b)s::int + %(a)s::int, %(b)s::text"
+    assert bound.positional(sql, {"a": 1, "b": 2, "unused": 3}) == ("SELECT %s::int + %s::int, %s::text", [2, 1, 2])
+    assert bound.first_row(*bound.positional(sql, {"a": 1, "b": 2})) == ("3", "2")
