@@ -27,11 +27,9 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from runs.telemetry import tracing
 
-try:
-    from psycopg import errors as _pg_errors
-    from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
-except ImportError:  # pragma: no cover - psycopg is pinned
-    _pg_errors = None  # type: ignore[assignment]
+# psycopg's errors and libpq's statuses, imported by the first statement sent here on PostgreSQL
+# (a process on SQLite never imports psycopg): `_psycopg()`.
+_pg: tuple[Any, Any] | None = None
 
 # Parameter types, as PostgreSQL's oids: text goes as "unknown", typed by where it stands (as
 # psycopg sends it), so `id = $1` compares with the column's own type and uses its index.
@@ -91,11 +89,21 @@ def _dumped(params: Sequence[Any]) -> tuple[list[bytes | None], list[int]]:
     return values, types
 
 
+def _psycopg() -> tuple[Any, Any]:
+    global _pg
+    if _pg is None:
+        from psycopg import errors, pq
+
+        _pg = (errors, pq)
+    return _pg
+
+
 def returns_row(sql: str, params: Sequence[Any]) -> bool:
     """Run one statement on the default connection; True when it returned a row."""
     db = connections[DEFAULT_DB_ALIAS]
-    if _pg_errors is None or db.vendor != "postgresql" or db.queries_logged or tracing.ON:
+    if db.vendor != "postgresql" or db.queries_logged or tracing.ON:
         return _through_django(db, sql, params)
+    pg_errors, pq = _psycopg()
     try:
         values, types = _dumped(params)
     except _Unhandled:
@@ -105,7 +113,7 @@ def returns_row(sql: str, params: Sequence[Any]) -> bool:
     db.ensure_connection()
     db.validate_thread_sharing()
     raw = db.connection
-    if not raw.autocommit and raw.pgconn.transaction_status != TransactionStatus.INTRANS:
+    if not raw.autocommit and raw.pgconn.transaction_status != pq.TransactionStatus.INTRANS:
         return _through_django(db, sql, params)  # psycopg opens the transaction (BEGIN) first
     returned: list[bool] = []
 
@@ -113,12 +121,12 @@ def returns_row(sql: str, params: Sequence[Any]) -> bool:
         db.validate_no_broken_transaction()
         with db.wrap_database_errors:
             result = raw.pgconn.exec_params(_numbered(sql), values, types)
-            if result.status == ExecStatus.FATAL_ERROR:
-                if raw.pgconn.status != ConnStatus.OK:  # the server is gone: as psycopg says it
+            if result.status == pq.ExecStatus.FATAL_ERROR:
+                if raw.pgconn.status != pq.ConnStatus.OK:  # the server is gone: as psycopg says it
                     message = result.error_message.decode("utf-8", "replace").strip()
-                    raise _pg_errors.OperationalError(message or "the connection to the server was lost")
-                raise _pg_errors.error_from_result(result, encoding="utf-8")
-            returned.append(result.status == ExecStatus.TUPLES_OK and result.ntuples > 0)
+                    raise pg_errors.OperationalError(message or "the connection to the server was lost")
+                raise pg_errors.error_from_result(result, encoding="utf-8")
+            returned.append(result.status == pq.ExecStatus.TUPLES_OK and result.ntuples > 0)
 
     executor = execute
     for wrapper in reversed(db.execute_wrappers):  # as Django's cursor calls them
