@@ -15,9 +15,6 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from features.library.errors import ScenarioConfigError
-from features.library.loader import load_scenarios
-from features.library.sandbox import sandbox_problem
 from runs.api.base import SanomaAPIView, errors
 from runs.api.pagination import Page
 from runs.api.serializers import StrictCharField, StrictSerializer
@@ -55,6 +52,12 @@ class ScenarioQuery(StrictSerializer):
 
 def scenario_entries(config: ResolvedConfig) -> list[ScenarioEntry]:
     """Every scenario in file order, then every problem, each placed at its file and line."""
+    # Here, not at the top: the URLs (which every `manage.py migrate` or `check` imports to check
+    # them) import this module, and the scenario library brings behave and its parsers.
+    from features.library.errors import ScenarioConfigError
+    from features.library.loader import load_scenarios
+    from features.library.sandbox import sandbox_problem
+
     try:
         loaded = load_scenarios(config)
     except ScenarioConfigError as err:

@@ -23,7 +23,6 @@ from pydantic import BaseModel
 from changes.credentials.selectors import credential_statuses
 from connectors.money import format_money
 from connectors.operations import Connector, Operation
-from features.library.loader import load_scenarios
 from runs.approvals.selectors import starters
 from runs.config.describe import logo_data_url
 from runs.config.outline import outline_as_json, outline_of
@@ -59,6 +58,10 @@ def fields_of(model: type[BaseModel]) -> list[dict[str, Any]]:
 
 def _scenario_uses(config: ResolvedConfig) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Which scenarios mention each operation, and which run each workflow: `file:line name`."""
+    # Here, not at the top: the desk's admin site (imported by every process Django starts) imports
+    # this module, and the scenarios' reader brings behave and its parsers.
+    from features.library.loader import load_scenarios
+
     by_op: dict[str, list[str]] = {}
     by_workflow: dict[str, list[str]] = {}
     root = Path(config.root) if config.root else None

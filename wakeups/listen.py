@@ -11,7 +11,6 @@ import select
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
 from django.db import connections
 
 from runs.engine.dispatch import RUNNABLE_CHANNEL
@@ -29,6 +28,8 @@ class Listener:
     byte written to `wake_fd`'s pipe (a signal, through `signal.set_wakeup_fd`) ends a wait too."""
 
     def __init__(self, channels: Sequence[str], *, alias: str = "default", wake_fd: int | None = None) -> None:
+        import psycopg  # here, not at the top: a worker on SQLite (no LISTEN) never imports it
+
         params: dict[str, Any] = dict(connections[alias].get_connection_params())
         for key in ("cursor_factory", "context", "prepare_threshold"):
             params.pop(key, None)

@@ -24,7 +24,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import psycopg
 from django.apps import apps
 from django.db import connections
 from django.db.models import Count, Max
@@ -156,6 +155,8 @@ _stopping = threading.Event()
 
 def _listen() -> None:
     """PostgreSQL: wait for NOTIFYs on CHANNEL on a connection of its own; reload on each batch."""
+    import psycopg  # here, not at the top: a process on SQLite never imports it
+
     params: dict[str, Any] = dict(connections["default"].get_connection_params())
     for key in ("cursor_factory", "context", "prepare_threshold"):
         params.pop(key, None)

@@ -15,21 +15,27 @@ vendor reads, and turns whatever goes wrong into a `DriverError` the engine know
 Nothing here retries: the engine does (`runs.engine.calls`), durably when the wait is long, and
 only for idempotent operations. One `VendorHTTP` per driver keeps one connection pool; the URL and
 credentials come with each request, read from `CallContext.secrets`, so a rotated key is used at once.
+
+httpx is imported, and the pool made, at a driver's first request, not when the driver is made: every
+`manage.py` command resolves the config, which makes each connector's driver, and most never call a
+vendor (httpx, and the httpcore and trio it imports, are about a tenth of a second of each start).
 """
 from __future__ import annotations
 
 import email.utils
 import json as jsonlib
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from connectors.drivers import CallContext
 from connectors.errors import DriverError, DriverTimeout
 from connectors.limits import departing
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_TIMEOUT = 30.0  # seconds, for a request made outside a call (a resource read)
 MAX_PAGES = 50  # a list is read at most this many pages
@@ -44,9 +50,9 @@ class VendorFault:
 
 
 # Reads the vendor's error body; None when it has nothing to say beyond the status.
-ErrorReader = Callable[[httpx.Response], VendorFault | None]
+ErrorReader = Callable[["httpx.Response"], VendorFault | None]
 # The seconds the vendor asks to wait before the next request, from its answer; None when it says none.
-WaitReader = Callable[[httpx.Response], float | None]
+WaitReader = Callable[["httpx.Response"], float | None]
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -108,9 +114,27 @@ class VendorHTTP:
         self.read_error = read_error
         self.read_wait = read_wait
         self.timeout = timeout
-        # A limited call's start time is waited for as the request leaves (`connectors.limits.departing`).
-        self.client = httpx.Client(headers=dict(headers or {}), timeout=timeout, transport=transport,
-                                   follow_redirects=False, event_hooks={"request": [_departing]})
+        self._headers = dict(headers or {})
+        self._transport = transport
+        self._client: httpx.Client | None = None
+        self._making = threading.Lock()
+
+    @property
+    def client(self) -> httpx.Client:
+        """The pooled httpx client, made at the first request (see the module's docstring)."""
+        client = self._client
+        if client is None:
+            with self._making:
+                client = self._client
+                if client is None:
+                    import httpx
+
+                    # A limited call's start time is waited for as the request leaves
+                    # (`connectors.limits.departing`).
+                    client = self._client = httpx.Client(
+                        headers=self._headers, timeout=self.timeout, transport=self._transport,
+                        follow_redirects=False, event_hooks={"request": [_departing]})
+        return client
 
     def request(
         self,
@@ -128,6 +152,8 @@ class VendorHTTP:
 
         `idempotency_header` names the header the vendor reads the call's idempotency key from
         (Stripe's `Idempotency-Key`): sent with the key of `context`, the same on every retry."""
+        import httpx
+
         sent = dict(headers or {})
         if idempotency_header:
             if context is None:
@@ -179,7 +205,8 @@ class VendorHTTP:
             return None  # an error body not of the documented shape: the status says enough
 
     def close(self) -> None:
-        self.client.close()
+        if self._client is not None:
+            self._client.close()
 
 
 def _departing(request: httpx.Request) -> None:

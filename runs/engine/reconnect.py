@@ -14,6 +14,7 @@ Only on the error path: a write that goes through costs nothing more.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -26,16 +27,19 @@ from runs.engine import clock
 log = logging.getLogger("sanoma.engine")
 T = TypeVar("T")
 
-try:  # the errors psycopg raises itself (Django wraps those of cursors and connects)
-    from psycopg import InterfaceError as _PgInterfaceError
-    from psycopg import OperationalError as _PgOperationalError
 
-    _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
-        InterfaceError, OperationalError, _PgInterfaceError, _PgOperationalError)
-    _PG_OPERATIONAL: tuple[type[BaseException], ...] = (_PgOperationalError,)
-except ImportError:  # pragma: no cover - psycopg is pinned
-    _CONNECTION_ERRORS = (InterfaceError, OperationalError)
-    _PG_OPERATIONAL = ()
+@functools.cache
+def _error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """The errors of a lost connection, Django's and those psycopg raises itself (Django wraps those of
+    cursors and connects); then psycopg's OperationalError. Imported on the error path only: a
+    process on SQLite never imports psycopg."""
+    try:
+        from psycopg import InterfaceError as PgInterfaceError
+        from psycopg import OperationalError as PgOperationalError
+    except ImportError:  # pragma: no cover - psycopg is pinned
+        return (InterfaceError, OperationalError), ()
+    return (InterfaceError, OperationalError, PgInterfaceError, PgOperationalError), (PgOperationalError,)
+
 
 # SQLSTATEs of a connection the server ended: class 08 (connection exception), and the server
 # shutting down or restarting (admin_shutdown, crash_shutdown, cannot_connect_now).
@@ -51,7 +55,8 @@ BACKOFF_CAP = 1.0
 def connection_lost(err: BaseException) -> bool:
     """Whether `err` came from a connection that is gone (dropped, closed, or not reopened), as
     opposed to an answer of the database (a constraint, a lock timeout, a bad value)."""
-    if not isinstance(err, _CONNECTION_ERRORS):
+    connection_errors, pg_operational = _error_classes()
+    if not isinstance(err, connection_errors):
         return False
     # The server said it is closing this connection (a restart, a failover, an administrator's
     # pg_terminate_backend): the socket may not have reached its end yet, so the driver still
@@ -63,8 +68,8 @@ def connection_lost(err: BaseException) -> bool:
     # The driver's own error with no SQLSTATE: the server never answered (the socket closed while
     # a result was read, a send failed, a connect was refused). Read from the error, not from the
     # connection: leaving a transaction, Django may already have opened a new, healthy one.
-    pg_error = err if isinstance(err, _PG_OPERATIONAL) else err.__cause__
-    if isinstance(pg_error, _PG_OPERATIONAL) and not getattr(pg_error, "sqlstate", None):
+    pg_error = err if isinstance(err, pg_operational) else err.__cause__
+    if isinstance(pg_error, pg_operational) and not getattr(pg_error, "sqlstate", None):
         return True
     raw = connection.connection
     if raw is None:

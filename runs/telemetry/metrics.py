@@ -26,9 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.core.signals import request_finished
+from django.core.signals import request_finished, setting_changed
 from django.db import transaction
-from django.test.signals import setting_changed
 
 # Seconds: a vendor call, from a fast in-house API to a slow batch endpoint.
 CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import IO, Any
-
-import httpx
+from typing import IO, TYPE_CHECKING, Any
 
 from connectors.errors import DriverError, RemoteError
 from connectors.vendors.github.api import API_VERSION, MAX_PAGES, GitHubClient
+
+if TYPE_CHECKING:
+    import httpx  # imported at the first request: see connectors.http.client
 
 
 class GitHubAPI:
@@ -49,6 +50,8 @@ class GitHubAPI:
             raise remote_error(err) from None
 
     def _copy_capped(self, reply: httpx.Response, out: IO[bytes], what: str) -> None:
+        import httpx
+
         total = 0
         try:
             for chunk in reply.iter_bytes(1 << 20):

@@ -19,9 +19,7 @@ import json
 import re
 import threading
 import time
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from connectors.drivers import CallContext, Driver, define_driver
 from connectors.errors import DriverError
@@ -29,6 +27,9 @@ from connectors.http import VendorFault, VendorHTTP, join_url, pages, parse_retr
 from connectors.vendors.bluesky import stamp
 from connectors.vendors.bluesky.connector import bluesky, check_service
 from connectors.vendors.bluesky.models import PostRequest
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_SERVICE = "https://bsky.social"
 POSTS = "app.bsky.feed.post"

@@ -10,9 +10,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from connectors.drivers import CallContext, Driver, define_driver
 from connectors.errors import DriverError
@@ -20,6 +18,9 @@ from connectors.http import VendorFault, VendorHTTP, join_url, require_secrets
 from connectors.vendors.ghost.auth import admin_token
 from connectors.vendors.ghost.connector import check_base_url, ghost
 from connectors.vendors.ghost.models import DraftRequest, PostRef
+
+if TYPE_CHECKING:
+    import httpx
 
 API = "/ghost/api/admin"
 ACCEPT_VERSION = "v5.0"

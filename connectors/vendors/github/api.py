@@ -24,13 +24,14 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from connectors.drivers import CallContext
 from connectors.errors import DriverError, DriverTimeout
 from connectors.http import VendorFault, VendorHTTP, join_url, pages, parse_retry_after, read_json
+
+if TYPE_CHECKING:
+    import httpx  # imported at the first request: see connectors.http.client
 
 PUBLIC_API = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -151,6 +152,8 @@ class GitHubClient:
                     method, json = "GET", None
         except DriverError as err:
             raise _scrubbed(err, token) from None
+        import httpx
+
         raise DriverError(f"GitHub redirected {method} {httpx.URL(url).path} more than {MAX_REDIRECTS} times",
                           retryable=False)
 
@@ -177,6 +180,8 @@ class GitHubClient:
     @contextmanager
     def stream(self, method: str, path: str) -> Iterator[httpx.Response]:
         """An answer read as it arrives (a tarball), redirects followed as `request` does."""
+        import httpx
+
         url, token = self.url(path), self.token()
         what = f"{method} {httpx.URL(url).path}"
         try:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from connectors.drivers import CallContext
 from connectors.fakes import define_fake
@@ -24,11 +22,16 @@ from connectors.vendors.github.connector import github
 from connectors.vendors.github.driver import OPERATIONS, Session, SessionFn
 from connectors.vendors.github.emulator import GitHub, initial_state
 
+if TYPE_CHECKING:
+    import httpx
+
 FAKE_TOKEN = "fake-github-token"
 
 
 def emulated(state: dict[str, Any]) -> Session:
     """A session whose requests GitHub's emulator answers from `state` (edited in place)."""
+    import httpx  # at the fake's first call, as the real driver's (connectors.http.client)
+
     vendor = GitHub(state, base=PUBLIC_API)
 
     def answer(request: httpx.Request) -> httpx.Response:

@@ -6,9 +6,7 @@ Errors are read as Resend answers them, `{"statusCode": 422, "name": "validation
 """
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from connectors import CallContext, DriverError, define_driver
 from connectors.http import VendorFault, VendorHTTP, join_url, parse_retry_after, require_secrets
@@ -19,6 +17,9 @@ from connectors.vendors.resend.models import (
     BroadcastRef,
     BroadcastSend,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def read_error(response: httpx.Response) -> VendorFault | None:

@@ -7,14 +7,15 @@ limit is HTTP 429 with `Retry-After`, which the engine honours. Nothing here ret
 """
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from connectors import CallContext, DriverError, define_driver
 from connectors.http import VendorFault, VendorHTTP, join_url, require_secrets
 from connectors.vendors.slack.connector import DEFAULT_API_URL, slack
 from connectors.vendors.slack.models import MARKER_EVENT, SlackMessage
+
+if TYPE_CHECKING:
+    import httpx
 
 # Slack's errors that say the trouble is on its side: the same request may succeed later.
 SLACK_SIDE = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"})

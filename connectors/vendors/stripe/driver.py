@@ -12,16 +12,18 @@
 - Stripe's errors (`stripe.StripeError`) are read as `DriverError`: the status, Stripe's own code
   (`vendor_code`), `retry_after` from `Retry-After`, and whether to try again from Stripe's
   `Stripe-Should-Retry` when it says (else from the status: 409 on a key in use, 429 and 5xx).
+
+The `stripe` library (and httpx under it) is imported, and the HTTP client made, at the driver's first
+request: every `manage.py` command makes the config's drivers, and most never call Stripe (the library
+and its client are about a quarter of a second of each start).
 """
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
-
-import httpx
-import stripe as stripe_sdk
+from typing import TYPE_CHECKING, Any
 
 from connectors import CallContext, DriverError, define_driver
 from connectors.errors import DriverTimeout
@@ -37,6 +39,9 @@ from connectors.vendors.stripe.models import (
 from connectors.vendors.stripe.resources import product, webhook_endpoint
 from connectors.vendors.stripe.wording import driver_message
 
+if TYPE_CHECKING:
+    import stripe as stripe_sdk
+
 DEFAULT_TIMEOUT = 30.0  # seconds, for a request made outside a call
 PAGE_SIZE = 100  # Stripe's largest page
 # Stripe's answer to the create of a webhook endpoint carries its signing secret; nothing of it is
@@ -46,46 +51,66 @@ NEVER_KEPT = frozenset({"secret"})
 _timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("stripe_timeout", default=None)
 
 
-class _DeadlineHTTPX(stripe_sdk.HTTPXClient):
-    """The library's httpx client, each request bounded by the call's time left instead of one
-    timeout fixed for the client's life. It hooks the method where the library (16.1.0, as pinned)
-    builds each request's arguments; the driver's deadline test fails if a new version moves it."""
+@functools.cache
+def _deadline_httpx() -> type[stripe_sdk.HTTPXClient]:
+    """The class of the driver's HTTP client, made with the library's first import."""
+    import stripe as stripe_sdk
 
-    def __init__(self) -> None:
-        super().__init__(timeout=DEFAULT_TIMEOUT, allow_sync_methods=True)
+    class _DeadlineHTTPX(stripe_sdk.HTTPXClient):
+        """The library's httpx client, each request bounded by the call's time left instead of one
+        timeout fixed for the client's life. It hooks the method where the library (16.1.0, as pinned)
+        builds each request's arguments; the driver's deadline test fails if a new version moves it."""
 
-    def _get_request_args_kwargs(self, method: str, url: str, headers: Mapping[str, str], post_data: Any):
-        args, kwargs = super()._get_request_args_kwargs(method, url, headers, post_data)
-        left = _timeout.get()
-        if left is not None:
-            kwargs["timeout"] = left
-        return args, kwargs
+        def __init__(self) -> None:
+            super().__init__(timeout=DEFAULT_TIMEOUT, allow_sync_methods=True)
+
+        def _get_request_args_kwargs(self, method: str, url: str, headers: Mapping[str, str], post_data: Any):
+            args, kwargs = super()._get_request_args_kwargs(method, url, headers, post_data)
+            left = _timeout.get()
+            if left is not None:
+                kwargs["timeout"] = left
+            return args, kwargs
+
+    return _DeadlineHTTPX
 
 
 class StripeDriver:
-    """The functions of Stripe's operations, over one HTTP client."""
+    """The functions of Stripe's operations, over one HTTP client (made at the first request)."""
 
     def __init__(self) -> None:
-        self.http = _DeadlineHTTPX()
+        self._http: stripe_sdk.HTTPXClient | None = None
         self._clients: dict[tuple[str, str | None], stripe_sdk.StripeClient] = {}
         self._lock = threading.Lock()
+
+    @property
+    def http(self) -> stripe_sdk.HTTPXClient:
+        """The one HTTP client of every `StripeClient` of the driver."""
+        with self._lock:
+            if self._http is None:
+                self._http = _deadline_httpx()()
+            return self._http
 
     # ---- the client and its errors ---------------------------------------------------------
 
     def client(self, context: CallContext) -> stripe_sdk.StripeClient:
         key = require_secrets("stripe", context, "STRIPE_API_KEY")["STRIPE_API_KEY"]
         base = context.secrets.get("STRIPE_API_BASE") or None
+        http = self.http
         with self._lock:
             made = self._clients.get((key, base))
             if made is None:
+                import stripe as stripe_sdk
+
                 made = stripe_sdk.StripeClient(
                     key, base_addresses={"api": base} if base else None, max_network_retries=0,
-                    http_client=self.http)
+                    http_client=http)
                 self._clients[(key, base)] = made
             return made
 
     def send(self, context: CallContext, what: str, request: Callable[[stripe_sdk.StripeClient], Any]) -> Any:
         """One request of the library, bounded by the call's deadline; its errors as `DriverError`."""
+        import stripe as stripe_sdk
+
         client = self.client(context)
         token = _timeout.set(context.time_left() if context.deadline is not None else DEFAULT_TIMEOUT)
         try:
@@ -268,6 +293,9 @@ def _header(headers: Any, name: str) -> str | None:
 
 def driver_error(err: stripe_sdk.StripeError, what: str) -> DriverError:
     """Stripe's error as the engine reads it: status, Stripe's code, Retry-After, whether to try again."""
+    import httpx
+    import stripe as stripe_sdk
+
     if isinstance(err, stripe_sdk.APIConnectionError):
         cause = err.__cause__
         if isinstance(cause, httpx.TimeoutException):
