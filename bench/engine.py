@@ -36,7 +36,8 @@ It measures, in one run, side by side:
       UPDATE, as hand-written SQL, and as one statement of data-modifying CTEs (1 round trip: what
       the engine does on PostgreSQL, runs/fastpath.py), wall and CPU
   (h) the engine's step (as (b)) with the ledger's hash chain and without it (its trigger disabled,
-      no digest computed), rounds alternating; aim: the chain adds under 5 %; with the CPU per step
+      no digest or link computed, no lock of the run row in the lease check), rounds alternating;
+      the runs written without it are removed after; aim: the chain adds under 5 %; with the CPU per step
       of this process and of its PostgreSQL backend (read from /proc when the server is local), the
       steadier figures when the machine is loaded
   (i) collection puts through ctx (`ctx.data.bench_notes.put`, the database driver: the record and
