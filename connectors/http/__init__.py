@@ -9,6 +9,7 @@ from connectors.http.client import (
     read_json,
     require_secrets,
     retry_after_header,
+    warm,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "read_json",
     "require_secrets",
     "retry_after_header",
+    "warm",
 ]

@@ -26,6 +26,7 @@ import email.utils
 import json as jsonlib
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,18 @@ def join_url(base: str, path: str) -> str:
     return base.rstrip("/") + "/" + path.lstrip("/")
 
 
+# Every client holder made in this process, for `warm`.
+_made: weakref.WeakSet[VendorHTTP] = weakref.WeakSet()
+
+
+def warm() -> None:
+    """Make every vendor's client now: a worker does before it forks its processes, so that each
+    process's first call does not pay httpx's import and its client's making (a few tenths of a
+    second on a busy machine), as when the clients were made with their drivers."""
+    for http in list(_made):
+        http.client  # noqa: B018  (the property makes it)
+
+
 class VendorHTTP:
     """One vendor's requests, on one pooled httpx client (safe to share between threads)."""
 
@@ -118,6 +131,7 @@ class VendorHTTP:
         self._transport = transport
         self._client: httpx.Client | None = None
         self._making = threading.Lock()
+        _made.add(self)
 
     @property
     def client(self) -> httpx.Client:

@@ -48,6 +48,11 @@ DEFERRED_ON_PURPOSE = {
     # Fakes load on first use, so a driver-only import does not pull in the fake machinery.
     ("connectors/__init__.py", "connectors.fakes"),
     ("connectors/__init__.py", "connectors"),
+    # The scenario library (behave and its parsers) loads on first use, so commands start without it.
+    ("sanoma_site/api_scenarios.py", "features.library.errors"),
+    ("sanoma_site/api_scenarios.py", "features.library.loader"),
+    ("sanoma_site/api_scenarios.py", "features.library.sandbox"),
+    ("sanoma_site/catalog.py", "features.library.loader"),
 }
 
 

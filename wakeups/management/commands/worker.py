@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from connectors import http
 from connectors.errors import ConfigError
 from runs.config.checks import COMMAND_CHECKS
 from runs.config.registry import get_config
@@ -53,6 +54,9 @@ class Command(BaseCommand):
             config = get_config()
         except ConfigError as err:
             raise CommandError(str(err)) from None
+        # The vendors' clients made here, once, before the cluster forks its processes: each
+        # process's first call then pays neither httpx's import nor its client's making.
+        http.warm()
         worker = Worker(config=config, say=self._say, warn=lambda text: self.stderr.write(self.style.WARNING(text)),
                         promote=options["promote"], for_seconds=options["for_seconds"],
                         stop_when_idle=options["stop_when_idle"], started_at=started_at, pinned=options["pinned"])
