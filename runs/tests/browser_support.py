@@ -33,17 +33,49 @@ from runs.testing import make_user
 from runs.tests import chromium
 
 try:
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support import expected_conditions as _selenium_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     HAVE_SELENIUM = True
 except ImportError:  # pragma: no cover - depends on the machine; every test here is skipped then
     HAVE_SELENIUM = False
-    StaleElementReferenceException = Exception  # type: ignore[assignment,misc]
-    By = Keys = EC = WebDriverWait = None  # type: ignore[assignment,misc]
+    StaleElementReferenceException = WebDriverException = Exception  # type: ignore[assignment,misc]
+    By = Keys = _selenium_conditions = WebDriverWait = None  # type: ignore[assignment,misc]
+
+# ChromeDriver 156 may answer a question about an element of the page being left with "Node with
+# given id does not belong to the document" rather than as a stale element: both mean it is gone.
+_GONE = "does not belong to the document"
+
+
+def _staleness_of(element: Any) -> Any:
+    """selenium's `staleness_of`, taking ChromeDriver's other word for an element that is gone."""
+    def gone(driver: Any) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as err:
+            if _GONE in str(err):
+                return True
+            raise
+        return False
+
+    return gone
+
+
+class _Conditions:
+    """selenium's expected conditions (`EC.presence_of_element_located`, ...), `staleness_of` as above."""
+
+    staleness_of = staticmethod(_staleness_of)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_selenium_conditions, name)
+
+
+EC: Any = _Conditions() if HAVE_SELENIUM else None
 
 CHROMIUM, CHROMEDRIVER, FLAGS = chromium.CHROMIUM, chromium.CHROMEDRIVER, chromium.FLAGS
 
