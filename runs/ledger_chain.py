@@ -147,12 +147,22 @@ linked_elsewhere = 0
 def prepare(record: Any, using: str) -> None:
     """Before inserting: the content digest goes in `hash` for PostgreSQL's trigger to chain, or the
     whole link is made here (any other database)."""
+    if connections[using].vendor == "postgresql":
+        for_trigger(record)
+    else:
+        global linked_elsewhere
+        linked_elsewhere += 1
+        chain_in_python(record, using)
+
+
+def for_trigger(record: Any) -> None:
+    """Ready `record` for PostgreSQL's link trigger: it asks to be linked (`ASK_TRIGGER`) and
+    carries its content digest in `hash`; the body's JSON text, when the digest's serves the
+    insert too, is left in `record.body_text` (`digest_and_body`)."""
     global linked_elsewhere
     linked_elsewhere += 1
-    if connections[using].vendor == "postgresql":
-        record.chain_index, record.prev_hash, record.hash = ASK_TRIGGER, "", content_digest(record)
-    else:
-        chain_in_python(record, using)
+    digest, record.body_text = digest_and_body(record)
+    record.chain_index, record.prev_hash, record.hash = ASK_TRIGGER, "", digest
 
 
 def link_after(record: Any, last: tuple[int, str]) -> tuple[int, str]:

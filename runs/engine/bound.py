@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -49,15 +48,13 @@ Transformer: Any = None
 ConnStatus: Any = None
 ExecStatus: Any = None
 TransactionStatus: Any = None
-_Jsonb: Any = None
 
 
 def _load_psycopg() -> None:
-    global _pg_errors, Transformer, ConnStatus, ExecStatus, TransactionStatus, _Jsonb
+    global _pg_errors, Transformer, ConnStatus, ExecStatus, TransactionStatus
     from psycopg import adapt, errors, pq
-    from psycopg.types import json as pg_json
 
-    _pg_errors, Transformer, _Jsonb = errors, adapt.Transformer, pg_json.Jsonb
+    _pg_errors, Transformer = errors, adapt.Transformer
     ConnStatus, TransactionStatus, ExecStatus = pq.ConnStatus, pq.TransactionStatus, pq.ExecStatus
 
 # Parameter types, as PostgreSQL's oids: text goes as "unknown", typed by where it stands (as
@@ -118,9 +115,6 @@ def _dumped(params: Sequence[Any]) -> tuple[list[bytes | None], list[int]]:
         elif isinstance(param, str):  # a StrEnum (a record's kind): its text
             value(str.encode(param))
             typed(_UNKNOWN)
-        elif kind is _Jsonb:  # a JSON field's value as Django adapts it: its text (cast by the statement)
-            value((param.dumps or json.dumps)(param.obj).encode())
-            typed(_UNKNOWN)
         else:
             raise _Unhandled
     return values, types
@@ -148,10 +142,11 @@ def returns_row(sql: str, params: Sequence[Any]) -> bool:
 def first_row(sql: str, params: Sequence[Any]) -> tuple[str | None, ...] | None:
     """Run one statement on the default connection; the first row it returned, each value as its
     text (None for NULL), or None when it returned none."""
-    result = _executed(sql, params)
-    if result is None:  # through Django's cursor
+    executed = _executed(sql, params)
+    if executed is None:  # through Django's cursor
         found = _through_django(sql, params, all_rows=False)
         return None if not found else tuple(None if value is None else str(value) for value in found[0])
+    result = executed[0]
     if result.status == ExecStatus.TUPLES_OK and result.ntuples > 0:
         return tuple(None if (value := result.get_value(0, column)) is None else value.decode()
                      for column in range(result.nfields))
@@ -161,18 +156,20 @@ def first_row(sql: str, params: Sequence[Any]) -> tuple[str | None, ...] | None:
 def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Run one statement on the default connection; the rows it returned, their values read as
     Django's cursor reads them (the connection's own loaders: JSON as text, aware datetimes)."""
-    result = _executed(sql, params)
-    if result is None:
+    executed = _executed(sql, params)
+    if executed is None:
         return _through_django(sql, params, all_rows=True)
+    result, raw = executed
     if result.status != ExecStatus.TUPLES_OK or not result.ntuples:
         return []
-    loader = Transformer(connections[DEFAULT_DB_ALIAS].connection)
+    loader = Transformer(raw)
     loader.set_pgresult(result)
     return loader.load_rows(0, result.ntuples, tuple)
 
 
-def _executed(sql: str, params: Sequence[Any]) -> Any:
-    """The statement's result from libpq, or None when it is to go through Django's cursor."""
+def _executed(sql: str, params: Sequence[Any]) -> tuple[Any, Any] | None:
+    """The statement's result from libpq and the psycopg connection it went on, or None when it is
+    to go through Django's cursor."""
     db = connections[DEFAULT_DB_ALIAS]
     if db.vendor != "postgresql" or db.queries_logged or tracing.ON:
         return None
@@ -211,7 +208,7 @@ def _executed(sql: str, params: Sequence[Any]) -> Any:
     for wrapper in reversed(db.execute_wrappers):  # as Django's cursor calls them
         executor = functools.partial(wrapper, executor)
     executor(sql, params, False, {"connection": db, "cursor": None})
-    return returned[0]
+    return returned[0], raw
 
 
 def _raise(raw: Any, result: Any) -> None:

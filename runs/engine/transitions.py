@@ -481,9 +481,7 @@ def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: 
 def ledger_prepare(record: LedgerRecord, using: str) -> None:
     """`runs.ledger_chain.prepare` for the one-statement forms, which are PostgreSQL's: the content
     digest in `hash`, for the trigger to link, without asking the connection its vendor again."""
-    ledger_chain.linked_elsewhere += 1
-    digest, record.body_text = ledger_chain.digest_and_body(record)  # type: ignore[attr-defined]
-    record.chain_index, record.prev_hash, record.hash = ledger_chain.ASK_TRIGGER, "", digest
+    ledger_chain.for_trigger(record)
 
 
 def record_params(record: LedgerRecord, after: tuple[int, str] | None = None) -> list[Any]:

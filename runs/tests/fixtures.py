@@ -111,3 +111,17 @@ def _tagged_two_calls(ctx, input: Label):
 
 # A run tagged with its label that publishes, then mails (steps 1, 2, 3): the recovery tests' workload.
 TAGGED_FLOW = define_workflow(name="flow", input=Label, uses=[PUBLISH, SEND], run=_tagged_two_calls)
+
+
+class Steps(BaseModel):
+    n: int = 0
+
+
+def _n_calls(ctx: object, input: Steps) -> dict[str, int]:
+    for _ in range(input.n):
+        ctx.acme.order.get({"order_id": "1"})  # type: ignore[attr-defined]
+    return {"done": input.n}
+
+
+# `n` calls of acme.order.get, then {"done": n}: the runs the transaction and statement tests count.
+CALLS = define_workflow(name="calls", input=Steps, uses=[GET], run=_n_calls)

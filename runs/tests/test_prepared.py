@@ -10,13 +10,11 @@ import pytest
 from django.db import DatabaseError, connection
 from django.test import override_settings
 from django_q.models import OrmQ
-from pydantic import BaseModel
 
 from runs import ledger
-from runs.config.workflows import define_workflow
 from runs.engine.advance import Advanced, advance
 from runs.models import Run, RunStatus, Step
-from runs.tests.fixtures import GET
+from runs.tests.fixtures import CALLS
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -24,17 +22,6 @@ pytestmark = [
 ]
 
 
-class Steps(BaseModel):
-    n: int = 0
-
-
-def _calls(ctx: Any, input: Steps) -> dict[str, int]:
-    for _ in range(input.n):
-        ctx.acme.order.get({"order_id": "1"})
-    return {"done": input.n}
-
-
-CALLS = define_workflow(name="calls", input=Steps, uses=[GET], run=_calls)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from django.db import connection
 from django_q.models import OrmQ
-from pydantic import BaseModel
 
 from runs import ledger
 from runs.config.workflows import define_workflow
@@ -21,24 +20,13 @@ from runs.engine import clock, history, pauses, transitions
 from runs.engine.advance import Advanced, advance
 from runs.limits import overrides as limit_overrides
 from runs.models import LedgerRecord, Run, RunStatus, Step
-from runs.tests.fixtures import GET
+from runs.tests.fixtures import CALLS, GET, Steps
 from runs.tests.transaction_count import Count, counted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 POSTGRESQL = connection.vendor == "postgresql"
 
 
-class Steps(BaseModel):
-    n: int = 0
-
-
-def _calls(ctx: Any, input: Steps) -> dict[str, int]:
-    for _ in range(input.n):
-        ctx.acme.order.get({"order_id": "1"})
-    return {"done": input.n}
-
-
-CALLS = define_workflow(name="calls", input=Steps, uses=[GET], run=_calls)
 
 
 @pytest.fixture
