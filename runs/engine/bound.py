@@ -134,11 +134,6 @@ def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return text, [params[name] for name in names]
 
 
-def returns_row(sql: str, params: Sequence[Any]) -> bool:
-    """Run one statement on the default connection; True when it returned a row."""
-    return first_row(sql, params) is not None
-
-
 def first_row(sql: str, params: Sequence[Any]) -> tuple[str | None, ...] | None:
     """Run one statement on the default connection; the first row it returned, each value as its
     text (None for NULL), or None when it returned none."""
