@@ -181,6 +181,10 @@ def test_two_decisions_at_once_from_two_processes_one_wins(engine_for, deciders,
     worker.start()
     try:
         answers = processes.decide(run.id, deciders)
+        # The decision queued the run; let the worker take it (it drains every 20 ms) before it stops.
+        waited_until = time.monotonic() + 30
+        while type(run).objects.get(pk=run.id).status == "queued" and time.monotonic() < waited_until:
+            time.sleep(0.05)
     finally:
         worker.stop()
     assert worker.error is None, worker.error
