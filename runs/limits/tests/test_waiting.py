@@ -306,9 +306,11 @@ def test_raising_a_limit_wakes_the_runs_waiting_under_it_to_go_now_under_the_new
         run.refresh_from_db()
         assert run.status == RunStatus.FINISHED
     at = [c["at"] for c in engine.calls]
-    # The new interval (10.7 ms) apart, not a minute: a call may leave up to 5 ms after the start time
-    # it took (its window), so two calls' own clocks can read as little as 5.7 ms apart.
-    assert at[1] - began < 1_000 and 10.7 - 5 <= at[2] - at[1] < 1_000
+    # The woken calls took start times the new interval (11 ms) apart, not a minute, the first no
+    # earlier than the change. A call never leaves before its start time, but may leave up to its
+    # window (28 ms at 100/s) after it, so the two calls' own gap can read shorter than 11 ms.
+    assert began <= at[1] < began + 1_000
+    assert began + 11 <= at[2] < began + 1_000
     assert sum(engine.slept) < 0.1
 
 
