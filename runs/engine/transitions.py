@@ -42,6 +42,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 
 from runs import ledger_chain
+from runs.approvals.permissions import global_starter_sql
 from runs.engine import bound, clock, history
 from runs.engine.dispatch import NOTIFY_IF_IDLE_EXPR, TASK_CTE_SQL, enqueue, task_params
 from runs.ledger import record_id
@@ -145,8 +146,6 @@ _KNOWN_STARTER_SQL = "SELECT %s::jsonb AS groups"
 def _start_statement(by_username: bool) -> str:
     sql = _start_sql.get(by_username)
     if sql is None:
-        from runs.approvals.permissions import global_starter_sql
-
         fields = [f for f in Run._meta.concrete_fields if f.attname != "groups"]
         sql = _start_sql[by_username] = _START_SQL.format(
             who=global_starter_sql() if by_username else _KNOWN_STARTER_SQL,

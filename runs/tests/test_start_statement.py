@@ -7,9 +7,9 @@ NOTIFY is delivered when the start commits.
 """
 from __future__ import annotations
 
-import time
 from typing import Any
 
+import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
@@ -28,7 +28,6 @@ from runs.models import LedgerRecord, Run
 from runs.telemetry import metrics
 from runs.testing import make_user
 from runs.tests.transaction_count import counted
-from wakeups.listen import RUNNABLE, Listener
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -54,18 +53,17 @@ def engine(engine_for):
 
 @pytest.fixture
 def listener():
-    made = Listener([RUNNABLE])
-    made.wait(0)
+    """A connection of its own LISTENing on the channel the workers' supervisors wait on."""
+    params = connection.get_connection_params()
+    made = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"}, autocommit=True)
+    made.execute(f"LISTEN {dispatch.RUNNABLE_CHANNEL}")
     yield made
     made.close()
 
 
-def _notes(listener: Listener, seconds: float = 2.0) -> list[str]:
-    ends = time.monotonic() + seconds
-    notes: list[tuple[str, str]] = []
-    while not notes and (left := ends - time.monotonic()) > 0:
-        notes = listener.wait(left)
-    return [payload for _, payload in notes]
+def _notes(listener: psycopg.Connection, seconds: float = 2.0) -> list[str]:
+    """The payloads of the NOTIFYs that arrive within `seconds` (stops at the first one)."""
+    return [note.payload for note in listener.notifies(timeout=seconds, stop_after=1)]
 
 
 def _the_orm_way(monkeypatch: Any) -> None:
