@@ -17,18 +17,27 @@ from runs.approvals.permissions import (
     check_can_operate,
     check_can_send_message,
     check_can_start,
+    may_start_any,
     principal_of,
+    start_permission_id,
 )
 from runs.config.registry import get_config
 from runs.config.resolution import ResolvedConfig
 from runs.config.versioning import version_of
 from runs.config.workflows import WorkflowDefinition
 from runs.direct_calls.workflow import CALL_WORKFLOW
-from runs.engine import clock, transitions
+from runs.engine import clock, dispatch, transitions
 from runs.errors import RunCode
 from runs.models import ENDED_STATUSES, LedgerKind, LedgerRecord, Run, RunMessage, RunStatus
 from runs.selectors import visible_run
-from runs.validation import check_message_id, check_payload, check_run_id, check_topic, validate_input
+from runs.validation import (
+    check_message_id,
+    check_payload,
+    check_run_id,
+    check_topic,
+    is_valid_run_id,
+    validate_input,
+)
 
 
 def _workflow_or_error(config: ResolvedConfig, name: Any) -> WorkflowDefinition:
@@ -112,9 +121,15 @@ def start_or_get(
     """`start`, also saying whether this call created the run (False: an idempotent repeat).
 
     One transaction: the starter's and the workflow's checks read in it, then the run, its task
-    (and NOTIFY) and its `run.started` record written together."""
+    (and NOTIFY) and its `run.started` record written together. On PostgreSQL the usual start is
+    that transaction as one statement (`_start_in_one_statement`)."""
     config = config or get_config()
     input = {} if input is None else input
+    if transitions.one_statement() and dispatch.enqueues_in_one_statement():
+        started = _start_in_one_statement(config=config, workflow=workflow, input=input, started_by=started_by,
+                                          run_id=run_id)
+        if started is not None:
+            return started, True
     with transaction.atomic():
         definition, principal = check_start(config=config, workflow=workflow, input=input, started_by=started_by)
         if run_id is not None:
@@ -144,6 +159,43 @@ def start_or_get(
                 raise _already_exists(existing, differs) from None
             return existing, False
     return run, True
+
+
+def _start_in_one_statement(*, config: ResolvedConfig, workflow: Any, input: Any, started_by: Any,
+                            run_id: str | None) -> Run | None:
+    """The usual start in one statement (PostgreSQL): a starter who may start any workflow, a run
+    id not taken. The run, or None when the statement wrote nothing (the starter is unknown, not
+    allowed, or allowed only on some workflows; the id is taken or not valid; any conflict): the
+    ORM way then starts it, or says why not, as it always did. The checks that come before the
+    starter's in `check_start` (the starter given, the workflow, its input) are made here first,
+    so a start refused for them is refused the same way."""
+    if isinstance(started_by, Principal):
+        if not str(started_by.id).strip() or not may_start_any(started_by):
+            return None
+        groups: tuple[str, ...] | None = started_by.groups
+        starter = started_by.id
+    elif isinstance(started_by, str) and started_by.strip():
+        groups, starter = None, started_by
+    else:
+        return None  # a Django user, or nothing: `check_start` reads or refuses it
+    definition = _workflow_or_error(config, workflow)
+    validate_input(definition.input, input, name=definition.name)
+    if run_id is not None and not is_valid_run_id(run_id):
+        return None  # refused after the starter's checks, as the ORM way orders them
+    run_id = run_id or f"{definition.name}-{uuid.uuid4().hex[:20]}"
+    now = clock.now()
+    run = Run(
+        id=run_id, workflow=definition.name, app_version=version_of(config, definition.name), input=input,
+        started_by=starter, groups=[] if groups is None else list(groups), status=RunStatus.QUEUED,
+        created_at=now, updated_at=now, queued_at=now,
+    )
+    record = ledger.build(run, kind=LedgerKind.RUN_STARTED, seq=0, body={"input": input}, app=config.app_name)
+    try:
+        started = transitions.start_in_one_statement(
+            run=run, record=record, groups=groups, permission_id=None if groups is not None else start_permission_id())
+    except IntegrityError:
+        return None
+    return run if started else None
 
 
 def cancel(*, run_id: str, by: str | Principal, reason: str) -> Run:

@@ -94,6 +94,54 @@ def principal_of(who: Any) -> Principal:
     return Principal(id=user.get_username(), groups=groups, user=user)
 
 
+_starter_sql: str | None = None
+
+
+def global_starter_sql() -> str:
+    """One SELECT reading what `principal_of` and `check_can_start` read of a username, for a
+    statement that starts a run in one round trip (`runs.engine.transitions.start_in_one_statement`):
+    a row `(groups)` when the user named by the first parameter is active and may start any
+    workflow (a superuser, or `runs.start_workflow` held directly or through a group, as
+    `_has_global_start` reads it), no row otherwise; its groups a JSON array of their names in the
+    order `principal_of` sorts them (code points: COLLATE "C" on a UTF-8 database). Its parameters:
+    the username, then `start_permission_id()` twice. A user without a row here (none, inactive,
+    or allowed only on some workflows) is for `principal_of` and `check_can_start` to answer."""
+    global _starter_sql
+    if _starter_sql is None:
+        User = get_user_model()
+        user, by_user = User._meta, User.user_permissions.through._meta
+        in_group, group_perms = User.groups.through._meta, Group.permissions.through._meta
+        group = Group._meta
+
+        def col(meta: Any, name: str) -> str:
+            return f'"{meta.get_field(name).column}"'
+
+        member, member_group = col(in_group, User.groups.field.m2m_field_name()), \
+            col(in_group, User.groups.field.m2m_reverse_field_name())
+        _starter_sql = f"""
+    SELECT COALESCE((SELECT jsonb_agg(g.{col(group, "name")} ORDER BY g.{col(group, "name")} COLLATE "C")
+                     FROM "{in_group.db_table}" ug JOIN "{group.db_table}" g ON g.{col(group, "id")} = ug.{member_group}
+                     WHERE ug.{member} = u.{col(user, user.pk.name)}), '[]'::jsonb) AS groups
+    FROM "{user.db_table}" u
+    WHERE u.{col(user, User.USERNAME_FIELD)} = %s AND u.{col(user, "is_active")} AND (
+        u.{col(user, "is_superuser")}
+        OR EXISTS (SELECT 1 FROM "{by_user.db_table}" up
+                   WHERE up.{col(by_user, User.user_permissions.field.m2m_field_name())} = u.{col(user, user.pk.name)}
+                   AND up.{col(by_user, User.user_permissions.field.m2m_reverse_field_name())} = %s)
+        OR EXISTS (SELECT 1 FROM "{in_group.db_table}" ug JOIN "{group_perms.db_table}" gp
+                       ON gp.{col(group_perms, Group.permissions.field.m2m_field_name())} = ug.{member_group}
+                   WHERE ug.{member} = u.{col(user, user.pk.name)}
+                   AND gp.{col(group_perms, Group.permissions.field.m2m_reverse_field_name())} = %s))
+"""
+    return _starter_sql
+
+
+def may_start_any(principal: Principal) -> bool:
+    """Whether `principal` may start every workflow (`check_can_start` passes whatever the
+    workflow): a user holding the global permission, read with the principal when it was."""
+    return principal.user is not None and _has_global_start(principal.user)
+
+
 def request_principal(request: Any) -> Principal:
     """The request's user as a principal (username and groups), read once per request."""
     principal = getattr(request, "_sanoma_principal", None)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -48,13 +49,15 @@ Transformer: Any = None
 ConnStatus: Any = None
 ExecStatus: Any = None
 TransactionStatus: Any = None
+_Jsonb: Any = None
 
 
 def _load_psycopg() -> None:
-    global _pg_errors, Transformer, ConnStatus, ExecStatus, TransactionStatus
+    global _pg_errors, Transformer, ConnStatus, ExecStatus, TransactionStatus, _Jsonb
     from psycopg import adapt, errors, pq
+    from psycopg.types import json as pg_json
 
-    _pg_errors, Transformer = errors, adapt.Transformer
+    _pg_errors, Transformer, _Jsonb = errors, adapt.Transformer, pg_json.Jsonb
     ConnStatus, TransactionStatus, ExecStatus = pq.ConnStatus, pq.TransactionStatus, pq.ExecStatus
 
 # Parameter types, as PostgreSQL's oids: text goes as "unknown", typed by where it stands (as
@@ -114,6 +117,9 @@ def _dumped(params: Sequence[Any]) -> tuple[list[bytes | None], list[int]]:
             typed(_TEXT_ARRAY)
         elif isinstance(param, str):  # a StrEnum (a record's kind): its text
             value(str.encode(param))
+            typed(_UNKNOWN)
+        elif kind is _Jsonb:  # a JSON field as Django adapts it (a run's start): its text, cast by the statement
+            value((param.dumps or json.dumps)(param.obj).encode())
             typed(_UNKNOWN)
         else:
             raise _Unhandled

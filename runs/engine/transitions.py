@@ -42,8 +42,9 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 
 from runs import ledger_chain
+from runs.approvals.permissions import global_starter_sql
 from runs.engine import bound, clock, history
-from runs.engine.dispatch import enqueue
+from runs.engine.dispatch import NOTIFY_IF_IDLE_EXPR, TASK_CTE_SQL, enqueue, task_params
 from runs.ledger import record_id
 from runs.ledger_chain import link_after
 from runs.models import ENDED_STATUSES, Approval, ApprovalStatus, LedgerKind, LedgerRecord, Run, RunStatus
@@ -105,12 +106,91 @@ def execute_first_row(sql: str, params: Sequence[Any]) -> tuple[str | None, ...]
 def start(*, run: Run) -> None:
     """Insert a new queued run and enqueue it. Raises IntegrityError when the id is taken.
 
-    Call inside the transaction that also writes its `run.started` record.
+    Call inside the transaction that also writes its `run.started` record. On PostgreSQL
+    `start_in_one_statement` (below) is the same writes, and the starter's checks, as one statement.
     """
     run.status = RunStatus.QUEUED
     run.save(force_insert=True)
     enqueue(run.pk)
     metrics.run_started(run.workflow)  # counted once the transaction commits
+
+
+# The start as one statement (PostgreSQL): the starter read and allowed, the run inserted (unless
+# its id is taken), its `run.started` record (linked by the ledger's trigger, under the new row's
+# lock), its task and, when no other task is ready, the NOTIFY: one round trip and one transaction
+# in autocommit, where the ORM form is a transaction of about ten (the starter's two reads, a
+# savepoint, three inserts, the NOTIFY's SELECT). `who` is a SELECT of one row `(groups)` when the
+# starter may start the run, none otherwise: then nothing is written and the statement returns no
+# row, as it does when the id is taken.
+_START_SQL = """
+WITH who AS ({who}),
+run AS (
+    INSERT INTO runs_run ({columns}) SELECT {values} FROM who
+    ON CONFLICT DO NOTHING
+    RETURNING id, groups
+),
+record AS (
+    INSERT INTO runs_ledgerrecord (record_id, run_id, seq, v, app, at, actor, workflow, kind, body, "group",
+        chain_index, prev_hash, hash)
+    SELECT %s, id, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s FROM run
+),
+task AS ({task})
+SELECT groups, {notify} FROM run
+"""
+_start_sql: dict[bool, str] = {}
+
+# The starter's groups when they are known (a `Principal` already allowed to start it).
+_KNOWN_STARTER_SQL = "SELECT %s::jsonb AS groups"
+
+
+def _start_statement(by_username: bool) -> str:
+    sql = _start_sql.get(by_username)
+    if sql is None:
+        fields = [f for f in Run._meta.concrete_fields if f.attname != "groups"]
+        sql = _start_sql[by_username] = _START_SQL.format(
+            who=global_starter_sql() if by_username else _KNOWN_STARTER_SQL,
+            columns=", ".join(f'"{f.column}"' for f in fields) + ', "groups"',
+            values=", ".join(f"%s::{f.cast_db_type(connection)}" for f in fields) + ", who.groups",
+            task=TASK_CTE_SQL.format(source="run"), notify=NOTIFY_IF_IDLE_EXPR)
+    return sql
+
+
+def start_in_one_statement(*, run: Run, record: LedgerRecord, groups: Sequence[str] | None,
+                           permission_id: int | None = None) -> bool:
+    """`start` and its `run.started` record in one statement (PostgreSQL, `enqueues_in_one_statement`).
+
+    With `groups` None the starter is read by the statement: the user named `run.started_by`, who
+    must be active and may start any workflow (`permissions.global_starter_sql`, `permission_id`
+    the id of `runs.start_workflow`); the run takes their groups. With `groups`, the starter was
+    read and allowed by the caller. False, with nothing written, when the starter is not allowed
+    that way or the run's id is taken: the caller then starts it the ORM way, which says why.
+    Raises IntegrityError (nothing written) on any other conflict, e.g. a record of that id."""
+    fields = [f for f in Run._meta.concrete_fields if f.attname != "groups"]
+    if groups is None:
+        who: list[Any] = [run.started_by, permission_id, permission_id]
+    else:
+        who = [json.dumps(list(groups))]
+    task, notify = task_params(run.pk)
+    params = [*who, *(f.get_db_prep_save(getattr(run, f.attname), connection) for f in fields),
+              *record_params(record), *task, *notify]
+    sql = _start_statement(groups is None)
+    if connection.in_atomic_block:  # a refused insert must not abort the caller's transaction
+        with transaction.atomic():
+            row = _fetch_one(sql, params)
+    else:
+        row = _fetch_one(sql, params)
+    if row is None:
+        return False
+    run.groups = json.loads(row[0]) if isinstance(row[0], str) else row[0]
+    run._state.adding, run._state.db = False, connection.alias
+    metrics.run_started(run.workflow)  # counted once the transaction commits (at once in autocommit)
+    return True
+
+
+def _fetch_one(sql: str, params: Sequence[Any]) -> Sequence[Any] | None:
+    # Prepared once per connection and bound by the server (`runs.engine.bound`), as a step's checkpoint is.
+    found = bound.rows(sql, params)
+    return found[0] if found else None
 
 
 # ---- claim ----------------------------------------------------------------------------------

@@ -10,6 +10,13 @@ for a moment, then the run suspends (`waiting for concurrency limit of stripe`) 
 a slot back (the run that has waited longest is woken), or at worst `SLOT_POLL_SECONDS` later.
 `Passage.leave` gives the slots back once the driver has answered.
 
+A worker does not sleep out one call's wait while new work waits for it. While a run has been queued
+for `BUSY_AFTER_SECONDS` and not taken (every worker is busy) and holds no start time (it will not
+wait for a turn itself), a call with more than `BUSY_IN_PLACE_SECONDS` to wait suspends its run
+instead, keeping its start times, to be woken that long before them. Runs that hold start times do
+not count: giving a worker up to a run that then waits for its own turn would only make the calls
+late (a start time missed is a call the budget loses).
+
 A start time taken long ago (the run woke late) is given up for a fresh one: a call never starts
 later than `late_ms` after the time it took, so calls never bunch up past the limit.
 """
@@ -30,6 +37,8 @@ from runs.limits import RATE_WAIT, SLOT_WAIT, overrides, services
 
 IN_PLACE_SECONDS = 1.0  # a wait up to this is slept in place (well under calling.DURABLE_RETRY_SECONDS)
 WAKE_LEAD_SECONDS = 0.75  # a run waiting for its start time is woken this long before it
+BUSY_IN_PLACE_SECONDS = 0.1  # with new work waiting for a worker, a call waits in place this long at most
+BUSY_AFTER_SECONDS = 0.05  # a run queued this long and not taken: every worker is busy
 SLOT_AHEAD_SECONDS = 0.06  # a concurrency slot is looked for this long before the start time
 DEPART_LEAD_SECONDS = SLOT_AHEAD_SECONDS  # the call is handed to the thread that sends it this long before
 SLOT_POLL_SECONDS = 1.0  # a run waiting for a concurrency slot looks again after this
@@ -173,9 +182,8 @@ def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:
                 raise Suspend(a.waiting_for(RATE_WAIT), wake_at=clock.from_ms(clock.now_ms() + a.interval_ms))
             # Sleep until just before the start, take the slots (a call under way may be ending),
             # then start on time: a slot held while sleeping would be kept from another call.
-            wait = (max(start.values(), default=0) - clock.now_ms()) / 1000
-            if wait > SLOT_AHEAD_SECONDS:
-                clock.sleep(wait - SLOT_AHEAD_SECONDS)
+            _wait_for_start(applied, holder, start,
+                            until_ms=max(start.values(), default=0) - int(SLOT_AHEAD_SECONDS * 1000))
             _slots(applied, passage, timeout)
             # The last moment is waited for by `Passage.go`, on the thread that sends the request: handing
             # the call to it takes a busy machine a few ms, which would make the call leave late.
@@ -192,6 +200,26 @@ def enter(applied: list[Applied], *, holder: str, timeout: float) -> Passage:
         raise
     passage.start = start
     return passage
+
+
+def _new_work_waiting() -> bool:
+    """Whether a run that holds no start time has waited for a worker longer than an idle worker
+    takes to notice it."""
+    return services.new_work_waiting(queued_before=clock.from_ms(clock.now_ms() - int(BUSY_AFTER_SECONDS * 1000)))
+
+
+def _wait_for_start(applied: list[Applied], holder: str, start: dict[tuple[str, str], int], *, until_ms: int) -> None:
+    """Sleep in place until `until_ms`, looking every `BUSY_IN_PLACE_SECONDS` for new work waiting
+    for a worker; while there is some and more than that is left, suspend the run instead, keeping
+    its start times, to be woken `BUSY_IN_PLACE_SECONDS` before them (so this happens once a call)."""
+    busy_ms = int(BUSY_IN_PLACE_SECONDS * 1000)
+    while (left := until_ms - clock.now_ms()) > 0:
+        if left > busy_ms and _new_work_waiting():
+            services.keep_holds(holder, start)
+            at = max(start.values())
+            a = next(a for a in applied if start[(a.scope, a.key)] == at)
+            raise Suspend(a.waiting_for(RATE_WAIT), wake_at=clock.from_ms(at - busy_ms))
+        clock.sleep((left if left <= busy_ms else min(left - busy_ms, busy_ms)) / 1000)
 
 
 def _rates(applied: list[Applied], holder: str, *, fresh: bool = False) -> dict[tuple[str, str], int]:

@@ -47,6 +47,9 @@ class LimitHold(models.Model):
     """A start time a call has taken from a rate budget, kept while its run waits for it."""
 
     holder = models.CharField(max_length=250)  # "<run id>:<step>"
+    # The holder's run: a queued run that holds a start time goes to wait for it, so it is no other
+    # run's reason to give a worker up (`runs.limits.gate`).
+    run_id = models.CharField(max_length=200, default="", db_index=True)
     scope = models.CharField(max_length=200)
     key = models.CharField(max_length=200, blank=True, default="")
     at = models.BigIntegerField()

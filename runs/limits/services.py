@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -111,6 +112,20 @@ def wake_one(waiting_for: str) -> bool:
         return transitions.wake(run_id=run_id, now=clock.now())
 
 
+def runs_waiting_for_a_worker(*, queued_before: datetime) -> bool:
+    """Whether a run queued before `queued_before` is still waiting for a worker to take it (every
+    worker is busy). A paused workflow's runs (queued, `waiting_for` set, no task) do not count."""
+    return Run.objects.filter(status=RunStatus.QUEUED, waiting_for="", queued_at__lte=queued_before).exists()
+
+
+def new_work_waiting(*, queued_before: datetime) -> bool:
+    """Whether a run queued before `queued_before` still waits for a worker to take it (every worker
+    is busy) and holds no start time: a run that will call at once, not wait for its turn. A paused
+    workflow's runs (queued, `waiting_for` set, no task) do not count."""
+    return (Run.objects.filter(status=RunStatus.QUEUED, waiting_for="", queued_at__lte=queued_before)
+            .exclude(pk__in=LimitHold.objects.values("run_id")).exists())
+
+
 def holds_of(holder: str) -> dict[tuple[str, str], int]:
     """The start times a waiting call has taken, by (scope, key)."""
     return {(h.scope, h.key): h.at for h in LimitHold.objects.filter(holder=holder)}
@@ -120,7 +135,8 @@ def keep_holds(holder: str, held: dict[tuple[str, str], int]) -> None:
     """Keep the start times a call has taken while its run waits for them."""
     with _budget():
         LimitHold.objects.filter(holder=holder).delete()
-        LimitHold.objects.bulk_create([LimitHold(holder=holder, scope=scope, key=key, at=at)
+        run_id = holder.rpartition(":")[0]
+        LimitHold.objects.bulk_create([LimitHold(holder=holder, run_id=run_id, scope=scope, key=key, at=at)
                                        for (scope, key), at in held.items()])
 
 

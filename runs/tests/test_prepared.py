@@ -65,8 +65,8 @@ def test_a_checkpoint_is_prepared_once_and_planned_once_for_many_steps(engine):
     # server planned it a few times, then kept one generic plan for the rest.
     assert plain[2] + plain[3] == 22
     assert plain[2] >= 15, f"planned for each execution: {plain}"
-    # The two runs' claims, and the read of their steps, each one prepared statement.
-    for part in ("UPDATE runs_run SET status = $1, lease_owner", "FROM runs_step WHERE"):
+    # The two runs' starts and claims, and the read of their steps, each one prepared statement.
+    for part in ("INSERT INTO runs_run", "UPDATE runs_run SET status = $1, lease_owner", "FROM runs_step WHERE"):
         found = [row for row in held if part in row[1]]
         assert len(found) == 1 and found[0][2] + found[0][3] == 2, (part, held)
     _verifies("twelve-more")
@@ -95,9 +95,9 @@ def test_a_statement_the_server_lost_is_prepared_again_on_the_next_step(engine, 
     statement that finds itself gone (here the claim) fails with the server's error and changes
     nothing, the log says which setting to turn off, and the next advance prepares them again."""
     _finished(engine, 2, "warm")
+    run = engine.start("calls", {"n": 3}, run_id="lost")
     with connection.cursor() as cursor:
         cursor.execute("DEALLOCATE ALL")  # as a new server session behind a pooler would be
-    run = engine.start("calls", {"n": 3}, run_id="lost")
     with caplog.at_level("ERROR", logger="sanoma.engine"):
         try:
             first: Advanced | None = advance(run.id, worker_id="w-1", config=engine.config)

@@ -15,6 +15,7 @@ from django.db import connection
 from django_q.models import OrmQ
 
 from runs import ledger
+from runs.approvals.permissions import start_permission_id
 from runs.config.workflows import define_workflow
 from runs.engine import clock, history, pauses, transitions
 from runs.engine.advance import Advanced, advance
@@ -84,14 +85,33 @@ def test_the_end_of_a_run_is_one_statement_on_postgresql(engine):
 
 
 def test_the_start_is_one_transaction_with_its_task_and_its_record(engine):
+    start_permission_id()  # the permission's id: read once per process, not per start
     with counted() as count:
         run = engine.start("calls", {"n": 1}, run_id="started")
-    assert (count.commits, count.autocommit) == (1, 0)  # its checks read in the same transaction
     assert Run.objects.get(pk=run.id).status == RunStatus.QUEUED
     assert OrmQ.objects.count() == 1
     assert LedgerRecord.objects.filter(run_id=run.id, kind="run.started").exists()
+    if POSTGRESQL:  # the starter read, the run, its record, its task and the NOTIFY: one statement
+        assert (count.commits, count.autocommit, len(count.statements)) == (0, 1, 1), count.statements
+        assert count.statements[0].lstrip().startswith("WITH who AS")
+        return
+    assert (count.commits, count.autocommit) == (1, 0)  # its checks read in the same transaction
     written = [s for s in count.statements if s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "WITH"))]
     assert len(written) == 3, written  # the run, its task, its record
+
+
+@pytest.mark.skipif(not POSTGRESQL, reason="the one-statement start is PostgreSQL's")
+def test_a_start_the_statement_cannot_make_costs_that_statement_and_then_the_usual_transaction(engine):
+    """The id taken (an idempotent repeat), or a starter allowed only on some workflows: the
+    statement writes nothing, and the ORM start answers as it always did."""
+    start_permission_id()
+    first = engine.start("calls", {"n": 1}, run_id="again")
+    with counted() as count:
+        again = engine.start("calls", {"n": 1}, run_id="again")
+    assert again.pk == first.pk and OrmQ.objects.count() == 1
+    assert count.statements[0].lstrip().startswith("WITH who AS")
+    assert (count.commits, count.autocommit) == (1, 1), count.statements
+    assert LedgerRecord.objects.filter(run_id="again").count() == 1
 
 
 @pytest.mark.skipif(not POSTGRESQL, reason="the claim that reads the steps is PostgreSQL's")

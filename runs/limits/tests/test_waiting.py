@@ -172,8 +172,36 @@ def test_a_short_wait_is_slept_in_place(engine):
     engine.drain()
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED
-    assert 0.2 < sum(engine.slept) <= 0.31 and len(engine.slept) <= 2  # until the start, then a slot ahead
+    # Slept until the start (in slices, looking between them for runs waiting for a worker: none here)
+    assert 0.2 < sum(engine.slept) <= 0.31 and all(s <= gate.BUSY_IN_PLACE_SECONDS for s in engine.slept)
     assert engine.calls[0]["at"] >= LimitCursor.objects.get(scope="meter").next_at - 2140
+
+
+def test_a_call_waiting_in_place_gives_its_worker_up_to_a_run_that_has_waited_for_one(engine):
+    """Every worker busy: a run queued 50 ms and not taken. The call suspends its run instead of
+    sleeping its 0.5 s out, keeping its start time, and is woken 0.1 s before it."""
+    LimitCursor.objects.create(scope="meter", key="", next_at=clock.now_ms() + 500)
+    [applied] = gate.applied_limits(SEND, {})
+    engine.start("keyed", {"account": "k"})  # new work: it holds no start time
+    with clock.sleeping_with(engine.sleep), pytest.raises(gate.Suspend) as suspended:
+        gate.enter([applied], holder="run-a:3", timeout=5)
+    start = LimitHold.objects.get(holder="run-a:3")
+    assert (start.run_id, start.scope) == ("run-a", "meter") and start.at >= clock.now_ms() + 300
+    assert suspended.value.waiting_for == "rate limit of meter"
+    assert suspended.value.wake_at is not None and clock.to_ms(suspended.value.wake_at) == start.at - 100
+    assert 0.05 <= sum(engine.slept) <= 0.1  # it looked between short sleeps, and gave up at the first sight
+
+
+def test_a_queued_run_that_holds_a_start_time_is_no_reason_to_give_a_worker_up(engine):
+    LimitCursor.objects.create(scope="meter", key="", next_at=clock.now_ms() + 500)
+    [applied] = gate.applied_limits(SEND, {})
+    queued = engine.start("ping")
+    LimitHold.objects.create(holder=f"{queued.id}:1", run_id=queued.id, scope="meter", at=clock.now_ms() + 714)
+    with clock.sleeping_with(engine.sleep):
+        passage = gate.enter([applied], holder="run-a:3", timeout=5)
+    passage.leave()
+    assert 0.4 < sum(engine.slept) <= 0.5  # slept in place: the queued run goes to wait for its own turn
+    assert not LimitHold.objects.filter(holder="run-a:3").exists()
 
 
 def test_a_keyed_limit_gives_each_key_its_own_budget_and_says_which_key_waits(engine):
