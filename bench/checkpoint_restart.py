@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlparse, urlunparse
 
+from engine_bench.common import bench_database_url, database_help
+
 REPO = Path(__file__).resolve().parents[1]
+EXAMPLE_DB = "sanoma_restart"
+RESTART_NOTE = ("It restarts the machine's PostgreSQL (pg_ctlcluster) once a run: every other client of the "
+                "server sees its connections dropped for those seconds.")
 
 
 def _fresh_database(url: str) -> None:
@@ -50,13 +55,12 @@ def _server_down(url: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=1)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     epilog=database_help("checkpoint_restart.py", EXAMPLE_DB, note=RESTART_NOTE),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=1, help="runs, each with its own restart (default 1)")
     args = parser.parse_args()
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgresql://", "postgres://")):
-        print("DATABASE_URL must name a PostgreSQL database (it is dropped and created afresh)", file=sys.stderr)
-        return 2
+    url = bench_database_url("checkpoint_restart.py", EXAMPLE_DB, note=RESTART_NOTE)
     version = sorted(os.listdir("/etc/postgresql"))[-1]
     _fresh_database(url)
 

@@ -29,7 +29,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sanoma_site.settings")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Point it at a database with DATABASE_URL (PostgreSQL), or leave DATABASE_URL unset for the "
+               "embedded SQLite in SANOMA_VAR_DIR, e.g.\n\n"
+               "  DATABASE_URL=postgresql://postgres@127.0.0.1:5432/sanoma_bench_limits "
+               ".venv/bin/python bench/limits.py\n"
+               "  SANOMA_VAR_DIR=/tmp/bench-limits .venv/bin/python bench/limits.py\n\n"
+               "The database is migrated, not dropped; the bench's own budgets and holds are cleared.")
     parser.add_argument("-n", type=int, default=2000, help="calls per kind (default 2000)")
     args = parser.parse_args()
 
