@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from engine_bench.database import backend_cpu
+from engine_bench.figures import paired_ratio
 from engine_bench.in_process import CPU_SPENT, advance_all, start_runs
 
 _PLAIN_INDEX = itertools.count(10**6)  # chain_index of records written with the chain off: never repeated
@@ -48,7 +49,10 @@ def chain_off() -> Iterator[None]:
 
 def hash_chain_cost(config: Any, runs: int, steps: int, rounds: int) -> dict[str, float]:
     """(h) the engine's step with the hash chain and without it, rounds alternating (seconds per step,
-    medians): per_step over 10-call runs, and marginal (minus 0-call runs); and the CPU each side
+    medians): per_step over 10-call runs, and marginal (minus 0-call runs); `ratio` and
+    `ratio_marginal`, the median over rounds of the round's with / without (each round measures both
+    side by side, so a machine that drifts between rounds moves both halves of a pair, as (b)'s
+    ratio to the bare insert is taken); and the CPU each side
     spends per step of the 10-call runs: this process (`cpu`) and its PostgreSQL backend (`pg_cpu`,
     NaN when the server's /proc is not readable here). CPU is the steadier figure on a loaded machine."""
     from contextlib import nullcontext
@@ -71,6 +75,8 @@ def hash_chain_cost(config: Any, runs: int, steps: int, rounds: int) -> dict[str
             found[mode].append(full / (runs * steps))
             found[mode + "_marginal"].append((full - empty) / (runs * steps))
     result = {name: statistics.median(values) if values else float("nan") for name, values in found.items()}
+    result["ratio"] = paired_ratio(found["with"], found["without"])
+    result["ratio_marginal"] = paired_ratio(found["with_marginal"], found["without_marginal"])
     checked = ledger.verify("h0-with-full-0")  # a run written with the chain: its chain holds
     if checked.breaks or not checked.records:
         raise SystemExit(f"(h) the chain does not verify: {checked}")

@@ -120,8 +120,12 @@ class Segment:
         # The run's last ledger record as this advance's last one-statement checkpoint wrote it,
         # and `ledger_chain.linked_elsewhere` then: the next checkpoint's record is linked after it
         # in Python, unless this process has had a record linked any other way since.
+        # The claim read the run's last record under its lock: the first checkpoint links after it.
         self._last_record: fastpath.Last | None = None
         self._last_mark = -1
+        claimed = transitions.claimed_link(run)
+        if claimed is not None:
+            self._last_record, self._last_mark = claimed
 
     # ---- steps --------------------------------------------------------------------------------
 

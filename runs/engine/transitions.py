@@ -233,7 +233,10 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
             if not found:
                 return None
             run = _run_from_row(found[0])
-            run._claimed_history = history.load(run)  # type: ignore[attr-defined]  # see claimed_history
+            run._claimed_history, link = history.load_linked(run)  # type: ignore[attr-defined]  # see claimed_history
+            # The run's last record as read under the claim's lock, and whether this process had
+            # linked records any other way by then (`ledger_chain.linked_elsewhere`): see claimed_link.
+            run._claimed_link = None if link is None else (link, ledger_chain.linked_elsewhere)  # type: ignore[attr-defined]
         return run
     updated = (
         Run.objects.filter(pk=run_id, app_version__in=list(versions), status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
@@ -242,6 +245,15 @@ def claim(*, run_id: str, worker_id: str, versions: Sequence[str], now: datetime
                 wake_at=None, updated_at=now)
     )
     return Run.objects.get(pk=run_id) if updated else None
+
+
+def claimed_link(run: Run) -> tuple[tuple[int, str], int] | None:
+    """The run's last ledger record's link as the claim read it, with `ledger_chain.linked_elsewhere`
+    then; None when the claim read none (SQLite, or a run not from `claim`). Handed over once."""
+    claimed = getattr(run, "_claimed_link", None)
+    if claimed is not None:
+        run._claimed_link = None  # type: ignore[attr-defined]
+    return claimed
 
 
 def claimed_history(run: Run) -> history.History | None:

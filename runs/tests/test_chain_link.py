@@ -56,13 +56,21 @@ def _plain(ctx: Any, input: Any) -> str:
     return "ok"
 
 
+def _first_interleaved(ctx: Any, input: Any) -> str:
+    _append_from_another_process(ctx.run_id)  # after the claim read the run's last record
+    ctx.acme.order.get({"order_id": "1"})
+    ctx.acme.order.get({"order_id": "1"})
+    return "ok"
+
+
 INTERLEAVED = define_workflow(name="interleaved", uses=[GET], run=_interleaved)
+FIRST_INTERLEAVED = define_workflow(name="first-interleaved", uses=[GET], run=_first_interleaved)
 PLAIN = define_workflow(name="plain", uses=[GET], run=_plain)
 
 
 @pytest.fixture
 def engine(engine_for):
-    made = engine_for(INTERLEAVED, PLAIN)
+    made = engine_for(INTERLEAVED, FIRST_INTERLEAVED, PLAIN)
     yield made
     OrmQ.objects.all().delete()
 
@@ -89,7 +97,8 @@ def test_a_run_s_checkpoints_make_one_chain_that_verifies(engine):
     assert kinds.count("op.called") == 8
 
 
-def test_a_record_another_process_appended_between_two_checkpoints_keeps_its_place(engine, monkeypatch):
+def _refusals(monkeypatch: Any) -> list[bool]:
+    """Each refusal of a checkpoint's own link the engine saw (True: by the chain's unique index)."""
     refused: list[bool] = []
     original = fastpath.chain_taken
 
@@ -98,6 +107,39 @@ def test_a_record_another_process_appended_between_two_checkpoints_keeps_its_pla
         return refused[-1]
 
     monkeypatch.setattr(fastpath, "chain_taken", chain_taken)
+    return refused
+
+
+def test_every_checkpoint_of_an_advance_is_linked_by_the_engine_from_the_record_the_claim_read(engine, monkeypatch):
+    """The claim reads the run's last record with its steps; the first checkpoint links after it, so
+    the ledger's trigger is asked for no record of the advance but the run's end when it is separate."""
+    asked: list[str] = []
+    original = ledger_chain.for_trigger
+
+    def for_trigger(record: Any) -> None:
+        asked.append(record.kind)
+        original(record)
+
+    monkeypatch.setattr(ledger_chain, "for_trigger", for_trigger)
+    run = engine.start("plain", {})
+    asked.clear()  # the start's record is the trigger's
+    assert advance(run.id, worker_id="w-1", config=engine.config) is Advanced.FINISHED
+    assert asked == []
+    _holds(run.id)
+
+
+def test_a_record_another_process_appended_before_the_first_checkpoint_keeps_its_place(engine, monkeypatch):
+    refused = _refusals(monkeypatch)
+    run = engine.start("first-interleaved", {})
+    assert advance(run.id, worker_id="w-1", config=engine.config) is Advanced.FINISHED
+    chain = _holds(run.id)
+    order = [r.record_id.rsplit(":", 1)[-1] if r.kind == "run.tagged" else r.kind for r in chain]
+    assert order.index(OTHER_RECORD) < order.index("op.called"), order
+    assert refused == [True]  # the first checkpoint's link (after run.started) was refused, then the trigger's
+
+
+def test_a_record_another_process_appended_between_two_checkpoints_keeps_its_place(engine, monkeypatch):
+    refused = _refusals(monkeypatch)
     run = engine.start("interleaved", {})
     assert advance(run.id, worker_id="w-1", config=engine.config) is Advanced.FINISHED
     assert Run.objects.get(pk=run.id).status == RunStatus.FINISHED
