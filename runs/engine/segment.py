@@ -117,10 +117,10 @@ class Segment:
         self._lease = timedelta(seconds=settings.SANOMA_LEASE_SECONDS)
         # The claim just set the lease; step writes only check it until a third of it has passed.
         self._renew_after = time.monotonic() + self._lease.total_seconds() / 3
-        # The run's last ledger record as this advance's last one-statement checkpoint wrote it,
-        # and `ledger_chain.linked_elsewhere` then: the next checkpoint's record is linked after it
-        # in Python, unless this process has had a record linked any other way since.
-        # The claim read the run's last record under its lock: the first checkpoint links after it.
+        # The run's last ledger record as the claim read it (under the run row's lock) or as this
+        # advance's last one-statement checkpoint wrote it, and `ledger_chain.linked_elsewhere`
+        # then: the next checkpoint's record is linked after it in Python, unless this process has
+        # had a record linked any other way since.
         self._last_record: fastpath.Last | None = None
         self._last_mark = -1
         claimed = transitions.claimed_link(run)

@@ -112,12 +112,6 @@ def wake_one(waiting_for: str) -> bool:
         return transitions.wake(run_id=run_id, now=clock.now())
 
 
-def runs_waiting_for_a_worker(*, queued_before: datetime) -> bool:
-    """Whether a run queued before `queued_before` is still waiting for a worker to take it (every
-    worker is busy). A paused workflow's runs (queued, `waiting_for` set, no task) do not count."""
-    return Run.objects.filter(status=RunStatus.QUEUED, waiting_for="", queued_at__lte=queued_before).exists()
-
-
 def new_work_waiting(*, queued_before: datetime) -> bool:
     """Whether a run queued before `queued_before` still waits for a worker to take it (every worker
     is busy) and holds no start time: a run that will call at once, not wait for its turn. A paused
