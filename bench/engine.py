@@ -221,7 +221,7 @@ def main() -> None:
         ("(e) pg xact_commit per step (in-process)", f"{engine['xacts']:.2f}", "incl. autocommit reads of claim/load"),
         ("(e) pg xact_commit per step (with worker, whole system)", f"{c['xacts']:.2f}",
          f"incl. broker, start, sweep; not the bench's polls ({c['xacts_with_polls']:.2f} with them)"),
-        ("(g) step txn, general path (ORM, 5 round trips; SQLite)",
+        ("(g) step txn, the general path (ORM, 5 round trips: SQLite's way)",
          f"{ms(anatomy['engine'])} (CPU {ms(anatomy['engine_cpu'])})",
          f"{anatomy['engine'] / engine['marginal']:.0%} of the marginal step"),
         ("(g) ... without the lease UPDATE", f"{ms(anatomy['no_lease'])} (CPU {ms(anatomy['no_lease_cpu'])})",
@@ -261,8 +261,9 @@ def main() -> None:
         print(f"{name.ljust(width)} | {value.ljust(vwidth)} | {ref}")
 
     workers = f"{args.workers} workers'" if args.workers != 1 else "1 worker's"
-    chain_shown = (f"{chain_extra:+.1%} ({ms(chain['with'])} against {ms(chain['without'])}; marginal "
-                   f"{chain['ratio_marginal'] - 1:+.1%}; median of {6 if args.quick else 10} pairs)")
+    chain_shown = (f"{chain_extra:+.1%} (median of {6 if args.quick else 10} pairs; marginal "
+                   f"{chain['ratio_marginal'] - 1:+.1%}; the sides' medians {ms(chain['with'])} against "
+                   f"{ms(chain['without'])})")
     aims = [
         Aim("engine step / bare insert", engine["ratio"], 1.5, True,
             f"{engine['ratio']:.2f}x ({ms(engine['per_step'])} a step, bare {ms(bare)})", "x"),

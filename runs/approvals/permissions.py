@@ -174,6 +174,9 @@ def _has_global_start(user: Any) -> bool:
 def check_can_start(principal: Principal, workflow: str) -> None:
     if principal.user is None:
         raise permission_denied(f"No user {principal.id}: only users of this site may start runs", user=principal.id)
+    if not principal.user.is_active:
+        raise permission_denied(f"{principal.id} may not start {workflow}: their account is inactive",
+                                user=principal.id, workflow=workflow)
     if _has_global_start(principal.user):
         return
     entry = WorkflowEntry.objects.filter(name=workflow).first()  # no row yet: nothing granted on it

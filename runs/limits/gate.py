@@ -12,10 +12,13 @@ a slot back (the run that has waited longest is woken), or at worst `SLOT_POLL_S
 
 A worker does not sleep out one call's wait while new work waits for it. While a run has been queued
 for `BUSY_AFTER_SECONDS` and not taken (every worker is busy) and holds no start time (it will not
-wait for a turn itself), a call with more than `BUSY_IN_PLACE_SECONDS` to wait suspends its run
-instead, keeping its start times, to be woken that long before them. Runs that hold start times do
-not count: giving a worker up to a run that then waits for its own turn would only make the calls
-late (a start time missed is a call the budget loses).
+wait for a turn itself), a call with more than `busy_lead_ms` to wait suspends its run instead,
+keeping its start times, to be woken that long before them: `BUSY_IN_PLACE_SECONDS` on
+PostgreSQL, where a worker wakes a run at its time; on SQLite, where the sweep finds due runs every
+`SANOMA_SWEEP_SECONDS` and the broker polls for them, that and those intervals. Woken then, it has
+no more than that to wait, and waits in place. Runs that hold start
+times do not count: giving a worker up to a run that then waits for its own turn would only make
+the calls late (a start time missed is a call the budget loses).
 
 A start time taken long ago (the run woke late) is given up for a fresh one: a call never starts
 later than `late_ms` after the time it took, so calls never bunch up past the limit.
@@ -26,6 +29,9 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from django.conf import settings
+from django.db import connection
 
 from connectors import limits
 from connectors.errors import DriverError
@@ -208,18 +214,30 @@ def _new_work_waiting() -> bool:
     return services.new_work_waiting(queued_before=clock.from_ms(clock.now_ms() - int(BUSY_AFTER_SECONDS * 1000)))
 
 
+def busy_lead_ms() -> int:
+    """How long before its start time a run that gave its worker up is woken: as long as a wake can
+    take here. On PostgreSQL a worker wakes a run at its time; on SQLite the sweep looks for due runs
+    every `SANOMA_SWEEP_SECONDS` and the broker for tasks every `Q_CLUSTER["poll"]` seconds."""
+    if connection.vendor == "postgresql":
+        return int(BUSY_IN_PLACE_SECONDS * 1000)
+    poll = settings.Q_CLUSTER.get("poll", 0.2)  # django-q2's default
+    polls = settings.SANOMA_SWEEP_SECONDS + (poll if isinstance(poll, int | float) else 0.2)
+    return int((BUSY_IN_PLACE_SECONDS + polls) * 1000)
+
+
 def _wait_for_start(applied: list[Applied], holder: str, start: dict[tuple[str, str], int], *, until_ms: int) -> None:
     """Sleep in place until `until_ms`, looking every `BUSY_IN_PLACE_SECONDS` for new work waiting
-    for a worker; while there is some and more than that is left, suspend the run instead, keeping
-    its start times, to be woken `BUSY_IN_PLACE_SECONDS` before them (so this happens once a call)."""
-    busy_ms = int(BUSY_IN_PLACE_SECONDS * 1000)
+    for a worker; while there is some and more than `busy_lead_ms` is left, suspend the run instead,
+    keeping its start times, to be woken that long before them (then it waits in place)."""
+    lead_ms, look_ms = busy_lead_ms(), int(BUSY_IN_PLACE_SECONDS * 1000)
     while (left := until_ms - clock.now_ms()) > 0:
-        if left > busy_ms and _new_work_waiting():
+        if left > lead_ms and _new_work_waiting():
             services.keep_holds(holder, start)
             at = max(start.values())
             a = next(a for a in applied if start[(a.scope, a.key)] == at)
-            raise Suspend(a.waiting_for(RATE_WAIT), wake_at=clock.from_ms(at - busy_ms))
-        clock.sleep((left if left <= busy_ms else min(left - busy_ms, busy_ms)) / 1000)
+            raise Suspend(a.waiting_for(RATE_WAIT), wake_at=clock.from_ms(at - lead_ms))
+        slice_ms = min(left - lead_ms, look_ms) if left > lead_ms else left
+        clock.sleep(slice_ms / 1000)
 
 
 def _rates(applied: list[Applied], holder: str, *, fresh: bool = False) -> dict[tuple[str, str], int]:

@@ -364,6 +364,20 @@ def test_start_set_reads_each_value_by_the_fields_type(engine):
     assert written() == before
 
 
+def test_start_again_with_the_same_run_id_says_it_is_the_run_started_before(engine):
+    args = ("start", "order", "--as", "alice", "--set", "order_id=7", "--set", "amount_cents=5", "--run-id", "cmd-2")
+    first, again, said = io.StringIO(), io.StringIO(), io.StringIO()
+    call_command(*args, stdout=first, stderr=io.StringIO())
+    before = written()
+    call_command(*args, stdout=again, stderr=said)
+    assert again.getvalue().split()[0] == "cmd-2" and written() == before
+    assert "cmd-2 was started before with this id and input: this is that run, not a new one" in said.getvalue()
+    with pytest.raises(CommandError, match="input"):
+        call_command("start", "order", "--as", "alice", "--set", "order_id=8", "--set", "amount_cents=5",
+                     "--run-id", "cmd-2", stdout=io.StringIO())
+    assert written() == before
+
+
 def test_input_file_errors_are_one_line(engine, tmp_path):
     bad_utf8 = tmp_path / "bad.json"
     bad_utf8.write_bytes(b'{"order_id": "\xff"}')

@@ -6,6 +6,7 @@ query count staying fixed however many approvals are pending.
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -179,6 +180,17 @@ def test_a_user_without_the_start_permission_cannot_start(engine_for, people):
     with pytest.raises(SanomaError) as caught:
         engine.start("plain", by="nobody-at-all")  # no such user
     assert error_code(caught.value) == "permission_denied"
+    assert Run.objects.count() == 0
+
+
+def test_an_inactive_user_is_told_their_account_is_inactive(engine_for, people):
+    engine = engine_for(asking, plain)
+    make_user("ivy", perms=["runs.start_workflow"])
+    get_user_model().objects.filter(username="ivy").update(is_active=False)
+    with pytest.raises(SanomaError) as caught:
+        engine.start("plain", by="ivy")
+    assert error_code(caught.value) == "permission_denied"
+    assert str(caught.value) == "ivy may not start plain: their account is inactive"
     assert Run.objects.count() == 0
 
 

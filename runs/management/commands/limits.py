@@ -22,7 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("target", nargs="?", help="a connector's vendor (stripe) or an operation's id "
                                                       "(stripe.refund.create)")
         parser.add_argument("--rate", help="calls per unit: 5/s, 600/min, 1000/h, 20000/day; off lifts it")
-        parser.add_argument("--concurrency", help="calls at once; off lifts it")
+        parser.add_argument("--concurrency", help="calls at once; 0 or off lifts it")
         parser.add_argument("--as", dest="user", help="the operator making the change (runs.pause)")
 
     @guarded

@@ -59,8 +59,10 @@ class Command(BaseCommand):
             # Who may start what, and the input, are checked first: their errors come before a missing worker.
             services.check_start(config=config, workflow=options["workflow"], input=data, started_by=options["user"])
             require_worker(version_of(config, options["workflow"]), what="--wait waits for the run's result")
-        run = services.start(workflow=options["workflow"], input=data, started_by=options["user"], run_id=run_id,
-                             config=config)
+        run, created = services.start_or_get(workflow=options["workflow"], input=data, started_by=options["user"],
+                                             run_id=run_id, config=config)
+        if not created:  # the same id and input as a start made before: that run, not a new one
+            self.stderr.write(f"{run.id} was started before with this id and input: this is that run, not a new one")
         if options["here"]:
             run = run_here(run, config, seconds=options["wait"])
             self.stdout.write(f"{run.id} {run.status}")
