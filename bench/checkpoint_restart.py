@@ -14,7 +14,6 @@ many calls the vendor saw and how many `op.called` records the run has.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlparse, urlunparse
 
-from engine_bench.common import bench_database_url, database_help
+from engine_bench.common import bench_database_url, bench_parser
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_DB = "sanoma_restart"
@@ -55,9 +54,7 @@ def _server_down(url: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     epilog=database_help("checkpoint_restart.py", EXAMPLE_DB, note=RESTART_NOTE),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser("checkpoint_restart.py", __doc__, EXAMPLE_DB, note=RESTART_NOTE)
     parser.add_argument("--runs", type=int, default=1, help="runs, each with its own restart (default 1)")
     args = parser.parse_args()
     url = bench_database_url("checkpoint_restart.py", EXAMPLE_DB, note=RESTART_NOTE)

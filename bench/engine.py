@@ -74,7 +74,7 @@ from urllib.parse import urlparse
 from engine_bench.anatomy import step_anatomy
 from engine_bench.chain import hash_chain_cost
 from engine_bench.chain_variants import chain_variants
-from engine_bench.common import NOTES, bench_database_url, database_help, ms
+from engine_bench.common import NOTES, bench_database_url, bench_parser, ms
 from engine_bench.database import bare_insert
 from engine_bench.dbos import dbos, dbos_child
 from engine_bench.figures import Aim, aim_lines
@@ -111,9 +111,7 @@ def print_chain_variants(config: object, records: int, rounds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     epilog=database_help("engine.py", EXAMPLE_DB, ALSO_MADE, PACKAGES),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser("engine.py", __doc__, EXAMPLE_DB, ALSO_MADE, PACKAGES)
     parser.add_argument("--quick", action="store_true",
                         help="smaller batches: about 2-3 minutes on 2 cores")
     parser.add_argument("--skip-dbos", action="store_true",

@@ -72,16 +72,14 @@ os.environ["SANOMA_APP_VERSION"] = "bench-parked"
 os.environ.setdefault("SANOMA_DB_STATEMENT_TIMEOUT_SECONDS", "0")
 
 import django  # noqa: E402
-from engine_bench.common import bench_database_url, database_help  # noqa: E402
+from engine_bench.common import bench_database_url, bench_parser  # noqa: E402
 from engine_bench.database import recreate_database  # noqa: E402
 
 EXAMPLE_DB = "sanoma_parked"  # the database of --help's example and of the refusal without DATABASE_URL
 
 
 def options_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     epilog=database_help("parked.py", EXAMPLE_DB),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser("parked.py", __doc__, EXAMPLE_DB)
     parser.add_argument("--sizes", default="0,10000,100000", help="parked runs at each measure (ascending)")
     parser.add_argument("--page", type=int, default=50, help="runs of each kind there before the first measure")
     parser.add_argument("--reps", type=int, default=15, help="repetitions of each figure (best and median printed)")

@@ -30,17 +30,15 @@ os.environ["SANOMA_FAKES"] = "instance"
 os.environ["SANOMA_APP_VERSION"] = "bench-proof"
 
 import django  # noqa: E402
-from engine_bench.common import database_help  # noqa: E402
+from engine_bench.common import bench_parser  # noqa: E402
 from engine_bench.database import recreate_database  # noqa: E402
 
 EXAMPLE_DB = "sanoma_bench_proof"  # the database of --help's example
-EPILOG = ("Without DATABASE_URL it runs on SQLite in a fresh folder. On PostgreSQL:\n\n"
-          + database_help("proof_cost.py", EXAMPLE_DB))
+SQLITE_FIRST = "Without DATABASE_URL it runs on SQLite in a fresh folder. On PostgreSQL:"
 
 
 def options_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.splitlines()[0])
+    parser = bench_parser("proof_cost.py", __doc__, EXAMPLE_DB, before=SQLITE_FIRST)
     parser.add_argument("--runs", type=int, default=1000, help="parked runs in each set (default 1000)")
     return parser
 

@@ -46,17 +46,15 @@ os.environ["SANOMA_FAKES"] = "instance"
 os.environ["SANOMA_APP_VERSION"] = "bench-retention"
 
 ADVANCER = "--advancer" in sys.argv
-from engine_bench.common import bench_database_url, database_help  # noqa: E402
+from engine_bench.common import bench_database_url, bench_parser  # noqa: E402
 from engine_bench.database import recreate_database  # noqa: E402
 
 EXAMPLE_DB = "sanoma_retention_bench"  # the database of --help's example and of the refusal without DATABASE_URL
-EPILOG = database_help("retention.py", EXAMPLE_DB,
-                       note="The bench connects as the database's owner, as retention must.")
+OWNER_NOTE = "The bench connects as the database's owner, as retention must."
 
 
 def options_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.split("\n\n")[0])
+    parser = bench_parser("retention.py", __doc__, EXAMPLE_DB, note=OWNER_NOTE, paragraph=True)
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--baseline", type=float, default=10.0)

@@ -37,7 +37,6 @@ testpaths: run them by path, `.venv/bin/pytest bench/engine_bench/tests`).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import signal
@@ -46,7 +45,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-from engine_bench.common import REPO, bench_database_url, database_help
+from engine_bench.common import REPO, bench_database_url, bench_parser
 from engine_bench.database import with_db
 from engine_bench.figures import Aim, aim_lines, p95
 from engine_bench.setup import prepare
@@ -75,9 +74,7 @@ def run_other(script: str, url: str, suffix: str, args: str = "", folder: Path =
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     epilog=database_help("scale.py", EXAMPLE_DB, ALSO_MADE, NOTE),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser("scale.py", __doc__, EXAMPLE_DB, ALSO_MADE, NOTE)
     parser.add_argument("--quick", action="store_true", help="smaller batches, a 20 s hold")
     parser.add_argument("--workers", default="1,2,4,8", help="worker counts for (s), comma-separated")
     parser.add_argument("--runs", type=int, help="10-step runs per worker count (default 500; --quick 200)")

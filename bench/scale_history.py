@@ -45,17 +45,15 @@ os.environ["SANOMA_APP_VERSION"] = "bench-history"
 os.environ.setdefault("SANOMA_LOG_LEVEL", "WARNING")
 
 import django  # noqa: E402
-from engine_bench.common import database_help  # noqa: E402
+from engine_bench.common import bench_parser  # noqa: E402
 from engine_bench.database import recreate_database  # noqa: E402
 
 EXAMPLE_DB = "sanoma_bench_history"  # the database of --help's example
-EPILOG = ("Without DATABASE_URL it runs on SQLite in a fresh folder. On PostgreSQL:\n\n"
-          + database_help("scale_history.py", EXAMPLE_DB))
+SQLITE_FIRST = "Without DATABASE_URL it runs on SQLite in a fresh folder. On PostgreSQL:"
 
 
 def options_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.splitlines()[0])
+    parser = bench_parser("scale_history.py", __doc__, EXAMPLE_DB, before=SQLITE_FIRST)
     parser.add_argument("--quick", action="store_true", help="rounds 1, 100 and 1,000 only")
     parser.add_argument("--wakes", type=int, default=5, help="wakes measured at each size (median)")
     parser.add_argument("--sizes", help="the rounds to measure, comma-separated")

@@ -27,16 +27,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sanoma_site.settings")
 os.environ.setdefault("SANOMA_VAR_DIR", "/tmp/var_spend_bench")
-from engine_bench.common import bench_database_url, database_help  # noqa: E402
+from engine_bench.common import bench_database_url, bench_parser  # noqa: E402
 from engine_bench.database import recreate_database  # noqa: E402
 
 EXAMPLE_DB = "sanoma_spend_bench"  # the database of --help's example and of the refusal without DATABASE_URL
-EPILOG = database_help("spend.py", EXAMPLE_DB)
 
 
 def options_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__.split("\n")[0])
+    parser = bench_parser("spend.py", __doc__, EXAMPLE_DB)
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--refunds", type=int, default=40)

@@ -21,7 +21,6 @@ does. A few minutes: the setup runs at valgrind's speed.
 """
 from __future__ import annotations
 
-import argparse
 import cProfile
 import os
 import statistics
@@ -78,11 +77,9 @@ def profile(path: str) -> None:
 
 
 def main() -> None:
-    from engine_bench.common import bench_database_url, database_help
+    from engine_bench.common import bench_database_url, bench_parser
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     epilog=database_help("step_instructions.py", "sanoma_bench_steps"),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser("step_instructions.py", __doc__, "sanoma_bench_steps")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--profile", metavar="FILE", help="only a cProfile of 1,000 steps, into FILE")

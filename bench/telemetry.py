@@ -21,7 +21,6 @@ The machine may be shared: CPU time is the steadier figure.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import socket
@@ -31,7 +30,7 @@ import sys
 import time
 from urllib.parse import urlparse
 
-from engine_bench.common import bench_database_url, database_help, ms
+from engine_bench.common import bench_database_url, bench_parser, ms
 from engine_bench.in_process import CPU_SPENT, advance_all, start_runs
 from engine_bench.setup import prepare
 
@@ -105,9 +104,7 @@ def fired_per_call_step(times: int = 20000) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     epilog=database_help("telemetry.py", "sanoma_bench_telemetry"),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser("telemetry.py", __doc__, "sanoma_bench_telemetry")
     parser.add_argument("--quick", action="store_true", help="smaller batches")
     parser.add_argument("--rounds", type=int, help="rounds (default 15; --quick 6)")
     args = parser.parse_args()

@@ -23,7 +23,6 @@ its own file. A few minutes: the setup runs at valgrind's speed.
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import glob
 import os
@@ -131,11 +130,9 @@ def measure(rounds: int, runs: int, steps: int, folder: str, *, same: bool = Fal
 
 
 def main() -> None:
-    from engine_bench.common import bench_database_url, database_help
+    from engine_bench.common import bench_database_url, bench_parser
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     epilog=database_help("telemetry_instructions.py", "sanoma_bench_instr"),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser("telemetry_instructions.py", __doc__, "sanoma_bench_instr")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--same", action="store_true",

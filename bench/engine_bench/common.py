@@ -3,6 +3,7 @@ its version, the figures measured earlier, how a duration is printed; and what t
 say about the database they are pointed at (their --help and their refusal without one)."""
 from __future__ import annotations
 
+import argparse
 import os
 import textwrap
 from pathlib import Path
@@ -38,6 +39,18 @@ def database_help(script: str, example: str, also: str = "", note: str = "") -> 
         textwrap.fill(dropped, 100, break_on_hyphens=False),
         *([textwrap.fill(note, 100, break_on_hyphens=False)] if note else []),
     ])
+
+
+def bench_parser(script: str, doc: str | None, example: str, also: str = "", note: str = "", *,
+                 before: str = "", paragraph: bool = False) -> argparse.ArgumentParser:
+    """The argument parser of the bench script `bench/<script>` whose docstring is `doc`: its first
+    line (its first paragraph with `paragraph`) as the description, and as the epilog `before` (a
+    paragraph), then how to point it at its database (`database_help`)."""
+    text = doc or ""
+    description = text.split("\n\n")[0] if paragraph else text.split("\n")[0]
+    epilog = database_help(script, example, also, note)
+    return argparse.ArgumentParser(description=description, epilog=f"{before}\n\n{epilog}" if before else epilog,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def bench_database_url(script: str, example: str, also: str = "", note: str = "") -> str:
