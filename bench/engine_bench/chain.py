@@ -25,24 +25,26 @@ def chain_off() -> Iterator[None]:
     from runs import ledger_chain
     from runs.engine import fastpath, transitions
 
-    def plain(record: Any, using: str) -> None:
+    def plain(record: Any) -> None:  # for the trigger, or linked after a record: neither, here
         record.chain_index, record.prev_hash, record.hash = next(_PLAIN_INDEX), "", ""
 
     def plain_after(record: Any, last: tuple[int, str]) -> tuple[int, str]:
-        plain(record, "default")
+        plain(record)
         return record.chain_index, record.hash
 
-    originals = ledger_chain.prepare, transitions.ledger_prepare, transitions.link_after, fastpath._CHECKING
+    # Every writer on PostgreSQL readies its record for the trigger through `for_trigger` (the ORM's
+    # `prepare` too), or links it itself through `link_after`.
+    originals = ledger_chain.for_trigger, transitions.link_after, fastpath._CHECKING
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE runs_ledgerrecord DISABLE TRIGGER runs_ledgerrecord_chain")
-    ledger_chain.prepare = transitions.ledger_prepare = plain
+    ledger_chain.for_trigger = plain
     transitions.link_after = plain_after
     # The lease check's lock on the run row is the chain's (one writer of a run's chain at a time).
     fastpath._CHECKING = fastpath._CHECKING.replace("FOR NO KEY UPDATE", "")
     try:
         yield
     finally:
-        ledger_chain.prepare, transitions.ledger_prepare, transitions.link_after, fastpath._CHECKING = originals
+        ledger_chain.for_trigger, transitions.link_after, fastpath._CHECKING = originals
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE runs_ledgerrecord ENABLE TRIGGER runs_ledgerrecord_chain")
 

@@ -570,19 +570,13 @@ def _end(*, run_id: str, worker_id: str, status: RunStatus, result: Any, error: 
     return True
 
 
-def ledger_prepare(record: LedgerRecord, using: str) -> None:
-    """`runs.ledger_chain.prepare` for the one-statement forms, which are PostgreSQL's: the content
-    digest in `hash`, for the trigger to link, without asking the connection its vendor again."""
-    ledger_chain.for_trigger(record)
-
-
 def record_params(record: LedgerRecord, after: tuple[int, str] | None = None) -> list[Any]:
     """A ledger record's columns in the order the one-statement inserts list them. Linked here
     right after `after` (its run's last record, (chain_index, hash)) when it is given; otherwise
     `hash` carries the content digest, for the insert's trigger to link (see `runs.ledger`)."""
     record.body_text = None  # type: ignore[attr-defined]  # set by the digest when its JSON of the body serves
-    if after is None:
-        ledger_prepare(record, "default")
+    if after is None:  # the one-statement forms are PostgreSQL's: no need to ask the connection's vendor
+        ledger_chain.for_trigger(record)
     else:
         link_after(record, after)
     body = record.body_text  # type: ignore[attr-defined]
