@@ -54,8 +54,7 @@ def engine(engine_for):
 @pytest.fixture
 def listener():
     """A connection of its own LISTENing on the channel the workers' supervisors wait on."""
-    params = connection.get_connection_params()
-    made = psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"}, autocommit=True)
+    made = psycopg.connect(**connection.get_connection_params(), autocommit=True)
     made.execute(f"LISTEN {dispatch.RUNNABLE_CHANNEL}")
     yield made
     made.close()
